@@ -1,0 +1,78 @@
+"""The task registry: every memory task, its family, horizon, chance rate and knobs.
+
+Tasks register with gymnasium as ``embodied/<Name>-v0`` when ``embodied`` is
+imported. ``TASKS`` maps the short name (``PutBlockBack-v0``) to its entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+
+import gymnasium as gym
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    name: str  # e.g. "PutBlockBack-v0"
+    entry_point: str  # "module:Class"
+    suite: str  # "manipulation" or "navigation"
+    max_episode_steps: int
+    description: str
+
+    @property
+    def env_id(self) -> str:
+        return f"embodied/{self.name}"
+
+    def env_class(self):
+        module, cls = self.entry_point.split(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def describe(self) -> dict:
+        cls = self.env_class()
+        knobs = {f.name: f.default for f in dataclasses.fields(cls.Options)}
+        return {
+            "name": self.name,
+            "env_id": self.env_id,
+            "family": cls.family,
+            "suite": self.suite,
+            "horizon": self.max_episode_steps,
+            "chance": cls.chance,
+            "chance_rate": cls.default_chance_rate(),
+            "knobs": knobs,
+            "description": self.description,
+        }
+
+
+TASKS: dict[str, TaskEntry] = {}
+
+
+def register(entry: TaskEntry) -> None:
+    TASKS[entry.name] = entry
+    if entry.env_id not in gym.registry:
+        gym.register(id=entry.env_id, entry_point=entry.entry_point, max_episode_steps=entry.max_episode_steps)
+
+
+def get_task(name: str) -> TaskEntry:
+    """Look up a task by short name or env id; unknown names list the available ones."""
+    key = name.removeprefix("embodied/")
+    if key not in TASKS and f"{key}-v0" in TASKS:
+        key = f"{key}-v0"
+    if key not in TASKS:
+        raise ValueError(f"unknown task {name!r}; available tasks: {', '.join(sorted(TASKS))}")
+    return TASKS[key]
+
+
+def make(name: str, **kwargs) -> gym.Env:
+    """``gym.make`` for a task by short name, with a clear error for unknown names."""
+    return gym.make(get_task(name).env_id, **kwargs)
+
+
+_MANIPULATION = [
+    ("PutBlockBack-v0", "embodied.tasks.put_block_back:PutBlockBack", 300,
+     "a block is carried off its start pose; put it back there"),
+]
+
+for _name, _entry, _steps, _desc in _MANIPULATION:
+    register(TaskEntry(_name, _entry, "manipulation", _steps, _desc))
