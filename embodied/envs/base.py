@@ -138,6 +138,10 @@ class MemoryTaskEnv(gym.Env):
         """Draw the cue: the one thing the agent must remember."""
         raise NotImplementedError
 
+    def cue_variants(self) -> list[Any]:
+        """At least two valid cues for the current layout (for cue-erasure tests)."""
+        raise NotImplementedError
+
     def _reset_scene(self) -> None:
         """Place everything for the drawn layout and cue (data already reset)."""
         raise NotImplementedError

@@ -77,6 +77,9 @@ class PutBlockBack(WorkcellEnv):
                 return xy
         raise RuntimeError("no free start pose")
 
+    def cue_variants(self) -> list[np.ndarray]:
+        return [np.array([0.35, -0.2]), np.array([0.55, 0.2])]
+
     def _reset_scene(self) -> None:
         self.paint("block", COLORS[self.colour])
         for i, colour in enumerate(self.distractor_colours):
