@@ -255,9 +255,12 @@ class MemoryTaskEnv(gym.Env):
         if self.images:
             if force_render or not self._images or self.t % self.render_every == 0:
                 self._images = self.rig.render(self.data)
-            obs.update(self._images)
+                obs.update(self._images)
+            else:
+                # Between renders the last images repeat; copies keep observations independent.
+                obs.update({key: image.copy() for key, image in self._images.items()})
             for cam, pose in self.rig.extrinsics(self.data).items():
-                obs[f"intrinsics/{cam}"] = self.rig.K[cam]
+                obs[f"intrinsics/{cam}"] = self.rig.K[cam].copy()
                 obs[f"extrinsics/{cam}"] = pose
         obs["proprio"] = self._proprio()
         obs["goal"] = {

@@ -1,0 +1,108 @@
+"""Run episodes of a policy in a task; optionally write a video.
+
+Videos are written to a temporary file and renamed into place when done, so
+a crash never leaves a half-written file under the final name. Ctrl-C
+finishes the video with the frames recorded so far before re-raising.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import gymnasium as gym
+import imageio.v2 as imageio
+import numpy as np
+from tqdm import tqdm
+
+from embodied.experts import make_expert
+from policies import RandomPolicy
+
+POLICIES = ("expert", "random")
+
+
+@dataclass
+class EpisodeResult:
+    seed: int
+    success: bool
+    failure: bool
+    steps: int
+    episode_return: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def make_policy(name: str, env: gym.Env, seed: int | None = None):
+    if name == "expert":
+        return make_expert(env)
+    if name == "random":
+        return RandomPolicy(env, seed=seed)
+    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")
+
+
+class VideoWriter:
+    """mp4 writer that renames its temp file into place on close."""
+
+    def __init__(self, path: str | os.PathLike, fps: int):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
+        self.writer = imageio.get_writer(self.tmp, fps=fps, codec="libx264", macro_block_size=8, quality=7)
+        self.frames = 0
+
+    def add(self, frame: np.ndarray) -> None:
+        self.writer.append_data(frame)
+        self.frames += 1
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.frames:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+def run_episodes(
+    env: gym.Env,
+    policy_name: str,
+    seeds: Iterable[int],
+    video: VideoWriter | None = None,
+    progress: bool = True,
+    on_step: Callable[[dict, dict], None] | None = None,
+) -> list[EpisodeResult]:
+    """Run one episode per seed; ``on_step(obs, info)`` sees every observation."""
+    seeds = list(seeds)
+    results: list[EpisodeResult] = []
+    bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
+    for seed in bar:
+        policy = make_policy(policy_name, env, seed)
+        obs, info = env.reset(seed=seed)
+        policy.reset()
+        total, steps, done = 0.0, 0, False
+        if video is not None:
+            video.add(env.render())
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+            total += float(reward)
+            steps += 1
+            done = terminated or truncated
+            if on_step is not None:
+                on_step(obs, info)
+            if video is not None:
+                video.add(env.render())
+        results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total))
+        bar.set_postfix(success=f"{np.mean([r.success for r in results]):.2f}")
+    return results
+
+
+def summarize(results: list[EpisodeResult]) -> dict:
+    n = len(results)
+    return {
+        "n_episodes": n,
+        "success_rate": float(np.mean([r.success for r in results])) if n else 0.0,
+        "failure_rate": float(np.mean([r.failure for r in results])) if n else 0.0,
+        "mean_steps": float(np.mean([r.steps for r in results])) if n else 0.0,
+    }

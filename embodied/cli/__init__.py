@@ -1,0 +1,1 @@
+"""The ``embodied`` command line: one command, one subcommand per job."""

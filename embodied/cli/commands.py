@@ -1,0 +1,115 @@
+"""Subcommands that list and run tasks."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import gymnasium as gym
+
+from embodied.agent.rollout import VideoWriter, run_episodes, summarize
+from embodied.envs.base import options_from
+from embodied.tasks import TASKS, get_task
+
+
+def tasks(args: argparse.Namespace) -> list[dict] | None:
+    rows = [entry.describe() for entry in TASKS.values() if not args.suite or entry.suite == args.suite]
+    if args.json:
+        return rows
+    print(f"{'task':<20} {'family':<16} {'suite':<13} {'horizon':>7} {'chance':>7}  knobs")
+    for row in rows:
+        knobs = ", ".join(f"{k}={v}" for k, v in row["knobs"].items())
+        print(
+            f"{row['name']:<20} {row['family']:<16} {row['suite']:<13} {row['horizon']:>7} "
+            f"{row['chance_rate']:>7.3f}  {knobs}"
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> dict | None:
+    entry = get_task(args.task)
+    cls = entry.env_class()
+    options = options_from(cls.Options, args.option, entry.name)  # validates before building the scene
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    env = gym.make(
+        entry.env_id,
+        images=False,
+        render_mode="rgb_array" if args.video else None,
+        **dataclasses.asdict(options),
+    )
+    video = VideoWriter(args.video, fps=env.metadata.get("render_fps", 20)) if args.video else None
+    try:
+        results = run_episodes(env, args.policy, range(args.seed, args.seed + args.episodes), video=video)
+    finally:
+        if video is not None:
+            video.close()
+        env.close()
+    summary = summarize(results)
+    summary.update(
+        task=entry.name,
+        policy=args.policy,
+        options=dataclasses.asdict(options),
+        chance_rate=cls.chance_rate(options),
+        episodes=[r.to_dict() for r in results],
+    )
+    if args.video:
+        summary["video"] = args.video
+    if not args.json:
+        print(
+            f"{entry.name} policy={args.policy} episodes={summary['n_episodes']} "
+            f"success_rate={summary['success_rate']:.3f} (chance {summary['chance_rate']:.3f}) "
+            f"mean_steps={summary['mean_steps']:.1f}"
+        )
+        if args.video:
+            print(f"video: {args.video}")
+        return None
+    return summary
+
+
+def demo(args: argparse.Namespace) -> dict | None:
+    """Every task's expert for a few episodes; the first episode of each goes in the video."""
+    video = VideoWriter(args.video, fps=20) if args.video else None
+    rows = []
+    try:
+        for entry in TASKS.values():
+            env = gym.make(entry.env_id, images=False, render_mode="rgb_array" if video else None)
+            try:
+                first = run_episodes(env, "expert", [0], video=_SizedVideo(video) if video else None, progress=False)
+                rest = run_episodes(env, "expert", range(1, args.episodes), progress=False)
+            finally:
+                env.close()
+            summary = summarize(first + rest)
+            summary.update(task=entry.name, chance_rate=entry.env_class().default_chance_rate())
+            rows.append(summary)
+            if not args.json:
+                print(
+                    f"{entry.name:<20} expert success {summary['success_rate']:.2f} over "
+                    f"{summary['n_episodes']} episodes (chance {summary['chance_rate']:.3f})",
+                    flush=True,
+                )
+    finally:
+        if video is not None:
+            video.close()
+    if not args.json:
+        if video is not None:
+            print(f"video: {args.video}")
+        return None
+    return {"tasks": rows, "video": args.video}
+
+
+class _SizedVideo:
+    """Pads frames of different tasks to one size so they share one mp4."""
+
+    HEIGHT, WIDTH = 240, 480
+
+    def __init__(self, writer: VideoWriter):
+        self.writer = writer
+
+    def add(self, frame) -> None:
+        import numpy as np
+
+        canvas = np.zeros((self.HEIGHT, self.WIDTH, 3), np.uint8)
+        h, w = min(frame.shape[0], self.HEIGHT), min(frame.shape[1], self.WIDTH)
+        canvas[:h, :w] = frame[:h, :w]
+        self.writer.add(canvas)
