@@ -1,0 +1,20 @@
+"""Perception: RGB-D observations -> object observations (world-frame clouds, boxes, colours).
+
+    perceive = Perceiver(env.unwrapped.labels, PerceptionConfig(mode="masks"))
+    frame = perceive(obs, t)          # Frame(t, objects=[ObjectObservation, ...], views=[...])
+"""
+
+from embodied.perception.colour import COLOUR_NAMES, colour_name
+from embodied.perception.perceiver import Perceiver, tcp_of
+from embodied.perception.types import CameraView, Frame, ObjectObservation, PerceptionConfig
+
+__all__ = [
+    "COLOUR_NAMES",
+    "CameraView",
+    "Frame",
+    "ObjectObservation",
+    "PerceptionConfig",
+    "Perceiver",
+    "colour_name",
+    "tcp_of",
+]

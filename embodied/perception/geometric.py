@@ -1,0 +1,108 @@
+"""Geometric detector: no masks. Support planes by RANSAC, objects by DBSCAN.
+
+Pipeline per camera (numbers sized for 128x128 images of the workcell):
+  1. back-project a regular stride of the valid pixels, voxel-downsample (8 mm);
+  2. RANSAC (open3d ``segment_plane``) for up to ``max_planes`` planes: the
+     first horizontal plane is the support (the table, or the floor); lower
+     horizontal planes (the floor under the table) go too; everything at or
+     below the support is dropped;
+  3. DBSCAN (open3d ``cluster_dbscan``) on the rest; clusters taller than
+     ``max_object_height`` above the support are the arm, clusters touching
+     the TCP are the gripper (from proprioception): both dropped;
+  4. each cluster is described by its shape class (flat/small/medium/tall/
+     large, used as its label) and colour.
+The support itself is reported with the label ``surface``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import open3d as o3d
+
+from embodied.perception.geometry import Group, back_project, describe_batch, pixel_colours, stride_subsample
+from embodied.perception.types import ObjectObservation, PerceptionConfig
+
+_HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
+
+
+def detect_geometric(
+    arrays: dict[str, np.ndarray],
+    camera: str,
+    t: int,
+    cfg: PerceptionConfig,
+    tcp: np.ndarray | None = None,
+) -> tuple[list[ObjectObservation], list[float]]:
+    """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None."""
+    depth = arrays["depth"]
+    h, w = depth.shape
+    flat = np.flatnonzero((depth > cfg.min_depth) & (depth < cfg.max_depth))
+    flat = stride_subsample(flat, cfg.geometric_max_pixels)
+    if len(flat) < cfg.cluster_min_points:
+        return [], []
+    u, v = (flat % w).astype(np.float64), (flat // w).astype(np.float64)
+    z = depth.ravel()[flat].astype(np.float64)
+    points = back_project(u, v, z, arrays["intrinsics"].astype(np.float64), arrays["extrinsics"].astype(np.float64))
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
+    cloud.colors = o3d.utility.Vector3dVector(pixel_colours(arrays["rgb"], flat))
+    cloud = cloud.voxel_down_sample(cfg.geometric_voxel)
+    pts, cols = np.asarray(cloud.points), np.asarray(cloud.colors)
+
+    keep = np.ones(len(pts), dtype=bool)
+    support: float | None = None
+    heights: list[float] = []
+    chunks: list[np.ndarray] = []  # point indices of each reported object, plane first
+    names: list[str] = []
+    # Fixed RANSAC seed: the same frame always gives the same planes.
+    o3d.utility.random.seed(cfg.seed)
+    for _ in range(cfg.max_planes):
+        rest = np.flatnonzero(keep)
+        if len(rest) < cfg.plane_min_inliers:
+            break
+        plane, inliers = cloud.select_by_index(rest.tolist()).segment_plane(cfg.plane_distance, 3, 100)
+        if len(inliers) < cfg.plane_min_inliers:
+            break
+        a, b, c, d = plane
+        if abs(c) < _HORIZONTAL:
+            break  # the largest structure left is vertical: no more supports
+        height = float(-d / c)
+        if support is not None and height > support + cfg.plane_distance:
+            break  # a raised horizontal face (a drawer top) is an object, not a support
+        idx = rest[np.asarray(inliers)]
+        keep[idx] = False
+        heights.append(height)
+        if support is None:
+            support = height
+            chunks.append(idx)
+            names.append("plane")
+    if support is not None:
+        keep &= pts[:, 2] > support + cfg.plane_distance
+    rest = np.flatnonzero(keep)
+    if len(rest) >= cfg.cluster_min_points:
+        labels = np.asarray(
+            cloud.select_by_index(rest.tolist()).cluster_dbscan(cfg.cluster_eps, cfg.cluster_min_points)
+        )
+        base = support if support is not None else float(pts[:, 2].min())
+        base_xy = np.asarray(cfg.robot_base, dtype=np.float64)
+        for k in range(int(labels.max()) + 1 if len(labels) else 0):
+            idx = rest[labels == k]
+            cp = pts[idx]
+            if cp[:, 2].max() > base + cfg.max_object_height:
+                continue  # the arm reaches up to its base: no tabletop object is this tall
+            if np.min(np.linalg.norm(cp[:, :2] - base_xy, axis=1)) < cfg.robot_base_radius:
+                continue  # the arm's foot, cut off from the rest of the arm by occlusion
+            if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < cfg.tcp_clearance:
+                continue  # the fingers, or whatever they hold
+            chunks.append(idx)
+            names.append(f"c{k}")
+    if not chunks:
+        return [], heights
+    groups, start = [], 0
+    for name, idx in zip(names, chunks):
+        groups.append(Group("surface" if name == "plane" else "", f"{camera}#{name}", start, start + len(idx), len(idx)))
+        start += len(idx)
+    order = np.concatenate(chunks)
+    objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg)
+    for obs in objects:
+        if not obs.label:
+            obs.label = obs.shape
+    return objects, heights

@@ -1,0 +1,66 @@
+"""Mask detector: rendered instance segmentation plays a perfect 2-D detector.
+
+Only pixels, depths, masks and the label map (instance id -> class, the
+detector's vocabulary) are used; no simulator poses or states. Instance ids
+name detections within one frame only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.perception.geometry import Group, back_project, describe_batch, pixel_colours, stride_subsample
+from embodied.perception.types import ObjectObservation, PerceptionConfig
+
+
+def detect_masks(
+    arrays: dict[str, np.ndarray],
+    labels: dict[int, str],
+    camera: str,
+    t: int,
+    cfg: PerceptionConfig,
+) -> list[ObjectObservation]:
+    """Object observations of one camera from its checked arrays (see ``geometry.camera_arrays``).
+
+    ``arrays``: rgb (H,W,3), depth (H,W) m, segmentation (H,W) int32,
+    intrinsics (3,3), extrinsics (4,4).
+    """
+    seg, depth = arrays["segmentation"], arrays["depth"]
+    h, w = depth.shape
+    valid = (seg > 0) & (depth > cfg.min_depth) & (depth < cfg.max_depth)
+    flat = np.flatnonzero(valid)
+    if len(flat) == 0:
+        return []
+    ids = seg.ravel()[flat]
+    # A stable sort groups each instance's pixels and keeps them in raster order,
+    # so a regular stride over a group keeps its spatial spread.
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    cuts = np.flatnonzero(sorted_ids[1:] != sorted_ids[:-1]) + 1
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [len(order)]])
+    # A mask on the image border may be cut off: the memory then trusts its extent less.
+    border = set(np.unique(np.concatenate([seg[0], seg[-1], seg[:, 0], seg[:, -1]])).tolist())
+    chosen: list[tuple[int, str, np.ndarray, int]] = []
+    for start, stop in zip(starts.tolist(), stops.tolist()):
+        inst = int(sorted_ids[start])
+        if stop - start < cfg.min_pixels:
+            continue
+        label = labels.get(inst, "object")
+        if label in cfg.ignore_labels:
+            continue
+        picked = stride_subsample(order[start:stop], cfg.max_pixels)
+        chosen.append((inst, label, flat[picked], stop - start))
+    if not chosen:
+        return []
+    # One back-projection for every chosen pixel of the frame.
+    all_idx = np.concatenate([c[2] for c in chosen])
+    u, v = (all_idx % w).astype(np.float64), (all_idx // w).astype(np.float64)
+    z = depth.ravel()[all_idx].astype(np.float64)
+    points = back_project(u, v, z, arrays["intrinsics"].astype(np.float64), arrays["extrinsics"].astype(np.float64))
+    colours = pixel_colours(arrays["rgb"], all_idx)
+    groups, start = [], 0
+    for inst, label, idx, n_pixels in chosen:
+        groups.append(Group(label, f"{camera}#{inst}", start, start + len(idx), n_pixels, inst in border))
+        start += len(idx)
+    return describe_batch(points, colours, groups, camera, t, cfg)

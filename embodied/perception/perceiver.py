@@ -1,0 +1,86 @@
+"""The perception front end: one observation dict in, one :class:`Frame` out."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from embodied.perception.geometric import detect_geometric
+from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
+from embodied.perception.masks import detect_masks
+from embodied.perception.types import Frame, PerceptionConfig
+
+WORKCELL_PROPRIO_DIM = 22  # qpos 7, qvel 7, TCP pos 3, TCP quat 4, gripper width 1
+TCP_SLICE = slice(14, 17)
+
+
+def tcp_of(proprio: np.ndarray | None) -> np.ndarray | None:
+    """TCP position (3,) m from a workcell proprio vector; None for other robots."""
+    if proprio is None:
+        return None
+    proprio = np.asarray(proprio)
+    if proprio.shape != (WORKCELL_PROPRIO_DIM,):
+        return None
+    return proprio[TCP_SLICE].astype(np.float64)
+
+
+class Perceiver:
+    """Turns observations into object observations.
+
+    Args:
+        labels: instance id -> class label (``env.unwrapped.labels``); needed
+            in "masks" mode, ignored in "geometric" mode.
+        config: a :class:`PerceptionConfig` (or its fields as keyword args).
+    """
+
+    def __init__(self, labels: dict[int, str] | None = None, config: PerceptionConfig | None = None, **knobs):
+        if config is not None and knobs:
+            raise ValueError("pass either a PerceptionConfig or keyword knobs, not both")
+        self.config = config or PerceptionConfig(**knobs)
+        self.config.validate()
+        if self.config.mode == "masks" and not labels:
+            raise ValueError("masks mode needs the label map (instance id -> class), e.g. env.unwrapped.labels")
+        self.labels = {int(k): str(v) for k, v in (labels or {}).items()}
+        self.rng = np.random.default_rng(self.config.seed)
+
+    def with_config(self, **changes) -> "Perceiver":
+        return Perceiver(self.labels, dataclasses.replace(self.config, **changes))
+
+    def _shuffled(self, seg: np.ndarray, labels: dict[int, str], lut: np.ndarray) -> np.ndarray:
+        return lut[np.clip(seg, 0, len(lut) - 1)]
+
+    def __call__(self, obs: dict, t: int) -> Frame:
+        """Perceive one observation at time ``t`` (control steps)."""
+        cfg = self.config
+        masks = cfg.mode == "masks"
+        cameras = cameras_in(obs, cfg.cameras)
+        proprio = obs.get("proprio")
+        tcp = tcp_of(proprio)
+        labels = self.labels
+        lut = None
+        if masks and cfg.shuffle_ids:
+            # Fresh random ids every frame, shared by the cameras of the frame: the
+            # same object gets different ids at different times, so only tracking
+            # can give it an identity.
+            top = max(labels) + 1 if labels else 1
+            new_ids = self.rng.choice(np.arange(1, 1000 + top), size=top, replace=False)
+            lut = np.zeros(top, dtype=np.int32)
+            lut[1:] = new_ids[1:]
+            labels = {int(lut[k]): v for k, v in labels.items() if 0 < k < top}
+        objects, views, planes = [], [], {}
+        for cam in cameras:
+            noisy = cfg.depth_noise > 0 or cfg.dropout > 0
+            arrays = camera_arrays(obs, cam, need_masks=masks, copy=noisy)
+            if lut is not None:
+                arrays["segmentation"] = self._shuffled(arrays["segmentation"], labels, lut)
+            corrupt(arrays, cfg, self.rng)
+            views.append(make_view(cam, arrays))
+            if masks:
+                objects.extend(detect_masks(arrays, labels, cam, t, cfg))
+            else:
+                found, heights = detect_geometric(arrays, cam, t, cfg, tcp)
+                objects.extend(found)
+                planes[cam] = heights
+        extras = {"support_planes": planes} if planes else {}
+        return Frame(int(t), objects, views, None if proprio is None else np.asarray(proprio), extras)
