@@ -1,0 +1,6 @@
+"""Visualising scene graphs over time: an offline HTML viewer and video overlays."""
+
+from embodied.viz.html import render_page, write_page
+from embodied.viz.timeline import Event, Frame, Keyframe, NodeInfo, NodeState, Timeline
+
+__all__ = ["Event", "Frame", "Keyframe", "NodeInfo", "NodeState", "Timeline", "render_page", "write_page"]
