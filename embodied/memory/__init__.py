@@ -1,0 +1,13 @@
+"""Memory: spatial scene graph + episodic event log over perception frames.
+
+    from embodied.perception import Perceiver
+    from embodied.memory import SpatialMemory
+    perceive, memory = Perceiver(env.unwrapped.labels), SpatialMemory()
+    memory.update(perceive(obs, t))
+"""
+
+from embodied.memory.config import MemoryConfig
+from embodied.memory.events import ADD, DELETE, NOOP, UPDATE, Event, EventLog
+from embodied.memory.memory import SpatialMemory
+
+__all__ = ["ADD", "DELETE", "NOOP", "UPDATE", "Event", "EventLog", "MemoryConfig", "SpatialMemory"]

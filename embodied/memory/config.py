@@ -1,0 +1,77 @@
+"""Configuration of the memory and the class -> node-kind tables.
+
+Numbers follow ConceptGraphs (association by the fraction of a detection's
+points within one 2.5 cm voxel of an object's points) and sizes of the
+workcell props (4 cm blocks, 8 cm cups, 24 cm drawers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
+
+# What a class label makes of a node. Unknown labels are plain objects.
+CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket", "cabinet", "fridge"})
+ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "cabinet", "fridge", "switch"})
+SURFACE_CLASSES = frozenset(
+    {"table", "pad", "surface", "shelf", "counter", "floor", "desk", "bed", "sofa", "couch", "plane", "rug"}
+)
+ROOM_CLASSES = frozenset({"room"})
+# Containers whose content cannot be seen once closed or put down over it.
+RIGID_CONTAINERS = frozenset({"cup", "bowl", "box", "bin", "basket"})
+
+
+def kind_of(cls: str) -> str:
+    """Node kind of a class label."""
+    if cls in ROOM_CLASSES:
+        return "room"
+    if cls in CONTAINER_CLASSES:
+        return "container"
+    if cls in ARTICULATED_CLASSES:
+        return "articulated"
+    if cls in SURFACE_CLASSES:
+        return "surface"
+    return "object"
+
+
+@dataclass
+class MemoryConfig:
+    """Knobs of :class:`embodied.memory.SpatialMemory` (metres, control steps)."""
+
+    assoc_voxel: float = 0.025  # m; a detection point overlaps an object if a point of it lies within one voxel
+    min_overlap: float = 0.25  # fraction of detection points; below this it is not the same place
+    move_gate: float = 0.15  # m; an unmatched detection may continue a same-class track this close
+    reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
+    colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
+    strict_class: bool = True  # masks mode: classes must match; geometric mode shape classes may differ
+    move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
+    log_tol: float = 0.01  # m; position change that is written to the event log
+    max_object_points: int = 256  # fused cloud cap per object
+    # Visibility: a remembered point is "seen through" if the depth image reads
+    # farther than it by more than this (m, plus a fraction of the depth).
+    depth_tol: float = 0.02
+    depth_tol_rel: float = 0.02
+    min_projected: int = 3  # fewer in-image points: no verdict from that camera
+    missing_fraction: float = 0.5  # seen-through fraction that marks an object missing
+    near_dist: float = 0.15  # m, "near" edges between objects
+    on_tol: float = 0.02  # m, gap between an object's bottom and a support's top
+    contain_margin: float = 0.01  # m, container box growth for "in"
+    # Articulation.
+    drawer_open_delta: float = 0.04  # m of travel that reads as open
+    button_press_delta: float = 0.004  # m of cap travel that reads as pressed
+    # Grasping from proprioception (workcell layout).
+    grasp_radius: float = 0.05  # m, TCP to object centre
+    grasp_min_width: float = 0.004  # m; narrower and the fingers closed on nothing
+    grasp_max_width: float = 0.075  # m; wider and the gripper is open
+    # Episodic log.
+    keyframe_every: int = 256  # events between full snapshots
+    # Places (navigation): a new place node every this many metres of travel.
+    place_spacing: float = 1.0
+    agent_log_tol: float = 0.05  # m of agent travel written to the log
+
+    def validate(self) -> None:
+        if not 0 < self.min_overlap <= 1:
+            raise ValueError(f"min_overlap must be in (0, 1], got {self.min_overlap}")
+        if self.assoc_voxel <= 0 or self.move_gate <= 0 or self.keyframe_every < 1:
+            raise ValueError("assoc_voxel and move_gate must be > 0, keyframe_every >= 1")

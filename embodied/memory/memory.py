@@ -1,0 +1,245 @@
+"""SpatialMemory: a spatial scene graph (networkx) with an episodic event log.
+
+    memory = SpatialMemory()
+    for t, obs in enumerate(observations):
+        memory.update(perceive(obs, t))
+    memory.where_is("block_0"); memory.where_was("block_0", t=3); memory.snapshot(t=3)
+
+Nodes (``memory.graph``, a MultiDiGraph keyed by relation) carry:
+    kind        object | container | articulated | surface | place | room | agent
+    cls, colour, rgb (3,) [0,1]
+    position    (3,) m, box centre;  box_min, box_max (3,) m
+    first_seen, last_seen (steps), last_update (step of the last logged change)
+    visible     seen in the latest frame;  status: visible | occluded | missing
+                | out_of_view | unseen | hidden | held;  unseen_since (step or -1)
+    state       articulation: open | closed | pressed | released | ""
+    inside      remembered container of an unseen object ("" if none)
+    held, n_obs, confidence
+Edges (rel): on, in, near, part_of, in_room, connects; recomputed from
+geometry whenever something moved (see ``spatial.relations``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import networkx as nx
+
+from embodied.memory.config import MemoryConfig
+from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
+from embodied.memory.query import Queries
+from embodied.memory.spatial import relations
+from embodied.memory.tracker import Tracking, _vec
+from embodied.memory.tracks import Track
+from embodied.perception.perceiver import WORKCELL_PROPRIO_DIM
+from embodied.perception.types import Frame
+
+AGENT = "agent"
+
+
+class SpatialMemory(Tracking, Queries):
+    """Scene graph + event log, fed one perception :class:`Frame` at a time."""
+
+    def __init__(self, config: MemoryConfig | None = None, **knobs):
+        if config is not None and knobs:
+            raise ValueError("pass either a MemoryConfig or keyword knobs, not both")
+        self.config = config or MemoryConfig(**knobs)
+        self.config.validate()
+        self.graph = nx.MultiDiGraph()
+        self.log = EventLog(self.config.keyframe_every)
+        self.tracks: dict[str, Track] = {}
+        self.t = -1
+        self.counters: dict[str, int] = {}
+        # Gripper state machine (workcell proprioception).
+        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0)}
+        self.place_of_agent = ""
+        self._edges_dirty = False
+        self.frames = 0
+
+    # --- node bookkeeping -------------------------------------------------
+    def _new_id(self, cls: str) -> str:
+        k = self.counters.get(cls, 0)
+        self.counters[cls] = k + 1
+        return f"{cls}_{k}"
+
+    def _add_node(self, node: str, attrs: dict, t: int, tag: str) -> None:
+        attrs["last_update"] = t
+        self.graph.add_node(node, **attrs)
+        self.log.append(t, ADD, node, tag, attrs)
+        self._edges_dirty = True
+
+    def _set(self, node: str, t: int, tag: str, changes: dict) -> None:
+        """Write changed attributes to the graph and log them as one UPDATE."""
+        a = self.graph.nodes[node]
+        diff = {k: v for k, v in changes.items() if a.get(k) != v}
+        if not diff:
+            self.log.append(t, "NOOP", node, tag)
+            return
+        diff["last_update"] = t
+        a.update(diff)
+        self.log.append(t, UPDATE, node, tag, diff)
+        if any(k in diff for k in ("position", "box_min", "inside", "kind")):
+            self._edges_dirty = True
+
+    def delete(self, node: str, t: int | None = None, tag: str = "deleted") -> None:
+        """Forget a node (e.g. a merged duplicate); the log keeps its history."""
+        if node not in self.graph:
+            raise KeyError(f"no node {node!r} in memory")
+        t = self.t if t is None else t
+        self.graph.remove_node(node)
+        self.tracks.pop(node, None)
+        self.log.append(t, DELETE, node, tag)
+        self._edges_dirty = True
+
+    # --- the update ------------------------------------------------------------
+    def update(self, frame: Frame) -> None:
+        """Fold one perception frame (objects, camera views, proprio) into memory."""
+        t = int(frame.t)
+        if t < self.t:
+            raise ValueError(f"frame time {t} is before the memory's time {self.t}: frames must come in order")
+        self.t = t
+        self.frames += 1
+        seen: set[str] = set()
+        by_camera: dict[str, list] = {}
+        for det in frame.objects:
+            by_camera.setdefault(det.camera, []).append(det)
+        for cam, dets in by_camera.items():
+            taken_here: set[str] = set()
+            for det, node in self._associate(dets, taken_here):
+                if node is None:
+                    node = self._add(det, t)
+                else:
+                    self._observe(node, det, t)
+                seen.add(node)
+        self._proprio(frame.proprio, frame.views, t, seen)
+        self._permanence(frame.views, seen, t)
+        if self._edges_dirty:
+            self._refresh_edges()
+
+    # --- proprioception: the agent, grasps and releases --------------------------
+    def _proprio(self, proprio, views, t: int, seen: set) -> None:
+        cfg = self.config
+        if proprio is not None and np.asarray(proprio).shape == (WORKCELL_PROPRIO_DIM,):
+            p = np.asarray(proprio, dtype=np.float64)
+            tcp, width = p[14:17], float(p[21])
+        elif views:
+            # Mobile robots: the agent is where its first camera is.
+            tcp, width = views[0].cam_to_world[:3, 3].astype(np.float64), None
+        else:
+            return
+        if AGENT not in self.graph:
+            self._add_node(AGENT, {"kind": "agent", "cls": "agent", "position": _vec(tcp), "first_seen": t,
+                                   "last_seen": t, "held": False, "status": "visible", "visible": True}, t, "seen")
+        a = self.graph.nodes[AGENT]
+        a["last_seen"] = t
+        if np.linalg.norm(tcp - np.asarray(a["position"])) > cfg.agent_log_tol:
+            self._set(AGENT, t, "moved", {"position": _vec(tcp)})
+        if width is not None:
+            self._gripper(tcp, width, t, seen)
+
+    def _gripper(self, tcp: np.ndarray, width: float, t: int, seen: set) -> None:
+        """Grasp: the fingers come to rest part-closed (on something) next to an object; release: they open.
+
+        A two-state machine (open / closed) on the width, so the bounce of the
+        fingers on contact is not mistaken for opening.
+        """
+        cfg, g = self.config, self.grip
+        last = width if g["width"] is None else g["width"]
+        g["width"] = width
+        stable = abs(width - last) < 5e-4
+        holding = g["holding"]
+        if holding and holding not in self.graph:
+            g["holding"] = holding = ""
+        if holding:
+            if width > g["grasp_width"] + 5e-3 or width < cfg.grasp_min_width:
+                g["holding"] = ""
+                self._set(holding, t, "release", {"held": False})
+            elif holding not in seen:
+                # Out of sight in the hand: it goes where the hand goes.
+                track = self.tracks[holding]
+                track.shift(tcp + np.asarray(g["offset"]) - track.center)
+                a = self.graph.nodes[holding]
+                if np.linalg.norm(track.center - np.asarray(a["position"])) > cfg.log_tol:
+                    self._set(holding, t, "carried", {"position": _vec(track.center), "box_min": _vec(track.box_min),
+                                                      "box_max": _vec(track.box_max)})
+        if width >= cfg.grasp_max_width:
+            g["closed"] = False
+            return
+        if holding or g["closed"] or not stable:
+            return
+        g["closed"] = True  # came to rest part-closed: on an object, or on nothing
+        if width <= cfg.grasp_min_width:
+            return
+        best, best_d = "", cfg.grasp_radius
+        for node in self._physical():
+            a = self.graph.nodes[node]
+            tr = self.tracks[node]
+            if a["kind"] not in ("object", "container") or tr.surface:
+                continue
+            d = float(np.linalg.norm(np.clip(tcp, tr.box_min, tr.box_max) - tcp))
+            if d < best_d:
+                best, best_d = node, d
+        if best:
+            g["holding"], g["grasp_width"] = best, width
+            g["offset"] = _vec(self.tracks[best].center - tcp)
+            self._set(best, t, "grasp", {"held": True})
+
+    # --- articulation -----------------------------------------------------------------
+    def _articulation(self, node: str, t: int) -> None:
+        """Drawer open/closed from its observed extent; button pressed from its top height."""
+        a = self.graph.nodes[node]
+        cls = a["cls"]
+        if cls not in ("drawer", "drawer_unit", "button", "cabinet"):
+            return
+        cfg = self.config
+        track = self.tracks[node]
+        rest = track.rest
+        if cls == "button":
+            top = float(track.box_max[2])
+            rest["top"] = max(rest.get("top", top), top)
+            state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
+        else:
+            # A drawer that slides out makes the unit's box longer (or, for a
+            # drawer modelled on its own, moves its centre): compare with the
+            # shortest extent seen on any drawer of the same class.
+            ext = float(max(track.box_max[0] - track.box_min[0], track.box_max[1] - track.box_min[1]))
+            rest["extent"] = min(rest.get("extent", ext), ext)
+            rest.setdefault("x", float(track.center[0]))
+            rest.setdefault("y", float(track.center[1]))
+            peers = [self.tracks[n].rest.get("extent", np.inf) for n, b in self.graph.nodes(data=True)
+                     if b.get("cls") == cls and n in self.tracks]
+            ref = min(peers + [rest["extent"]])
+            travel = float(np.hypot(track.center[0] - rest["x"], track.center[1] - rest["y"]))
+            opened = ext > ref + cfg.drawer_open_delta or travel > cfg.drawer_open_delta
+            state = "open" if opened else "closed"
+        if state != a["state"]:
+            tag = {"pressed": "pressed", "released": "released", "open": "opened", "closed": "closed"}[state]
+            self._set(node, t, tag, {"state": state})
+
+    # --- edges -----------------------------------------------------------------------
+    def _refresh_edges(self) -> None:
+        """Bring the geometric edges up to date (diffing keeps networkx work small)."""
+        want = relations(dict(self.graph.nodes(data=True)), self.config)
+        have = {(u, v, k) for u, v, k in self.graph.edges(keys=True) if k != "connects"}
+        for u, v, k in have - want:
+            self.graph.remove_edge(u, v, key=k)
+        for u, v, k in want - have:
+            self.graph.add_edge(u, v, key=k, rel=k)
+        self._edges_dirty = False
+
+    # --- time travel -----------------------------------------------------------------
+    def snapshot(self, t: int) -> nx.MultiDiGraph:
+        """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""
+        state = self.log.state_at(t)
+        g = nx.MultiDiGraph()
+        for node, attrs in state.items():
+            attrs = dict(attrs)
+            if attrs.get("visible"):
+                attrs["last_seen"] = max(attrs.get("last_seen", t), min(t, self.t))
+            g.add_node(node, **attrs)
+        for u, v, k in relations(state, self.config):
+            g.add_edge(u, v, key=k, rel=k)
+        for node, attrs in state.items():
+            for other in attrs.get("links", ()):
+                if other in state:
+                    g.add_edge(node, other, key="connects", rel="connects")
+        return g

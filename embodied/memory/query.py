@@ -1,0 +1,152 @@
+"""Query API of the memory (mixed into :class:`SpatialMemory`).
+
+Objects are named by node id ("block_0") or by a description "<colour> <class>"
+("red block", or just "block" when there is only one). Times are control steps.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+PHYSICAL = ("object", "container", "articulated", "surface")
+
+
+class Queries:
+    """Read-only questions about the memory."""
+
+    def resolve(self, ref: str) -> str:
+        """Node id of ``ref`` (an id, or "<colour> <class>" / "<class>" naming exactly one node)."""
+        if ref in self.graph or ref in self.log.by_node:
+            return ref
+        words = ref.replace("_", " ").split()
+        colour = words[0] if len(words) > 1 else None
+        cls = "_".join(words[1:] if len(words) > 1 else words)
+        found = self.find(cls=cls, colour=colour)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            known = sorted(n for n, a in self.graph.nodes(data=True) if a["kind"] != "agent")
+            raise KeyError(f"nothing in memory matches {ref!r}; known objects: {known}")
+        raise KeyError(f"{ref!r} is ambiguous: {found}")
+
+    def find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
+             status: str | None = None) -> list[str]:
+        """Node ids with the given class / colour name / kind / status (None: any), sorted."""
+        out = []
+        for node, a in self.graph.nodes(data=True):
+            if cls is not None and a.get("cls") != cls:
+                continue
+            if colour is not None and a.get("colour") != colour:
+                continue
+            if kind is not None and a.get("kind") != kind:
+                continue
+            if status is not None and a.get("status") != status:
+                continue
+            out.append(node)
+        return sorted(out)
+
+    def related(self, node: str, rel: str) -> list[str]:
+        """Targets of ``node``'s outgoing edges of relation ``rel``."""
+        node = self.resolve(node)
+        return sorted(v for _, v, k in self.graph.out_edges(node, keys=True) if k == rel)
+
+    def where_is(self, obj: str) -> dict:
+        """Where the object is now, as remembered: position (3,) m, status, containers/supports, room."""
+        node = self.resolve(obj)
+        if node not in self.graph:
+            raise KeyError(f"{node!r} was deleted from memory at t={self.log.of_node(node)[-1].t}")
+        a = self.graph.nodes[node]
+        return {
+            "node": node,
+            "position": a["position"],
+            "status": a.get("status", ""),
+            "visible": a.get("visible", False),
+            "in": self.related(node, "in"),
+            "on": self.related(node, "on"),
+            "room": self.room_of(node),
+            "last_seen": a.get("last_seen", -1),
+            "state": a.get("state", ""),
+        }
+
+    def where_was(self, obj: str, t: int) -> tuple[float, float, float] | None:
+        """Position (3,) m of the object at time ``t`` (None: not yet seen by then)."""
+        return self.log.position_at(self.resolve(obj), t)
+
+    def last_seen(self, obj: str) -> int:
+        node = self.resolve(obj)
+        if node in self.graph:
+            return int(self.graph.nodes[node]["last_seen"])
+        return int(self.log.state_at(self.t).get(node, {}).get("last_seen", self.log.of_node(node)[-1].t))
+
+    def history(self, obj: str) -> list[dict]:
+        """Every logged event of the object, oldest first: {t, op, tag, data}."""
+        return [{"t": e.t, "op": e.op, "tag": e.tag, "data": dict(e.data)} for e in self.log.of_node(self.resolve(obj))]
+
+    def trajectory(self, obj: str) -> list[tuple[int, tuple[float, float, float]]]:
+        """(t, position) each time the object's logged position changed."""
+        return self.log.trajectory(self.resolve(obj))
+
+    def objects_in(self, container: str) -> list[str]:
+        """Objects in the container, seen there or remembered there while hidden."""
+        node = self.resolve(container)
+        return sorted(u for u, _, k in self.graph.in_edges(node, keys=True) if k == "in")
+
+    def changed_between(self, t0: int, t1: int) -> dict[str, list[str]]:
+        """Nodes with logged changes in (t0, t1], with the tags of their events in order."""
+        out: dict[str, list[str]] = {}
+        for e in self.log.between(t0, t1):
+            out.setdefault(e.node, []).append(e.tag if e.op == "UPDATE" else f"{e.op.lower()}:{e.tag}")
+        return out
+
+    def when(self, tag: str, obj: str | None = None) -> list[int]:
+        """Times of events tagged ``tag`` (grasp, release, opened, closed, pressed, moved, missing, ...)."""
+        if obj is None:
+            return [e.t for e in self.log.of_tag(tag)]
+        node = self.resolve(obj)
+        return [e.t for e in self.log.of_node(node) if e.tag == tag]
+
+    def room_of(self, obj: str) -> str:
+        """Room node the object is in ("" if rooms are unknown)."""
+        node = self.resolve(obj)
+        rooms = [v for _, v, k in self.graph.out_edges(node, keys=True) if k == "in_room"]
+        return rooms[0] if rooms else ""
+
+    def places(self) -> list[str]:
+        return self.find(kind="place")
+
+    def nearest_place(self, position) -> str:
+        places = self.places()
+        if not places:
+            raise KeyError("memory has no place nodes (places come from the agent's travels)")
+        p = np.asarray(position, dtype=np.float64)[:2]
+        d = [np.linalg.norm(np.asarray(self.graph.nodes[n]["position"])[:2] - p) for n in places]
+        return places[int(np.argmin(d))]
+
+    def path(self, a: str, b: str) -> list[str]:
+        """Shortest path of place ids between two places or objects (their nearest places)."""
+        ends = []
+        for ref in (a, b):
+            node = self.resolve(ref)
+            kind = self.graph.nodes[node]["kind"] if node in self.graph else ""
+            ends.append(node if kind == "place" else self.nearest_place(self.graph.nodes[node]["position"]))
+        places = nx.Graph()
+        for u, v, k in self.graph.edges(keys=True):
+            if k == "connects":
+                pu, pv = (np.asarray(self.graph.nodes[n]["position"]) for n in (u, v))
+                places.add_edge(u, v, weight=float(np.linalg.norm(pu - pv)))
+        places.add_nodes_from(ends)
+        try:
+            return nx.shortest_path(places, ends[0], ends[1], weight="weight")
+        except nx.NetworkXNoPath:
+            raise KeyError(f"no known path between {ends[0]!r} and {ends[1]!r}") from None
+
+    def summary(self) -> dict:
+        """Counts for reports: nodes by kind, edges by relation, events."""
+        kinds: dict[str, int] = {}
+        for _, a in self.graph.nodes(data=True):
+            kinds[a["kind"]] = kinds.get(a["kind"], 0) + 1
+        rels: dict[str, int] = {}
+        for _, _, k in self.graph.edges(keys=True):
+            rels[k] = rels.get(k, 0) + 1
+        return {"t": self.t, "nodes": kinds, "edges": rels, "events": len(self.log), "noops": self.log.noops}

@@ -1,0 +1,130 @@
+"""Geometry of the memory: voxel-hash overlap, visibility by re-projection, relations.
+
+Overlap (ConceptGraphs' geometric similarity): the fraction of a detection's
+points that have a remembered point of the object within one voxel. Points
+are hashed to 2.5 cm voxels; a detection point counts if any of the 27 voxels
+around it holds an object point. Sorted int64 keys and ``searchsorted``
+replace KD-trees, so nothing is rebuilt per frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.memory.config import MemoryConfig
+from embodied.perception.geometry import project
+from embodied.perception.types import CameraView
+
+_BITS = 21
+_OFF = 1 << (_BITS - 1)
+_D = np.array([-1, 0, 1])
+# Key deltas of the 27-neighbourhood: keys are linear in the voxel indices.
+NEIGHBOURS = (
+    (_D[:, None, None] << (2 * _BITS)) + (_D[None, :, None] << _BITS) + _D[None, None, :]
+).ravel().astype(np.int64)
+
+
+def voxel_keys(points: np.ndarray, voxel: float, unique: bool = True) -> np.ndarray:
+    """int64 voxel keys of points (N,3) m: sorted and unique, or one per point."""
+    idx = np.floor(np.asarray(points, dtype=np.float64) / voxel).astype(np.int64) + _OFF
+    keys = (idx[:, 0] << (2 * _BITS)) | (idx[:, 1] << _BITS) | idx[:, 2]
+    return np.unique(keys) if unique else keys
+
+
+def overlap(points: np.ndarray, obj_keys: np.ndarray, voxel: float) -> float:
+    """Fraction of a detection's points (N,3) m with an object point within one voxel (keys: ``voxel_keys``)."""
+    if len(obj_keys) == 0 or len(points) == 0:
+        return 0.0
+    around = voxel_keys(points, voxel, unique=False)[:, None] + NEIGHBOURS[None, :]
+    pos = np.searchsorted(obj_keys, around)
+    pos[pos == len(obj_keys)] = 0
+    return float((obj_keys[pos] == around).any(axis=1).mean())
+
+
+def visibility(points: np.ndarray, views: list[CameraView], cfg: MemoryConfig) -> tuple[int, float, float]:
+    """How the current depth images explain a remembered object's points (N,3) m.
+
+    Returns (points that project into some image with a depth return,
+    fraction of them the cameras see *through* (the object should be visible
+    there and is not), fraction hidden behind something nearer).
+    """
+    total = through = occluded = 0
+    for view in views:
+        h, w = view.depth.shape
+        u, v, z = project(points, view)
+        inside = (z > 0.05) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)
+        if inside.sum() < cfg.min_projected:
+            continue
+        d = view.depth[np.rint(v[inside]).astype(np.int64), np.rint(u[inside]).astype(np.int64)]
+        z = z[inside]
+        ret = d > 0
+        tol = cfg.depth_tol + cfg.depth_tol_rel * z
+        total += int(ret.sum())
+        through += int((ret & (d > z + tol)).sum())
+        occluded += int((ret & (d < z - tol)).sum())
+    if total == 0:
+        return 0, 0.0, 0.0
+    return total, through / total, occluded / total
+
+
+def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, str]]:
+    """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
+
+    in:       u's centre lies in container v's box, or u is remembered inside v
+    on:       u's bottom rests on v's top (within on_tol) over v's footprint
+    near:     object centres closer than near_dist (both directions), if not on/in
+    part_of:  an articulated part inside a bigger container/surface box
+    in_room:  a physical node whose centre lies in a room's footprint
+    """
+    ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
+    edges: set[tuple[str, str, str]] = set()
+    if not ids:
+        return edges
+    lo = np.array([nodes[n]["box_min"] for n in ids])
+    hi = np.array([nodes[n]["box_max"] for n in ids])
+    centre = (lo + hi) / 2
+    kinds = np.array([nodes[n]["kind"] for n in ids])
+    volume = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
+    m = cfg.contain_margin
+    # inside[i, j]: centre of i within box j (grown by the margin), and i smaller than j.
+    inside = np.all((centre[:, None] >= lo[None] - m) & (centre[:, None] <= hi[None] + m), axis=2)
+    inside &= volume[:, None] < volume[None]
+    np.fill_diagonal(inside, False)
+    room = kinds == "room"
+    container = kinds == "container"
+    physical = ~room
+    is_in = inside & container[None] & physical[:, None]
+    over = np.all((centre[:, None, :2] >= lo[None, :, :2] - m) & (centre[:, None, :2] <= hi[None, :, :2] + m), axis=2)
+    gap = lo[:, None, 2] - hi[None, :, 2]
+    is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[:, None] & physical[None] & ~is_in
+    np.fill_diagonal(is_on, False)
+    is_on &= volume[:, None] < volume[None] * 4  # a table does not rest on a block
+    for i, j in zip(*np.nonzero(is_in)):
+        edges.add((ids[i], ids[j], "in"))
+    # One support per object: the highest top under it.
+    for i in np.flatnonzero(is_on.any(axis=1)):
+        if any(e[0] == ids[i] and e[2] == "in" for e in edges):
+            continue
+        j = np.flatnonzero(is_on[i])[np.argmax(hi[is_on[i], 2])]
+        edges.add((ids[i], ids[j], "on"))
+    for i, n in enumerate(ids):
+        holder = nodes[n].get("inside", "")
+        if holder and holder in nodes:
+            edges.add((n, holder, "in"))
+            edges.discard(next((e for e in edges if e[0] == n and e[2] == "on"), None))
+    part = inside & (kinds[:, None] == "articulated") & np.isin(kinds, ["container", "surface"])[None]
+    for i, j in zip(*np.nonzero(part)):
+        edges.add((ids[i], ids[j], "part_of"))
+    in_room = over & room[None] & physical[:, None]
+    for i, j in zip(*np.nonzero(in_room)):
+        edges.add((ids[i], ids[j], "in_room"))
+    objectish = np.isin(kinds, ["object", "container", "articulated"])
+    dist = np.linalg.norm(centre[:, None] - centre[None], axis=2)
+    near = (dist < cfg.near_dist) & objectish[:, None] & objectish[None]
+    np.fill_diagonal(near, False)
+    linked = {(u, v) for u, v, _ in edges} | {(v, u) for u, v, _ in edges}
+    for i, j in zip(*np.nonzero(near)):
+        if (ids[i], ids[j]) not in linked:
+            edges.add((ids[i], ids[j], "near"))
+    edges.discard(None)
+    return edges

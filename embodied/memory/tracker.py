@@ -1,0 +1,297 @@
+"""Data association and object permanence (mixed into :class:`SpatialMemory`).
+
+Per camera, detections are matched one-to-one to remembered nodes, greedily
+by score:
+  overlap  same class, compatible colour, >= min_overlap of the detection's
+           points within one voxel of the node's points     score 1 + overlap
+           (colour may differ if overlap >= 0.7: the object changed colour)
+  motion   same class and colour, centre within move_gate   score 1 - d/gate
+  re-id    an unseen (missing / out of view / hidden) node of the same class
+           and colour, nearest first, at any distance
+Anything left over is a new node. Cameras are processed one after another,
+each updating the tracks, so the second camera sees the first's result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.memory.config import RIGID_CONTAINERS, kind_of
+from embodied.memory.spatial import overlap
+from embodied.memory.tracks import Track, View
+from embodied.perception.colour import colour_distance, same_colour
+from embodied.perception.types import CameraView, ObjectObservation
+
+PHYSICAL = ("object", "container", "articulated", "surface")
+UNSEEN_REID = ("missing", "out_of_view", "hidden")
+
+
+def _vec(a) -> tuple[float, float, float]:
+    return (float(a[0]), float(a[1]), float(a[2]))
+
+
+class Tracking:
+    """Association, track updates, permanence and containment. Needs the SpatialMemory fields."""
+
+    def _physical(self) -> list[str]:
+        return [n for n, a in self.graph.nodes(data=True) if a["kind"] in PHYSICAL]
+
+    def _compatible(self, det: ObjectObservation, a: dict) -> tuple[bool, bool]:
+        """(class ok, colour ok)."""
+        cls_ok = det.label == a["cls"] or not self.config.strict_class
+        return cls_ok, same_colour(det.colour, det.rgb, a["colour"], np.asarray(a["rgb"]), self.config.colour_tolerance)
+
+    def _table(self) -> tuple:
+        """Per-node arrays for vectorised gating: ids, boxes, classes, colour names, RGB, surface flags."""
+        nodes = self._physical()
+        tracks = [self.tracks[n] for n in nodes]
+        attrs = [self.graph.nodes[n] for n in nodes]
+        lo = np.array([tr.box_min for tr in tracks]).reshape(-1, 3)
+        hi = np.array([tr.box_max for tr in tracks]).reshape(-1, 3)
+        cls = np.array([a["cls"] for a in attrs], dtype=object)
+        colour = np.array([a["colour"] for a in attrs], dtype=object)
+        rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
+        surface = np.array([tr.surface for tr in tracks], dtype=bool)
+        return nodes, lo, hi, cls, colour, rgb, surface
+
+    def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None]]:
+        cfg = self.config
+        nodes, lo, hi, cls, colour, rgb, surface = self._table()
+        pairs: list[tuple[float, int, str]] = []
+        if nodes and dets:
+            centres = (lo + hi) / 2
+            d_lo = np.array([d.box_min for d in dets])
+            d_hi = np.array([d.box_max for d in dets])
+            d_c = (d_lo + d_hi) / 2
+            big = np.max(d_hi[:, :2] - d_lo[:, :2], axis=1) > 0.3
+            # Gating for every (detection, node) pair at once: box gap, centre distance, class, colour.
+            gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
+            dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
+            ok = np.ones_like(gap, dtype=bool)
+            if cfg.strict_class:
+                ok = np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
+            d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
+            col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
+                _colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
+            )
+            touching = gap < 0.05
+            for i, j in zip(*np.nonzero(ok & (touching | (dist < cfg.move_gate)))):
+                det, node = dets[i], nodes[j]
+                ov = 0.0
+                if touching[i, j]:
+                    if surface[j] or big[i]:
+                        ov = _footprint_overlap(det, lo[j], hi[j])
+                    else:
+                        ov = overlap(det.points, self.tracks[node].keys, cfg.assoc_voxel)
+                if ov >= cfg.min_overlap and col_ok[i, j]:
+                    pairs.append((1.0 + ov, i, node))
+                elif ov >= 0.7:
+                    pairs.append((ov, i, node))  # same place, new colour (a cue panel, a lit button)
+                elif col_ok[i, j] and dist[i, j] < cfg.move_gate and not surface[j]:
+                    pairs.append((1.0 - dist[i, j] / cfg.move_gate, i, node))
+        pairs.sort(key=lambda p: -p[0])
+        match: dict[int, str] = {}
+        for _, i, node in pairs:
+            if i in match or node in taken_here:
+                continue
+            match[i] = node
+            taken_here.add(node)
+        if cfg.reid_any_distance and len(match) < len(dets):
+            for i, det in enumerate(dets):
+                if i in match:
+                    continue
+                best, best_d = None, np.inf
+                for j, node in enumerate(nodes):
+                    a = self.graph.nodes[node]
+                    if node in taken_here or surface[j] or a["status"] not in UNSEEN_REID:
+                        continue
+                    if not all(self._compatible(det, a)):
+                        continue
+                    d = float(np.linalg.norm(centres[j] - det.center))
+                    if d < best_d:
+                        best, best_d = node, d
+                if best is not None:
+                    match[i] = best
+                    taken_here.add(best)
+        return [(det, match.get(i)) for i, det in enumerate(dets)]
+
+    # --- track updates ------------------------------------------------------
+    def _add(self, det: ObjectObservation, t: int) -> str:
+        cfg = self.config
+        kind = kind_of(det.label)
+        surface = kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5
+        if surface and kind == "object":
+            kind = "surface"
+        track = Track(surface=surface)
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
+        track.views[det.camera] = view
+        if surface:
+            track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel)
+        track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+        node = self._new_id(det.label)
+        self.tracks[node] = track
+        attrs = {
+            "kind": kind,
+            "cls": det.label,
+            "colour": det.colour,
+            "rgb": _vec(np.round(det.rgb.astype(np.float64), 4)),
+            "position": _vec(track.center),
+            "box_min": _vec(track.box_min),
+            "box_max": _vec(track.box_max),
+            "first_seen": t,
+            "last_seen": t,
+            "visible": True,
+            "status": "visible",
+            "unseen_since": -1,
+            "state": "",
+            "inside": "",
+            "held": False,
+            "n_obs": 1,
+            "confidence": _confidence(1, "visible"),
+        }
+        self._add_node(node, attrs, t, "seen")
+        self._articulation(node, t)
+        return node
+
+    def _observe(self, node: str, det: ObjectObservation, t: int) -> None:
+        cfg = self.config
+        a = self.graph.nodes[node]
+        track = self.tracks[node]
+        cam = det.camera
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
+        old_center = track.center.copy()
+        if a["kind"] == "container":
+            track.prev_box = (track.box_min.copy(), track.box_max.copy())
+        moved = False
+        if track.surface:
+            if track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel):
+                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+        else:
+            prev = track.views.get(cam)
+            ref, tol = (prev.center, cfg.move_tol) if prev is not None else (track.center, 2.5 * cfg.move_tol)
+            shift = float(np.linalg.norm(det.center - ref))
+            partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not a["held"]
+            moved = shift > tol and (not partial or shift > 3 * tol)
+            if moved:
+                track.views = {cam: view}  # the other cameras saw it where it no longer is
+                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+            elif prev is None or (not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)):
+                track.views[cam] = view
+                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+            else:
+                prev.t = t
+        changes: dict = {}
+        if not a["visible"]:
+            changes.update(visible=True, status="visible", unseen_since=-1, inside="")
+        centre = track.center
+        if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.log_tol or (
+            track.surface and np.abs(track.box_max - np.asarray(a["box_max"])).max() > cfg.log_tol
+        ):
+            changes.update(position=_vec(centre), box_min=_vec(track.box_min), box_max=_vec(track.box_max))
+        if det.colour != a["colour"] and colour_distance(det.rgb, np.asarray(a["rgb"])) > cfg.colour_tolerance:
+            changes.update(colour=det.colour, rgb=_vec(np.round(det.rgb.astype(np.float64), 4)))
+        a["n_obs"] += 1
+        a["last_seen"] = t
+        if changes:
+            tag = "seen" if "visible" in changes else "moved" if moved else "recoloured" if "colour" in changes else "refined"
+            changes.update(last_seen=t, n_obs=a["n_obs"], confidence=_confidence(a["n_obs"], "visible"))
+            self._set(node, t, tag, changes)
+        else:
+            self.log.append(t, "NOOP", node, "")
+        if a["kind"] == "container" and a["cls"] in RIGID_CONTAINERS:
+            self._carry_contents(node, centre - old_center, t)
+        self._articulation(node, t)
+
+    def _carry_contents(self, container: str, delta: np.ndarray, t: int) -> None:
+        """Hidden objects inside a moved cup move with it."""
+        if np.linalg.norm(delta) < 1e-6:
+            return
+        for node in self._physical():
+            a = self.graph.nodes[node]
+            if a["inside"] == container and not a["visible"]:
+                self.tracks[node].shift(delta)
+                pos = self.tracks[node].center
+                if np.linalg.norm(pos - np.asarray(a["position"])) > self.config.log_tol:
+                    self._set(node, t, "carried", {"position": _vec(pos), "box_min": _vec(self.tracks[node].box_min),
+                                                   "box_max": _vec(self.tracks[node].box_max)})
+
+    # --- permanence -------------------------------------------------------------
+    def _permanence(self, views: list[CameraView], seen: set, t: int) -> None:
+        """Unmatched nodes stay; their status says why they were not seen."""
+        cfg = self.config
+        lost = [n for n in self._physical() if n not in seen and not self.tracks[n].surface]
+        if not lost or not views:
+            return
+        from embodied.memory.spatial import visibility  # local: keeps the import graph flat
+
+        containers = [n for n in self._physical() if self.graph.nodes[n]["kind"] == "container"]
+        for node in lost:
+            a = self.graph.nodes[node]
+            track = self.tracks[node]
+            if a["held"]:
+                status = "held"
+            elif a["inside"]:
+                status = "hidden"
+            else:
+                total, through, occluded = visibility(track.samples, views, cfg)
+                if total == 0:
+                    status = "out_of_view"
+                elif through >= cfg.missing_fraction:
+                    status = "missing"  # it should be visible there and it is not
+                elif occluded >= 0.5:
+                    status = "occluded"
+                else:
+                    status = "unseen"
+            changes: dict = {}
+            tag = status
+            if status not in ("held", "hidden"):
+                holder = self._container_of(track.center, containers, node)
+                if holder:
+                    status, tag = "hidden", "contained"
+                    changes["inside"] = holder
+            if status != a["status"]:
+                changes.update(status=status)
+                if a["visible"]:
+                    changes.update(visible=False, unseen_since=t, last_seen=a["last_seen"])
+                changes["confidence"] = _confidence(a["n_obs"], status)
+                self._set(node, t, tag, changes)
+
+    def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:
+        """The container whose box (now or a frame ago) holds ``centre``, smallest first."""
+        m = self.config.contain_margin
+        best, best_vol = "", np.inf
+        own = self.tracks[node]
+        own_vol = float(np.prod(np.maximum(own.box_max - own.box_min, 1e-3)))
+        for c in containers:
+            if c == node:
+                continue
+            tr = self.tracks[c]
+            for lo, hi in [(tr.box_min, tr.box_max)] + ([tr.prev_box] if tr.prev_box is not None else []):
+                vol = float(np.prod(np.maximum(hi - lo, 1e-3)))
+                if vol > own_vol and np.all(centre >= lo - m) and np.all(centre <= hi + m) and vol < best_vol:
+                    best, best_vol = c, vol
+        return best
+
+
+def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``colour_distance`` between every row of a (D,3) and of b (N,3): (D,N)."""
+    na = np.maximum(a.max(axis=1), 1e-3)
+    nb = np.maximum(b.max(axis=1), 1e-3)
+    d = np.sqrt((((a / na[:, None])[:, None] - (b / nb[:, None])[None]) ** 2).sum(axis=2))
+    return d * 0.7 + np.abs(na[:, None] - nb[None]) * 0.3
+
+
+def _footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Fraction of a big detection's xy footprint inside a node's box, if their tops agree within 3 cm."""
+    if abs(det.box_max[2] - hi[2]) > 0.03:
+        return 0.0
+    # Slivers (a pad mostly hidden under a block) get a 5 mm minimum width.
+    dlo, dhi = det.box_min[:2] - 0.0025, det.box_max[:2] + 0.0025
+    w = np.clip(np.minimum(dhi, hi[:2] + 0.01) - np.maximum(dlo, lo[:2] - 0.01), 0, None)
+    return float(np.prod(w) / np.prod(dhi - dlo))
+
+
+def _confidence(n_obs: int, status: str) -> float:
+    """Grows with observations; halves while the object is missing from where it should be."""
+    c = n_obs / (n_obs + 2.0)
+    return round(c * (0.5 if status == "missing" else 1.0), 4)

@@ -1,0 +1,127 @@
+"""Per-object geometry the tracker keeps between frames (not logged, saved with the memory).
+
+A track holds the latest downsampled cloud of the object from each camera
+that sees it where it is now; a detected move drops the other cameras'
+clouds, so a moved object never smears over its old place. The fused cloud,
+its voxel keys (for overlap) and a few sample points (for visibility) are
+recomputed only when a view changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embodied.memory.spatial import voxel_keys
+from embodied.perception.geometry import stride_subsample
+
+
+@dataclass
+class View:
+    """One camera's latest look at an object."""
+
+    points: np.ndarray  # (N,3) float32 m
+    center: np.ndarray  # (3,) m, box centre
+    box_min: np.ndarray  # (3,) m
+    box_max: np.ndarray  # (3,) m
+    n_points: int  # valid pixels of the detection
+    t: int
+
+    def to_json(self) -> dict:
+        return {
+            "points": self.points.astype(np.float64).tolist(),
+            "center": self.center.tolist(),
+            "box_min": self.box_min.tolist(),
+            "box_max": self.box_max.tolist(),
+            "n_points": self.n_points,
+            "t": self.t,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "View":
+        pts = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
+        return cls(pts, np.asarray(d["center"]), np.asarray(d["box_min"]), np.asarray(d["box_max"]),
+                   int(d["n_points"]), int(d["t"]))
+
+
+@dataclass
+class Track:
+    """Tracker state of one physical node."""
+
+    surface: bool = False  # big supports accumulate their extent instead of being replaced
+    views: dict[str, View] = field(default_factory=dict)
+    points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))
+    box_min: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    prev_box: tuple[np.ndarray, np.ndarray] | None = None  # last frame's box (containers)
+    rest: dict[str, float] = field(default_factory=dict)  # articulation references (button top, drawer extent)
+
+    @property
+    def center(self) -> np.ndarray:
+        return (self.box_min + self.box_max) / 2
+
+    def refresh(self, voxel: float, cap: int, n_samples: int = 32) -> None:
+        """Recompute fused points, keys, samples and box from the views (or the accumulated surface)."""
+        if not self.surface:
+            views = list(self.views.values())
+            pts = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views])
+            self.box_min = np.min([v.box_min for v in views], axis=0)
+            self.box_max = np.max([v.box_max for v in views], axis=0)
+            self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
+        self.keys = voxel_keys(self.points, voxel)
+        self.samples = stride_subsample(self.points, n_samples)
+
+    def grow_surface(self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int,
+                     voxel: float) -> bool:
+        """Union a support's new observation into its accumulated extent and cloud; False if nothing new."""
+        if len(self.points):
+            if np.all(box_min >= self.box_min - 0.01) and np.all(box_max <= self.box_max + 0.01):
+                return False  # nothing outside what is already known
+            self.box_min = np.minimum(self.box_min, box_min)
+            self.box_max = np.maximum(self.box_max, box_max)
+            pts = np.concatenate([self.points, det_points])
+        else:
+            self.box_min, self.box_max = box_min.copy(), box_max.copy()
+            pts = det_points
+        # Coarse dedupe keeps a spread of points over the whole surface.
+        _, first = np.unique(voxel_keys(pts, 4 * voxel, unique=False), return_index=True)
+        pts = pts[np.sort(first)]
+        self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
+        return True
+
+    def shift(self, delta: np.ndarray) -> None:
+        """Move the remembered geometry rigidly (an object carried inside a container or a gripper)."""
+        d32 = delta.astype(np.float32)
+        for v in self.views.values():
+            v.points = v.points + d32
+            v.center, v.box_min, v.box_max = v.center + delta, v.box_min + delta, v.box_max + delta
+        self.points = self.points + d32
+        self.samples = self.samples + d32
+        self.box_min, self.box_max = self.box_min + delta, self.box_max + delta
+
+    def to_json(self) -> dict:
+        return {
+            "surface": self.surface,
+            "views": {cam: v.to_json() for cam, v in self.views.items()},
+            "points": self.points.astype(np.float64).tolist(),
+            "box_min": self.box_min.tolist(),
+            "box_max": self.box_max.tolist(),
+            "prev_box": None if self.prev_box is None else [self.prev_box[0].tolist(), self.prev_box[1].tolist()],
+            "rest": dict(self.rest),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict, voxel: float, cap: int) -> "Track":
+        track = cls(surface=bool(d["surface"]))
+        track.views = {cam: View.from_json(v) for cam, v in d["views"].items()}
+        track.points = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
+        track.box_min, track.box_max = np.asarray(d["box_min"]), np.asarray(d["box_max"])
+        if d["prev_box"] is not None:
+            track.prev_box = (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
+        track.rest = {k: float(v) for k, v in d["rest"].items()}
+        track.keys = voxel_keys(track.points, voxel)
+        track.samples = stride_subsample(track.points, 32)
+        return track
