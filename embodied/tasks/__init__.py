@@ -72,6 +72,7 @@ def make(name: str, **kwargs) -> gym.Env:
 _MANIPULATION = [
     ("PutBlockBack-v0", "embodied.tasks.put_block_back:PutBlockBack", 300,
      "a block is carried off its start pose; put it back there"),
+    ("ShellGame-v0", "embodied.tasks.shell_game:ShellGame", 300, "a ball is hidden under one of identical cups that swap places; lift that cup"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
