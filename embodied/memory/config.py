@@ -12,11 +12,15 @@ from dataclasses import dataclass
 KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
 
 # What a class label makes of a node. Unknown labels are plain objects.
-CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket", "cabinet", "fridge"})
-ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "cabinet", "fridge", "switch"})
+CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket", "fridge"})
+# Parts that move on a joint; "articulated" is their kind unless they also contain things (drawers).
+ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "fridge", "switch", "lever"})
+# Supports and furniture; housings hold articulated parts (part_of edges).
 SURFACE_CLASSES = frozenset(
-    {"table", "pad", "surface", "shelf", "counter", "floor", "desk", "bed", "sofa", "couch", "plane", "rug"}
+    {"table", "pad", "surface", "shelf", "counter", "floor", "desk", "bed", "sofa", "couch", "plane", "rug",
+     "cabinet", "dresser", "wardrobe", "bookshelf"}
 )
+HOUSING_CLASSES = frozenset({"cabinet", "dresser", "drawer_unit"})
 ROOM_CLASSES = frozenset({"room"})
 # Containers whose content cannot be seen once closed or put down over it.
 RIGID_CONTAINERS = frozenset({"cup", "bowl", "box", "bin", "basket"})

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import networkx as nx
 
-from embodied.memory.config import MemoryConfig
+from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.query import Queries
 from embodied.memory.spatial import relations
@@ -104,11 +104,11 @@ class SpatialMemory(Tracking, Queries):
             by_camera.setdefault(det.camera, []).append(det)
         for cam, dets in by_camera.items():
             taken_here: set[str] = set()
-            for det, node in self._associate(dets, taken_here):
+            for det, node, ov in self._associate(dets, taken_here):
                 if node is None:
                     node = self._add(det, t)
                 else:
-                    self._observe(node, det, t)
+                    self._observe(node, det, t, ov)
                 seen.add(node)
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
@@ -185,35 +185,54 @@ class SpatialMemory(Tracking, Queries):
 
     # --- articulation -----------------------------------------------------------------
     def _articulation(self, node: str, t: int) -> None:
-        """Drawer open/closed from its observed extent; button pressed from its top height."""
+        """Drawer open/closed and button pressed/released from observed geometry."""
         a = self.graph.nodes[node]
-        cls = a["cls"]
-        if cls not in ("drawer", "drawer_unit", "button", "cabinet"):
+        if not a.get("articulated"):
             return
         cfg = self.config
         track = self.tracks[node]
         rest = track.rest
-        if cls == "button":
+        if a["cls"] in ("button", "switch"):
+            # The cap travels down when pressed: compare its top with the highest top seen.
             top = float(track.box_max[2])
             rest["top"] = max(rest.get("top", top), top)
             state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
         else:
-            # A drawer that slides out makes the unit's box longer (or, for a
-            # drawer modelled on its own, moves its centre): compare with the
-            # shortest extent seen on any drawer of the same class.
-            ext = float(max(track.box_max[0] - track.box_min[0], track.box_max[1] - track.box_min[1]))
-            rest["extent"] = min(rest.get("extent", ext), ext)
-            rest.setdefault("x", float(track.center[0]))
-            rest.setdefault("y", float(track.center[1]))
-            peers = [self.tracks[n].rest.get("extent", np.inf) for n, b in self.graph.nodes(data=True)
-                     if b.get("cls") == cls and n in self.tracks]
-            ref = min(peers + [rest["extent"]])
-            travel = float(np.hypot(track.center[0] - rest["x"], track.center[1] - rest["y"]))
-            opened = ext > ref + cfg.drawer_open_delta or travel > cfg.drawer_open_delta
-            state = "open" if opened else "closed"
+            travel = self._drawer_travel(node, track)
+            if travel is None:
+                return
+            # Closed is the least travel seen on parts of this class (all drawers of a row
+            # look alike), so a drawer first seen open still reads open.
+            rest["travel"] = min(rest.get("travel", travel), travel)
+            # The median over the row, so one drawer seen half-hidden does not move the reference.
+            rests = [self.tracks[n].rest["travel"] for n in self.find(cls=a["cls"]) if "travel" in self.tracks[n].rest]
+            ref = float(np.median(rests))
+            state = "open" if travel > ref + cfg.drawer_open_delta else "closed"
         if state != a["state"]:
             tag = {"pressed": "pressed", "released": "released", "open": "opened", "closed": "closed"}[state]
             self._set(node, t, tag, {"state": state})
+
+    def _drawer_travel(self, node: str, track) -> float | None:
+        """How far a sliding part sticks out of its housing (m); None while no housing is known.
+
+        The housing is the one whose footprint, grown by 3 cm (a shut drawer's
+        front sits just outside it), overlaps the part's footprint most.
+        """
+        lo, hi = track.box_min, track.box_max
+        best, best_area = None, 0.0
+        for other in self.find(kind="surface"):
+            if self.graph.nodes[other]["cls"] not in HOUSING_CLASSES:
+                continue
+            h = self.tracks[other]
+            w = np.minimum(hi[:2], h.box_max[:2] + 0.03) - np.maximum(lo[:2], h.box_min[:2] - 0.03)
+            area = float(np.prod(np.clip(w, 0, None)))
+            if area > best_area:
+                best_area = area
+                best = float(max(h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]))
+        if best is not None or self.graph.nodes[node]["cls"] != "drawer_unit":
+            return best
+        # A drawer unit modelled as one entity grows longer as it opens.
+        return float(max(hi[0] - lo[0], hi[1] - lo[1]))
 
     # --- edges -----------------------------------------------------------------------
     def _refresh_edges(self) -> None:

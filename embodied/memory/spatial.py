@@ -73,7 +73,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     in:       u's centre lies in container v's box, or u is remembered inside v
     on:       u's bottom rests on v's top (within on_tol) over v's footprint
     near:     object centres closer than near_dist (both directions), if not on/in
-    part_of:  an articulated part inside a bigger container/surface box
+    part_of:  an articulated part whose box cuts into a bigger piece of furniture
     in_room:  a physical node whose centre lies in a room's footprint
     """
     ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
@@ -112,7 +112,11 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if holder and holder in nodes:
             edges.add((n, holder, "in"))
             edges.discard(next((e for e in edges if e[0] == n and e[2] == "on"), None))
-    part = inside & (kinds[:, None] == "articulated") & np.isin(kinds, ["container", "surface"])[None]
+    # A moving part belongs to the furniture its box cuts into (an open drawer sticks out of its housing).
+    articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
+    cuts = np.all((lo[:, None] < hi[None] - m) & (hi[:, None] > lo[None] + m), axis=2)
+    part = cuts & articulated[:, None] & (kinds == "surface")[None] & (volume[:, None] < volume[None])
+    np.fill_diagonal(part, False)
     for i, j in zip(*np.nonzero(part)):
         edges.add((ids[i], ids[j], "part_of"))
     in_room = over & room[None] & physical[:, None]

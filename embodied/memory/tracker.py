@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import RIGID_CONTAINERS, kind_of
+from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, same_colour
@@ -54,10 +54,11 @@ class Tracking:
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
         return nodes, lo, hi, cls, colour, rgb, surface
 
-    def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None]]:
+    def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None, float]]:
+        """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
         nodes, lo, hi, cls, colour, rgb, surface = self._table()
-        pairs: list[tuple[float, int, str]] = []
+        pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
         if nodes and dets:
             centres = (lo + hi) / 2
             d_lo = np.array([d.box_min for d in dets])
@@ -84,17 +85,22 @@ class Tracking:
                     else:
                         ov = overlap(det.points, self.tracks[node].keys, cfg.assoc_voxel)
                 if ov >= cfg.min_overlap and col_ok[i, j]:
-                    pairs.append((1.0 + ov, i, node))
-                elif ov >= 0.7:
-                    pairs.append((ov, i, node))  # same place, new colour (a cue panel, a lit button)
+                    # Ties (a sliver of a neighbour overlaps as fully as the object itself) go to the nearer centre.
+                    pairs.append((1.0 + ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
+                elif ov >= 0.5:
+                    # Same place, other colour: a cue panel or a lit button, or a shaded view
+                    # of a drawer's inside. Ranked below every colour-consistent overlap.
+                    pairs.append((ov, i, node, ov))
                 elif col_ok[i, j] and dist[i, j] < cfg.move_gate and not surface[j]:
-                    pairs.append((1.0 - dist[i, j] / cfg.move_gate, i, node))
+                    pairs.append((1.0 - dist[i, j] / cfg.move_gate, i, node, ov))
         pairs.sort(key=lambda p: -p[0])
         match: dict[int, str] = {}
-        for _, i, node in pairs:
+        overlaps: dict[int, float] = {}
+        for _, i, node, ov in pairs:
             if i in match or node in taken_here:
                 continue
             match[i] = node
+            overlaps[i] = ov
             taken_here.add(node)
         if cfg.reid_any_distance and len(match) < len(dets):
             for i, det in enumerate(dets):
@@ -113,7 +119,7 @@ class Tracking:
                 if best is not None:
                     match[i] = best
                     taken_here.add(best)
-        return [(det, match.get(i)) for i, det in enumerate(dets)]
+        return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
 
     # --- track updates ------------------------------------------------------
     def _add(self, det: ObjectObservation, t: int) -> str:
@@ -144,6 +150,7 @@ class Tracking:
             "status": "visible",
             "unseen_since": -1,
             "state": "",
+            "articulated": det.label in ARTICULATED_CLASSES,
             "inside": "",
             "held": False,
             "n_obs": 1,
@@ -153,7 +160,7 @@ class Tracking:
         self._articulation(node, t)
         return node
 
-    def _observe(self, node: str, det: ObjectObservation, t: int) -> None:
+    def _observe(self, node: str, det: ObjectObservation, t: int, ov: float = 0.0) -> None:
         cfg = self.config
         a = self.graph.nodes[node]
         track = self.tracks[node]
@@ -171,7 +178,9 @@ class Tracking:
             ref, tol = (prev.center, cfg.move_tol) if prev is not None else (track.center, 2.5 * cfg.move_tol)
             shift = float(np.linalg.norm(det.center - ref))
             partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not a["held"]
-            moved = shift > tol and (not partial or shift > 3 * tol)
+            # A partial view (cut off, occluded) shifts its centre without any motion; it
+            # counts as a move only if it is far and no longer lies on the object's points.
+            moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
             if moved:
                 track.views = {cam: view}  # the other cameras saw it where it no longer is
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
@@ -244,7 +253,7 @@ class Tracking:
                     status = "unseen"
             changes: dict = {}
             tag = status
-            if status not in ("held", "hidden"):
+            if status not in ("held", "hidden") and a["kind"] == "object":
                 holder = self._container_of(track.center, containers, node)
                 if holder:
                     status, tag = "hidden", "contained"
@@ -283,8 +292,8 @@ def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
     """Fraction of a big detection's xy footprint inside a node's box, if their tops agree within 3 cm."""
-    if abs(det.box_max[2] - hi[2]) > 0.03:
-        return 0.0
+    if det.box_max[2] > hi[2] + 0.03 or det.box_max[2] < lo[2] - 0.01:
+        return 0.0  # a partial view may show less of the top, never more
     # Slivers (a pad mostly hidden under a block) get a 5 mm minimum width.
     dlo, dhi = det.box_min[:2] - 0.0025, det.box_max[:2] + 0.0025
     w = np.clip(np.minimum(dhi, hi[:2] + 0.01) - np.maximum(dlo, lo[:2] - 0.01), 0, None)

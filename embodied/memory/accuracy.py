@@ -1,0 +1,148 @@
+"""Memory accuracy against simulator ground truth (evaluation only: reads privileged state).
+
+Per perceived frame the evaluator records the memory's object nodes and the
+true world boxes of the scene's entities; ``score`` then reports
+    position_error_median   m, visible nodes vs their matched entity's box centre
+    unseen_error_median     m, remembered (not visible) nodes vs where the entity really is
+    relations precision / recall of on/in edges at the last frame
+    duplicates              extra nodes standing for one entity at the last frame
+    merges                  nodes matched to two or more entities during the episode
+Nodes are matched to the nearest entity of the same class within ``gate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embodied.memory.config import MemoryConfig, kind_of
+from embodied.memory.memory import SpatialMemory
+from embodied.memory.spatial import relations
+
+OBJECT_KINDS = ("object", "container", "articulated")
+
+
+def entity_boxes(env) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """True world axis-aligned box of every entity but the robot: name -> (class, lo (3,), hi (3,))."""
+    u = env.unwrapped
+    model, data = u.model, u.data
+    out = {}
+    for e in u.entities:
+        if e.cls == "robot" or not e.geom_ids:
+            continue
+        g = np.asarray(e.geom_ids)
+        keep = model.geom_type[g] != 0  # planes have no extent
+        g = g[keep & (model.geom_rgba[g, 3] > 0)]
+        if len(g) == 0:
+            continue
+        centre_local, half_local = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+        rot = data.geom_xmat[g].reshape(-1, 3, 3)
+        centre = data.geom_xpos[g] + np.einsum("nij,nj->ni", rot, centre_local)
+        half = np.einsum("nij,nj->ni", np.abs(rot), half_local)
+        out[e.name] = (e.cls, (centre - half).min(axis=0), (centre + half).max(axis=0))
+    return out
+
+
+@dataclass
+class AccuracyRecorder:
+    """Collects (memory state, truth) pairs while an episode runs."""
+
+    gate: float = 0.05
+    errors_visible: list[float] = field(default_factory=list)
+    errors_unseen: list[float] = field(default_factory=list)
+    identities: dict[str, set] = field(default_factory=dict)
+    last_truth: dict = field(default_factory=dict)
+
+    def _match(self, memory: SpatialMemory, truth: dict) -> dict[str, tuple[str, float]]:
+        """node -> (entity, distance) for object-like nodes, nearest same-class entity within the gate."""
+        out = {}
+        for node, a in memory.graph.nodes(data=True):
+            if a["kind"] not in OBJECT_KINDS:
+                continue
+            p = np.asarray(a["position"])
+            best, best_d = "", self.gate
+            for name, (cls, lo, hi) in truth.items():
+                if cls != a["cls"] and memory.config.strict_class:
+                    continue
+                d = float(np.linalg.norm((lo + hi) / 2 - p))
+                if d < best_d:
+                    best, best_d = name, d
+            if best:
+                out[node] = (best, best_d)
+        return out
+
+    def record(self, memory: SpatialMemory, env) -> None:
+        truth = entity_boxes(env)
+        self.last_truth = truth
+        for node, (entity, d) in self._match(memory, truth).items():
+            a = memory.graph.nodes[node]
+            (self.errors_visible if a["visible"] else self.errors_unseen).append(d)
+            if d < 0.6 * self.gate:
+                self.identities.setdefault(node, set()).add(entity)
+        # Unseen nodes far from any entity are stale memories: count their error against their own entity.
+        for node, ents in self.identities.items():
+            if node in memory.graph and not memory.graph.nodes[node]["visible"] and len(ents) == 1:
+                name = next(iter(ents))
+                if name in truth:
+                    lo, hi = truth[name][1], truth[name][2]
+                    d = float(np.linalg.norm((lo + hi) / 2 - np.asarray(memory.graph.nodes[node]["position"])))
+                    if d >= self.gate:
+                        self.errors_unseen.append(d)
+
+    def score(self, memory: SpatialMemory) -> dict:
+        truth = self.last_truth
+        match = self._match(memory, truth)
+        per_entity: dict[str, int] = {}
+        for entity, _ in match.values():
+            per_entity[entity] = per_entity.get(entity, 0) + 1
+        duplicates = sum(k - 1 for k in per_entity.values())
+        merges = sum(1 for ents in self.identities.values() if len(ents) > 1)
+        precision, recall = _relation_scores(memory, truth, match)
+        n_objects = sum(1 for cls, _, _ in truth.values() if kind_of(cls) in OBJECT_KINDS)
+        return {
+            "position_error_median": _median(self.errors_visible),
+            "position_error_p90": _pct(self.errors_visible, 90),
+            "unseen_error_median": _median(self.errors_unseen),
+            "relation_precision": precision,
+            "relation_recall": recall,
+            "duplicates": duplicates,
+            "merges": merges,
+            "objects_true": n_objects,
+            "objects_remembered": sum(1 for _, a in memory.graph.nodes(data=True) if a["kind"] in OBJECT_KINDS),
+            "objects_matched": len(set(e for e, _ in match.values())),
+        }
+
+
+def _relation_scores(memory: SpatialMemory, truth: dict, match: dict) -> tuple[float | None, float | None]:
+    """Precision and recall of on/in edges, in entity names, at the last frame."""
+    names = {node: entity for node, (entity, _) in match.items()}
+    # Supports (tables, pads, housings) match by class and footprint overlap.
+    for node, a in memory.graph.nodes(data=True):
+        if a["kind"] != "surface":
+            continue
+        p = np.asarray(a["position"])
+        cands = [(np.linalg.norm(((lo + hi) / 2 - p)[:2]), n) for n, (cls, lo, hi) in truth.items() if cls == a["cls"]]
+        if cands:
+            names[node] = min(cands)[1]
+    mem = {(names[u], names[v], k) for u, v, k in memory.graph.edges(keys=True)
+           if k in ("on", "in") and u in names and v in names}
+    gt_nodes = {}
+    for name, (cls, lo, hi) in truth.items():
+        gt_nodes[name] = {"kind": kind_of(cls), "box_min": tuple(lo), "box_max": tuple(hi), "inside": ""}
+    gt = {(u, v, k) for u, v, k in relations(gt_nodes, MemoryConfig()) if k in ("on", "in")}
+    # Only judge what the memory could name: relations among matched entities.
+    known = set(names.values())
+    gt = {e for e in gt if e[0] in known and e[1] in known}
+    hit = len(mem & gt)
+    precision = hit / len(mem) if mem else None
+    recall = hit / len(gt) if gt else None
+    return precision, recall
+
+
+def _median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if values else None

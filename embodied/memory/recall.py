@@ -1,0 +1,152 @@
+"""Each task family's recall question, answered from memory alone.
+
+An answer function gets the memory and the public goal of the recall phase
+(``obs["goal"]``: its text names colours) and returns a dict with at least
+``"answer"``. A check function compares that answer with the simulator's
+``info["privileged"]`` and is used only in evaluation.
+
+    answer = answer_question(family, memory, goal)
+    correct = check_answer(family, answer, privileged)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from embodied.memory.memory import SpatialMemory
+from embodied.perception.colour import COLOUR_NAMES
+
+
+def goal_colour(goal: dict | None) -> str | None:
+    """The colour name the goal text mentions (None if none)."""
+    text = (goal or {}).get("text", "")
+    for word in text.lower().replace(",", " ").split():
+        if word in COLOUR_NAMES:
+            return word
+    return None
+
+
+def _pick(memory: SpatialMemory, cls: str, colour: str | None) -> str | None:
+    """The node of a class (and colour) seen most often: the tracked one, not a fleeting duplicate."""
+    nodes = memory.find(cls=cls, colour=colour) or memory.find(cls=cls)
+    if not nodes:
+        return None
+    return max(nodes, key=lambda n: memory.graph.nodes[n]["n_obs"])
+
+
+# --- questions ------------------------------------------------------------------
+def answer_put_block_back(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Where did the block start? Its first remembered position."""
+    block = _pick(memory, "block", goal_colour(goal))
+    if block is None:
+        return {"answer": None}
+    first = memory.graph.nodes[block]["first_seen"]
+    pos = memory.where_was(block, first)
+    return {"answer": None if pos is None else (pos[0], pos[1]), "node": block}
+
+
+def _drawer_open_durations(memory: SpatialMemory) -> dict[str, int]:
+    """Steps each drawer was remembered open (from its state events)."""
+    out = {}
+    for drawer in memory.find(cls="drawer"):
+        total, since = 0, None
+        for e in memory.log.of_node(drawer):
+            state = e.data.get("state")
+            if state == "open" and since is None:
+                since = e.t
+            elif state == "closed" and since is not None:
+                total += max(e.t - since, 1)
+                since = None
+        if since is not None:
+            total += max(memory.t - since, 1)
+        out[drawer] = total
+    return out
+
+
+def answer_reopen_drawer(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Which drawer was open? The one remembered open longest."""
+    durations = _drawer_open_durations(memory)
+    if not durations or max(durations.values()) == 0:
+        return {"answer": None, "durations": durations}
+    drawer = max(durations, key=durations.get)
+    return {"answer": memory.graph.nodes[drawer]["position"], "node": drawer, "durations": durations}
+
+
+def answer_hidden_object(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Which drawer holds the block? The container it is remembered in (or last seen in)."""
+    block = _pick(memory, "block", goal_colour(goal))
+    if block is None:
+        return {"answer": None}
+    a = memory.graph.nodes[block]
+    holder = a.get("inside") or next(iter(memory.related(block, "in")), "")
+    if not holder:
+        # Fall back to the drawer nearest to where the block was last seen.
+        drawers = memory.find(cls="drawer")
+        if not drawers:
+            return {"answer": None, "node": block}
+        p = np.asarray(a["position"])
+        holder = min(drawers, key=lambda d: np.linalg.norm(np.asarray(memory.graph.nodes[d]["position"])[:2] - p[:2]))
+    return {"answer": memory.graph.nodes[holder]["position"], "node": holder, "object": block,
+            "object_position": a["position"]}
+
+
+def answer_shell_game(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Which cup covers the ball? The cup the ball is remembered in."""
+    ball = _pick(memory, "ball", None)
+    if ball is None:
+        return {"answer": None}
+    a = memory.graph.nodes[ball]
+    cup = a.get("inside") or next(iter(memory.related(ball, "in")), "")
+    if not cup:
+        cups = memory.find(cls="cup")
+        if not cups:
+            return {"answer": None, "object": ball}
+        p = np.asarray(a["position"])
+        cup = min(cups, key=lambda c: np.linalg.norm(np.asarray(memory.graph.nodes[c]["position"])[:2] - p[:2]))
+    return {"answer": memory.graph.nodes[cup]["position"], "node": cup, "object": ball}
+
+
+# --- checks (evaluation only: they read privileged state) ------------------------
+def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
+    if answer.get("answer") is None:
+        return False
+    return float(np.linalg.norm(np.asarray(answer["answer"]) - np.asarray(privileged["start_xy"]))) <= tolerance
+
+
+def _unit_index(position, unit_xy: np.ndarray) -> int:
+    # Units stand side by side along y; the lateral offset identifies the unit.
+    return int(np.argmin(np.abs(np.asarray(unit_xy)[:, 1] - float(position[1]))))
+
+
+def check_drawer(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    return _unit_index(answer["answer"], privileged["unit_xy"]) == int(privileged["cue_drawer"])
+
+
+def check_shell_game(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    cups = np.asarray(privileged["cup_pos"])[:, :2]
+    chosen = int(np.argmin(np.linalg.norm(cups - np.asarray(answer["answer"])[:2], axis=1)))
+    return chosen == int(privileged["ball_cup"])
+
+
+QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
+    "PutBlockBack": (answer_put_block_back, check_put_block_back, "the block's start pose (xy within 2 cm)"),
+    "ReopenDrawer": (answer_reopen_drawer, check_drawer, "which drawer was open"),
+    "HiddenObject": (answer_hidden_object, check_drawer, "which drawer hides the block"),
+    "ShellGame": (answer_shell_game, check_shell_game, "which cup covers the ball"),
+}
+
+
+def answer_question(family: str, memory: SpatialMemory, goal: dict | None) -> dict:
+    if family not in QUESTIONS:
+        raise ValueError(f"no recall question for family {family!r}; known: {sorted(QUESTIONS)}")
+    return QUESTIONS[family][0](memory, goal)
+
+
+def check_answer(family: str, answer: dict, privileged: dict) -> bool:
+    return bool(QUESTIONS[family][1](answer, privileged))
