@@ -72,6 +72,8 @@ def make(name: str, **kwargs) -> gym.Env:
 _MANIPULATION = [
     ("PutBlockBack-v0", "embodied.tasks.put_block_back:PutBlockBack", 300,
      "a block is carried off its start pose; put it back there"),
+    ("ReopenDrawer-v0", "embodied.tasks.reopen_drawer:ReopenDrawer", 200, "one drawer stands open and is shut; reopen the same drawer"),
+    ("HiddenObject-v0", "embodied.tasks.hidden_object:HiddenObject", 300, "a block is hidden in one of several drawers; retrieve it"),
     ("ShellGame-v0", "embodied.tasks.shell_game:ShellGame", 300, "a ball is hidden under one of identical cups that swap places; lift that cup"),
 ]
 
