@@ -1,0 +1,326 @@
+"""The navigation base: a mobile robot touring a four-room apartment.
+
+Robot: a differential-drive base (``scenes/apartment/robot.xml``) moved by
+velocity actuators; it collides with walls and furniture. Control runs at
+10 Hz (10 physics substeps of 10 ms).
+
+Action (2,) float32 in [-1, 1]: ``[forward speed, yaw rate]``, scaled to
+0.5 m/s and 1.5 rad/s.
+
+Proprio (5,) float32: odometry ``[x (m), y (m), yaw (rad, wrapped)]`` in the
+world frame, then body-frame forward speed (m/s) and yaw rate (rad/s).
+Odometry integrates the base's measured motion each step; with
+``odom_noise=s`` every step's forward and turning increments (and the
+reported speeds) are scaled by ``1 + N(0, s)``. It is re-zeroed to the dock
+(home) pose when the recall phase starts, like a robot re-localising on its
+charger.
+
+Phases: observe is the *tour*: the env drives the base itself, with the same
+velocity actuators, through every room (a full turn in each) and ends at the
+dock facing a blank outer wall; **the agent's actions are ignored during
+the tour and the delay.** At the first recall step the robot is put exactly
+on the dock pose (nothing is in view there: only wall and floor) and the
+goal text appears.
+
+Camera ``head`` (1.2 m high, pitched 20 degrees down, 70 degree field of
+view) gives RGB, depth and instance segmentation. Privileged geometry (the
+occupancy grid, the A* planner, object spots) is for the env, experts and
+tests only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import mujoco
+import numpy as np
+from gymnasium import spaces
+
+from embodied.envs.base import MemoryTaskEnv
+from embodied.envs.cameras import CameraRig
+from embodied.envs.nav_drive import TourBuilder, heading, track, wrap
+from embodied.envs.nav_layout import FURNITURE, SEGMENTS, SIZE, WALL_HEIGHT
+from embodied.envs.nav_map import MapPainter
+from embodied.envs.nav_plan import APPROACH, STAGE, Apartment, LayoutSampler
+from embodied.envs.scene import Entity, SceneBuilder
+
+MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1
+REACH = 0.5  # success: within this many metres of the target (xy) ...
+FACING = np.pi / 6  # ... and facing it within 30 degrees
+OBJECT_CLASSES = ("mug", "box", "ball", "cone", "book", "bottle", "plate", "vase", "dumbbell", "teddy", "lamp", "pyramid")
+COLOURS: dict[str, tuple[float, float, float]] = {
+    "red": (0.85, 0.1, 0.1), "green": (0.1, 0.65, 0.2), "blue": (0.1, 0.25, 0.9), "yellow": (0.95, 0.85, 0.1),
+    "purple": (0.5, 0.15, 0.7), "orange": (1.0, 0.5, 0.0), "cyan": (0.1, 0.8, 0.85), "pink": (1.0, 0.5, 0.75),
+    "white": (0.97, 0.97, 0.97), "black": (0.05, 0.05, 0.05), "lime": (0.6, 0.95, 0.2), "brown": (0.45, 0.25, 0.1),
+}
+
+
+@dataclass
+class NavOptions:
+    """Knobs shared by the navigation tasks."""
+
+    objects: int = 10  # small objects in the apartment (distinct class and colour)
+    delay: int = 10  # control steps between the tour's end and the goal
+    time_limit: int = 400  # control steps (10 Hz) allowed per goal
+
+    def validate(self) -> None:
+        if not 4 <= self.objects <= len(OBJECT_CLASSES):
+            raise ValueError(f"objects must be in 4..{len(OBJECT_CLASSES)}, got {self.objects}")
+        if self.delay < 0 or self.time_limit < 50:
+            raise ValueError("delay must be >= 0 and time_limit >= 50 steps")
+
+
+class NavigationEnv(MemoryTaskEnv):
+    """Base of the navigation tasks; subclasses pick targets, cues and goals."""
+
+    default_cameras: ClassVar[tuple[str, ...]] = ("head",)
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    control_dt = 0.1
+    substeps = 10
+    Options = NavOptions
+    SLOTS: ClassVar[int] = 22  # object spots per layout (sum over the furniture props)
+
+    def __init__(self, *args, odom_noise: float = 0.0, **kwargs):
+        if not 0.0 <= float(odom_noise) <= 0.5:
+            raise ValueError(f"odom_noise must be in [0, 0.5], got {odom_noise}")
+        self.odom_noise = float(odom_noise)
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def candidates(cls, options) -> int:
+        """Places the target could be, as far as a memoryless agent knows: free spots plus its own."""
+        return cls.SLOTS - options.objects + 1
+
+    # --- construction --------------------------------------------------------
+    def _build(self) -> tuple[mujoco.MjModel, list[Entity]]:
+        scene = SceneBuilder("apartment")
+        scene.add_entity("floor", "floor", "floor")
+        scene.add_entity("walls", "wall", "walls")
+        scene.add_entity("robot", "robot", "base")
+        walls = scene.spec.body("walls")
+        for seg in SEGMENTS:
+            for k in range(seg.tiles):
+                walls.add_geom(
+                    name=f"{seg.name}_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[*seg.tile_half(), WALL_HEIGHT / 2],
+                    pos=[*seg.tile_centre(k), WALL_HEIGHT / 2], contype=0, conaffinity=1, condim=1,
+                    rgba=[0.86, 0.84, 0.79, 1.0],
+                )
+        for name, prop in FURNITURE:
+            scene.attach(prop, name, prop, (0.0, -5.0, 0.0))
+        for cls in OBJECT_CLASSES:
+            scene.attach(cls, cls, cls, (0.0, -5.0, -3.0))
+        return scene.compile()
+
+    def _setup(self) -> None:
+        m = self.model
+        self.entity = {e.name: e for e in self.entities}
+        self._robot_body = m.body("base").id
+        self._qadr = [int(m.joint(j).qposadr[0]) for j in ("base_x", "base_y", "base_yaw")]
+        self._dadr = [int(m.joint(j).dofadr[0]) for j in ("base_x", "base_y", "base_yaw")]
+        self._act = [m.actuator(a).id for a in ("drive_x", "drive_y", "drive_yaw")]
+        self._obj_body = {c: m.body(self.entity[c].root_body).id for c in OBJECT_CLASSES}
+        furniture = {name: m.body(self.entity[name].root_body).id for name, _ in FURNITURE}
+        self.sampler = LayoutSampler(m, self.data, self._robot_body, furniture, list(self._obj_body.values()))
+        assert len(self.sampler.slot_sites) == self.SLOTS, "prop files and SLOTS disagree"
+        self._painter = MapPainter(SIZE)
+        self._painted_for: object = None
+        self.apartment: Apartment | None = None
+        self._odom_rng = np.random.default_rng(0)
+
+    def _action_space(self) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    # --- layout --------------------------------------------------------------
+    def _sample_layout(self, rng: np.random.Generator) -> None:
+        self.apartment = self.sampler.sample(rng)
+        picks = rng.choice(len(OBJECT_CLASSES), size=self.options.objects, replace=False)
+        self.active = [OBJECT_CLASSES[i] for i in picks]
+        names = list(COLOURS)
+        self.colour = {c: names[i] for c, i in zip(self.active, rng.choice(len(names), len(picks), replace=False))}
+        self.object_yaw = {c: float(rng.uniform(-np.pi, np.pi)) for c in self.active}
+        self._sample_task(rng)
+        self._odom_seed = int(rng.integers(2**32))
+
+    def _sample_task(self, rng: np.random.Generator) -> None:
+        """Choose targets and the spots of every object the cue does not place."""
+        raise NotImplementedError
+
+    # --- episode -------------------------------------------------------------
+    def _reset_scene(self) -> None:
+        apt = self.apartment
+        self.sampler.apply(apt.doors, apt.furniture)
+        for cls in self.active:
+            for g in self.entity[cls].geom_ids:
+                self.model.geom_rgba[g, :3] = COLOURS[self.colour[cls]]
+        self._place_objects()
+        start = np.array([*apt.viewpoints[apt.order[0]], apt.start_yaw])
+        self.set_robot_pose(start)
+        tour = TourBuilder(start, self.control_dt)
+        for i, room in enumerate(apt.order):
+            tour.turn(2 * np.pi)  # a full turn on the spot shows every object spot in the room
+            self._tour_in_room(tour, room)
+            tour.drive(apt.legs[i][1:])
+        tour.turn_to(apt.home[2])
+        tour.hold(2)
+        self.tour = tour.array()
+        self.tour_marks = dict(tour.marks)
+        self._odom_rng = np.random.default_rng(self._odom_seed)
+        self._odom = start.copy()
+        self._pre_pose = start.copy()
+        self._odom_t = 0
+        self._odom_vel = np.zeros(2)
+        self._trail: list[np.ndarray] = []
+
+    def _spots(self) -> dict[str, int]:
+        """The spot (index into ``apartment.slots``) of every active object when the episode starts."""
+        raise NotImplementedError
+
+    def _place_objects(self) -> None:
+        """Write every object's pose into the model; inactive objects wait below the floor."""
+        for cls in OBJECT_CLASSES:
+            self.put_object(cls, (0.0, -5.0, -3.0))
+        self.spot = self._spots()
+        for cls, k in self.spot.items():
+            self.put_object(cls, self.apartment.slots[k])
+
+    def _tour_in_room(self, tour: TourBuilder, room: int) -> None:
+        """Extra tour legs after the turn in ``room`` (e.g. watching an object being moved)."""
+
+    def put_object(self, cls: str, xyz, yaw: float | None = None) -> None:
+        body = self._obj_body[cls]
+        self.model.body_pos[body] = xyz
+        yaw = self.object_yaw.get(cls, 0.0) if yaw is None else yaw
+        self.model.body_quat[body] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
+
+    def object_xy(self, cls: str) -> np.ndarray:
+        return self.data.xpos[self._obj_body[cls], :2].copy()
+
+    def _phase_lengths(self) -> tuple[int, int]:
+        return len(self.tour) - 1, self.options.delay
+
+    def _on_phase(self, phase: str) -> None:
+        if phase == "recall":
+            mujoco.mj_resetData(self.model, self.data)
+            home = self.apartment.home
+            self.set_robot_pose(home)
+            self._recall_state()
+            mujoco.mj_forward(self.model, self.data)
+            self._odom, self._pre_pose = home.copy(), home.copy()
+            self._odom_vel = np.zeros(2)
+            self.recall_start = self.t
+
+    def _recall_state(self) -> None:
+        """Write the cue-free recall-phase arrangement of the objects (the robot is docked)."""
+
+    def set_robot_pose(self, pose) -> None:
+        self.data.qpos[self._qadr] = pose
+        self.data.qvel[self._dadr] = 0.0
+        self.data.ctrl[self._act] = 0.0
+
+    def robot_pose(self) -> np.ndarray:
+        """True (x, y, yaw) of the base; yaw wrapped to [-pi, pi)."""
+        x, y, yaw = self.data.qpos[self._qadr]
+        return np.array([x, y, float(wrap(yaw))])
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        pose = self.data.qpos[self._qadr].copy()
+        self._pre_pose = pose
+        if self.phase == "observe":
+            v, w = track(pose, self.tour[self.t], self.tour[self.t + 1], self.control_dt)
+        elif self.phase == "delay":
+            v = w = 0.0
+        else:
+            v, w = float(action[0]) * MAX_V, float(action[1]) * MAX_W
+        v, w = float(np.clip(v, -MAX_V, MAX_V)), float(np.clip(w, -MAX_W, MAX_W))
+        # Velocity targets along the heading at mid-step, so the base follows the arc, not its tangent.
+        mid = pose[2] + 0.5 * w * self.control_dt
+        self.data.ctrl[self._act] = [v * np.cos(mid), v * np.sin(mid), w]
+
+    # --- observations --------------------------------------------------------
+    def _observation(self, force_render: bool = False) -> dict:
+        if self.t != self._odom_t:
+            self._integrate_odometry()
+            self._odom_t = self.t
+        self._trail.append(self.data.qpos[self._qadr[:2]].copy())
+        return super()._observation(force_render)
+
+    def _integrate_odometry(self) -> None:
+        now = self.data.qpos[self._qadr]
+        prev = self._pre_pose
+        c, s = np.cos(prev[2]), np.sin(prev[2])
+        d = now[:2] - prev[:2]
+        forward, lateral = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+        turn = now[2] - prev[2]
+        vel = self.data.qvel[self._dadr]
+        speed = np.cos(now[2]) * vel[0] + np.sin(now[2]) * vel[1]
+        gain = np.ones(2)
+        if self.odom_noise > 0:
+            gain = 1.0 + self.odom_noise * self._odom_rng.standard_normal(2)
+        forward, lateral, turn = forward * gain[0], lateral * gain[0], turn * gain[1]
+        c, s = np.cos(self._odom[2]), np.sin(self._odom[2])
+        self._odom = self._odom + np.array([c * forward - s * lateral, s * forward + c * lateral, turn])
+        self._odom_vel = np.array([speed * gain[0], vel[2] * gain[1]])
+
+    def _proprio(self) -> np.ndarray:
+        if self.apartment is None:  # called once before any reset, to size the space
+            return np.zeros(5, dtype=np.float32)
+        return np.array([self._odom[0], self._odom[1], wrap(self._odom[2]), *self._odom_vel], dtype=np.float32)
+
+    def _info(self) -> dict:
+        info = super()._info()
+        info.update(self._task_info())
+        return info
+
+    def _task_info(self) -> dict:
+        return {}
+
+    # --- success -------------------------------------------------------------
+    def reached(self, xy) -> bool:
+        """Within ``REACH`` metres of ``xy`` and facing it within ``FACING``."""
+        pose = self.robot_pose()
+        near = np.linalg.norm(np.asarray(xy)[:2] - pose[:2]) <= REACH
+        return bool(near and abs(float(wrap(heading(pose, xy) - pose[2]))) <= FACING)
+
+    def _goal(self) -> tuple[np.ndarray, np.ndarray]:
+        """(xy, normal): where the current goal is and the way its furniture faces."""
+        raise NotImplementedError
+
+    def privileged(self) -> dict:
+        xy, normal = self._goal()
+        return {
+            "robot_pose": self.robot_pose(),
+            "home": self.apartment.home.copy(),
+            "objects": {c: self.object_xy(c) for c in self.active},
+            "goal": {"xy": xy, "approach": xy + APPROACH * normal, "stage": xy + STAGE * normal},
+        }
+
+    # --- rendering -----------------------------------------------------------
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        if self._video_rig is None:
+            self._video_rig = CameraRig(self.model, ("head",), 240, self._video_geoms)
+        if self._painted_for is not self.apartment:
+            self._painter.set_layout(*self._split_boxes())
+            self._painted_for = self.apartment
+        head = self._video_rig.render(self.data, depth=False, seg=False)["rgb/head"]
+        objects = [(self.object_xy(c), COLOURS[self.colour[c]]) for c in self.active]
+        goal = self._goal()[0] if self.phase == "recall" else None
+        panel = self._painter.draw(objects, np.array(self._trail), self.robot_pose(), goal)
+        return np.concatenate([head, panel], axis=1)
+
+    def _split_boxes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(walls, furniture) footprints for the map."""
+        wall_geoms = set(self.entity["walls"].geom_ids)
+        rows = {True: [], False: []}
+        for g in range(self.model.ngeom):
+            if self.model.geom_type[g] != mujoco.mjtGeom.mjGEOM_BOX or not self.model.geom_conaffinity[g] & 1:
+                continue
+            if self.data.geom_xpos[g, 2] + self.model.geom_size[g, 2] < 0.05:
+                continue
+            mat = self.data.geom_xmat[g]
+            rows[g in wall_geoms].append([*self.data.geom_xpos[g, :2], *self.model.geom_size[g, :2],
+                                          np.arctan2(mat[3], mat[0])])
+        return np.array(rows[True]).reshape(-1, 5), np.array(rows[False]).reshape(-1, 5)
