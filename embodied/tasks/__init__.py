@@ -76,6 +76,7 @@ _MANIPULATION = [
     ("HiddenObject-v0", "embodied.tasks.hidden_object:HiddenObject", 300, "a block is hidden in one of several drawers; retrieve it"),
     ("ShellGame-v0", "embodied.tasks.shell_game:ShellGame", 300, "a ball is hidden under one of identical cups that swap places; lift that cup"),
     ("RememberColor-v0", "embodied.tasks.remember_color:RememberColor", 200, "a screen flashes the colour of one of several blocks; touch that block"),
+    ("SequenceRecall-v0", "embodied.tasks.sequence_recall:SequenceRecall", 300, "buttons light up one after another; press them in the same order"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
