@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS, NEUTRAL, WorkcellEnv
 from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint
 
@@ -56,7 +57,7 @@ class RememberColor(WorkcellEnv):
     def chance_rate(cls, options: RememberColorOptions) -> float:
         return 1.0 / options.n_options
 
-    def _add_props(self, scene) -> None:
+    def _add_props(self, scene: SceneBuilder) -> None:
         scene.attach("cue_panel", "cue_panel", "cue_panel", (*PANEL_XY, 0.0), yaw=PANEL_YAW)
         for i in range(self.options.n_options):
             scene.attach("block", f"block{i}", "block", (0.3 + 0.05 * i, 0.5, BLOCK_HALF))

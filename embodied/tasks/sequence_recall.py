@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, WorkcellEnv
 from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint
 
@@ -59,7 +60,7 @@ class SequenceRecall(WorkcellEnv):
     def chance_rate(cls, options: SequenceRecallOptions) -> float:
         return 1.0 / math.perm(options.n_buttons, options.length)
 
-    def _add_props(self, scene) -> None:
+    def _add_props(self, scene: SceneBuilder) -> None:
         for i in range(self.options.n_buttons):
             scene.attach("button", f"button{i}", "button", (*self._button_xy(i), 0.0))
             # The base is welded to the world, so MuJoCo's parent-child filter does
@@ -90,7 +91,8 @@ class SequenceRecall(WorkcellEnv):
     def _reset_scene(self) -> None:
         n, length = self.options.n_buttons, self.options.length
         self.sequence = tuple(int(b) for b in self.cue)
-        if len(self.sequence) != length or len(set(self.sequence)) != length or not all(0 <= b < n for b in self.sequence):
+        valid = len(set(self.sequence)) == len(self.sequence) == length and all(0 <= b < n for b in self.sequence)
+        if not valid:
             raise ValueError(f"cue must be {length} distinct button indices in 0..{n - 1}, got {self.cue!r}")
         self._clear_presses()
         self.home_robot()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, WorkcellEnv
 from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
 
@@ -50,7 +51,7 @@ class ShellGameOptions:
             raise ValueError(f"delay must be >= 0, got {self.delay}")
 
 
-def _add_feet(scene, cup_body: str) -> None:
+def _add_feet(scene: SceneBuilder, cup_body: str) -> None:
     """Let a cup touch the table through eight tiny spheres instead of its walls.
 
     Four thin walls on a box table make 16 box-box contacts per cup, which
@@ -60,11 +61,12 @@ def _add_feet(scene, cup_body: str) -> None:
     """
     body = scene.spec.body(cup_body)
     feet = body.add_body(name=f"{cup_body}_feet")
+    c = 0.04 - FOOT_R
     for z in (FOOT_R, 0.07 - FOOT_R):
         for sx in (-1, 1):
             for sy in (-1, 1):
-                c = 0.04 - FOOT_R
-                feet.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[FOOT_R, 0, 0], pos=[sx * c, sy * c, z], mass=1e-4)
+                pos = [sx * c, sy * c, z]
+                feet.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[FOOT_R, 0, 0], pos=pos, mass=1e-4)
     scene.spec.add_exclude(bodyname1="table", bodyname2=cup_body)
 
 
@@ -82,7 +84,7 @@ class ShellGame(WorkcellEnv):
     def chance_rate(cls, options: ShellGameOptions) -> float:
         return 1.0 / options.n_cups
 
-    def _add_props(self, scene) -> None:
+    def _add_props(self, scene: SceneBuilder) -> None:
         for i in range(self.options.n_cups):
             entity = scene.attach("cup", f"cup{i}", "cup", (ROW_X, self._slot_y(i), 0.0))
             _add_feet(scene, entity.root_body)
@@ -210,7 +212,7 @@ class ShellGameExpert(ScriptedExpert):
 
 
 def lift_knob(x: float, y: float, high: float = 0.2) -> list[Waypoint]:
-    """Grasp a cup's knob from above, fingers closing across the row, and lift."""
+    """Grasp a cup's knob from above (fingers closing along the row, over the cup tops) and lift."""
     return [
         Waypoint(np.array([x, y, high]), OPEN, 0.0, tol=0.01),
         Waypoint(np.array([x, y, KNOB_GRASP_Z]), OPEN, 0.0, tol=0.006, hold=2, speed=0.6),
