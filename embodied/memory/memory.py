@@ -245,6 +245,23 @@ class SpatialMemory(Tracking, Queries):
             self.graph.add_edge(u, v, key=k, rel=k)
         self._edges_dirty = False
 
+    # --- persistence (see embodied.memory.persistence) ----------------------------------
+    def save(self, path) -> "Path":
+        from embodied.memory.persistence import save
+
+        return save(self, path)
+
+    @classmethod
+    def load(cls, path) -> "SpatialMemory":
+        from embodied.memory.persistence import load
+
+        return load(path)
+
+    def export_graphml(self, path, t: int | None = None):
+        from embodied.memory.persistence import export_graphml
+
+        return export_graphml(self, path, t)
+
     # --- time travel -----------------------------------------------------------------
     def snapshot(self, t: int) -> nx.MultiDiGraph:
         """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""

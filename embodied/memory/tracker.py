@@ -41,8 +41,9 @@ class Tracking:
         cls_ok = det.label == a["cls"] or not self.config.strict_class
         return cls_ok, same_colour(det.colour, det.rgb, a["colour"], np.asarray(a["rgb"]), self.config.colour_tolerance)
 
-    def _table(self) -> tuple:
-        """Per-node arrays for vectorised gating: ids, boxes, classes, colour names, RGB, surface flags."""
+    def _table(self, camera: str) -> tuple:
+        """Per-node arrays for vectorised gating: ids, boxes, classes, colour names, RGB, surface flags,
+        and the centre and size of each node's last view from ``camera`` (inf / 0 if none)."""
         nodes = self._physical()
         tracks = [self.tracks[n] for n in nodes]
         attrs = [self.graph.nodes[n] for n in nodes]
@@ -52,12 +53,15 @@ class Tracking:
         colour = np.array([a["colour"] for a in attrs], dtype=object)
         rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
-        return nodes, lo, hi, cls, colour, rgb, surface
+        views = [tr.views.get(camera) for tr in tracks]
+        last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
+        size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
+        return nodes, lo, hi, cls, colour, rgb, surface, last, size
 
     def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None, float]]:
         """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
-        nodes, lo, hi, cls, colour, rgb, surface = self._table()
+        nodes, lo, hi, cls, colour, rgb, surface, last, size = self._table(dets[0].camera if dets else "")
         pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
         if nodes and dets:
             centres = (lo + hi) / 2
@@ -76,7 +80,15 @@ class Tracking:
                 _colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
             )
             touching = gap < 0.05
-            for i, j in zip(*np.nonzero(ok & (touching | (dist < cfg.move_gate)))):
+            # Static things look the same to a camera frame after frame: the same centre (4 mm)
+            # and size (20%) as the node's last view from this camera settles it, no overlap needed.
+            n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
+            same = ok & (np.sqrt(((last[None] - d_c[:, None]) ** 2).sum(axis=2)) < 0.004)
+            same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
+            settled = same.any(axis=1)
+            for i, j in zip(*np.nonzero(same)):
+                pairs.append((3.0, i, nodes[j], 1.0))
+            for i, j in zip(*np.nonzero(ok & (touching | (dist < cfg.move_gate)) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
                 ov = 0.0
                 if touching[i, j]:
@@ -125,7 +137,7 @@ class Tracking:
     def _add(self, det: ObjectObservation, t: int) -> str:
         cfg = self.config
         kind = kind_of(det.label)
-        surface = kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5
+        surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5)
         if surface and kind == "object":
             kind = "surface"
         track = Track(surface=surface)
@@ -170,9 +182,12 @@ class Tracking:
         if a["kind"] == "container":
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
         moved = False
+        changed = False
         if track.surface:
+            track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel):
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+                changed = True
         else:
             prev = track.views.get(cam)
             ref, tol = (prev.center, cfg.move_tol) if prev is not None else (track.center, 2.5 * cfg.move_tol)
@@ -183,12 +198,14 @@ class Tracking:
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
             if moved:
                 track.views = {cam: view}  # the other cameras saw it where it no longer is
-                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+                changed = True
             elif prev is None or (not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)):
                 track.views[cam] = view
-                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+                changed = True
             else:
                 prev.t = t
+            if changed:
+                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
         changes: dict = {}
         if not a["visible"]:
             changes.update(visible=True, status="visible", unseen_since=-1, inside="")
@@ -209,10 +226,12 @@ class Tracking:
             self.log.append(t, "NOOP", node, "")
         if a["kind"] == "container" and a["cls"] in RIGID_CONTAINERS:
             self._carry_contents(node, centre - old_center, t)
-        self._articulation(node, t)
+        if changed:
+            self._articulation(node, t)
 
     def _carry_contents(self, container: str, delta: np.ndarray, t: int) -> None:
-        """Hidden objects inside a moved cup move with it."""
+        """Hidden objects under a cup slide with it; lifting an open-bottomed cup leaves them behind."""
+        delta = np.array([delta[0], delta[1], 0.0])
         if np.linalg.norm(delta) < 1e-6:
             return
         for node in self._physical():
@@ -266,7 +285,11 @@ class Tracking:
                 self._set(node, t, tag, changes)
 
     def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:
-        """The container whose box (now or a frame ago) holds ``centre``, smallest first."""
+        """The container whose box (now or a frame ago) holds the object, smallest first.
+
+        Same test as the ``in`` edge: centre inside the grown box, bottom no
+        lower than the container's bottom, smaller volume.
+        """
         m = self.config.contain_margin
         best, best_vol = "", np.inf
         own = self.tracks[node]
@@ -277,7 +300,8 @@ class Tracking:
             tr = self.tracks[c]
             for lo, hi in [(tr.box_min, tr.box_max)] + ([tr.prev_box] if tr.prev_box is not None else []):
                 vol = float(np.prod(np.maximum(hi - lo, 1e-3)))
-                if vol > own_vol and np.all(centre >= lo - m) and np.all(centre <= hi + m) and vol < best_vol:
+                if (vol > own_vol and vol < best_vol and own.box_min[2] >= lo[2] - 0.005
+                        and np.all(centre >= lo - m) and np.all(centre <= hi + m)):
                     best, best_vol = c, vol
         return best
 

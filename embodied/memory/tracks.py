@@ -104,7 +104,7 @@ class Track:
 
     def to_json(self) -> dict:
         return {
-            "surface": self.surface,
+            "surface": bool(self.surface),
             "views": {cam: v.to_json() for cam, v in self.views.items()},
             "points": self.points.astype(np.float64).tolist(),
             "box_min": self.box_min.tolist(),

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 import open3d as o3d
 
-from embodied.perception.geometry import Group, back_project, describe_batch, pixel_colours, stride_subsample
+from embodied.perception.clouds import Group, describe_batch
+from embodied.perception.geometry import back_project, pixel_colours, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane

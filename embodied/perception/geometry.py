@@ -7,13 +7,9 @@ and to the world by the camera-to-world extrinsics (OpenCV axes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import open3d as o3d
 
-from embodied.perception.colour import colour_name
-from embodied.perception.types import CameraView, ObjectObservation, PerceptionConfig
+from embodied.perception.types import CameraView, PerceptionConfig
 
 
 def cameras_in(obs: dict, wanted: tuple[str, ...] = ()) -> list[str]:
@@ -145,92 +141,3 @@ def shape_class(extent: np.ndarray) -> str:
     if height > 1.5 * horizontal and height > 0.08:
         return "tall"
     return "medium" if max(horizontal, height) < 0.2 else "large"
-
-
-@dataclass
-class Group:
-    """One object's slice ``[start, stop)`` of a batch of points, with its detection metadata."""
-
-    label: str
-    key: str
-    start: int
-    stop: int
-    n_pixels: int
-    truncated: bool = False
-
-
-_SPACING = 1000.0  # normalised units between objects of a batch: no voxel or neighbour spans two
-
-
-def describe_batch(
-    points: np.ndarray,
-    colours: np.ndarray,
-    groups: list[Group],
-    camera: str,
-    t: int,
-    cfg: PerceptionConfig,
-) -> list[ObjectObservation]:
-    """Downsample, de-noise and summarise many objects with one open3d call each.
-
-    ``points`` (N,3) m and ``colours`` (N,3) in [0, 1] hold the objects' points
-    back to back as given by ``groups``. Each object is shifted and scaled into
-    its own normalised frame (its voxel becomes 1 unit, objects 1000 units
-    apart), so one ``voxel_down_sample`` gives every object its own adaptive
-    voxel and one ``remove_statistical_outlier`` sees comparable densities.
-    Averaging within a voxel is linear, so mapping back is exact.
-    """
-    if not groups:
-        return []
-    n = len(groups)
-    starts = np.array([g.start for g in groups])
-    sizes = np.array([g.stop - g.start for g in groups])
-    member = np.repeat(np.arange(n), sizes)
-    lo = np.minimum.reduceat(points, starts, axis=0)
-    hi = np.maximum.reduceat(points, starts, axis=0)
-    ext = np.sort(hi - lo, axis=1)
-    # Big surfaces get a coarser voxel so their cloud stays near max_points.
-    voxel = np.maximum(cfg.voxel, np.sqrt(ext[:, 1] * ext[:, 2] / cfg.max_points))
-    offset = np.zeros((n, 3))
-    offset[:, 0] = np.arange(n) * _SPACING
-    normalised = (points - lo[member]) / voxel[member, None] + offset[member]
-    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(normalised))
-    cloud = cloud.voxel_down_sample(1.0)
-    if cfg.outlier_std > 0 and len(cloud.points) > 2 * cfg.outlier_neighbors:
-        cloud, _ = cloud.remove_statistical_outlier(cfg.outlier_neighbors, cfg.outlier_std)
-    down = np.asarray(cloud.points)
-    owner = np.floor(down[:, 0] / _SPACING + 0.5).astype(np.int64)
-    order = np.argsort(owner, kind="stable")
-    owner, down = owner[order], down[order]
-    world = (down - offset[owner]) * voxel[owner, None] + lo[owner]
-    counts = np.bincount(owner, minlength=n)
-    colour_sums = np.add.reduceat(colours, starts, axis=0)
-    out = []
-    first = 0
-    for k, g in enumerate(groups):
-        count = int(counts[k])
-        pts = world[first : first + count]
-        first += count
-        # Tiny objects lose all points to the outlier test: keep their raw points instead.
-        if count == 0:
-            pts = points[g.start : g.stop]
-        obb = o3d.geometry.AxisAlignedBoundingBox.create_from_points(o3d.utility.Vector3dVector(pts))
-        box_min, box_max = np.asarray(obb.min_bound).copy(), np.asarray(obb.max_bound).copy()
-        rgb = (colour_sums[k] / sizes[k]).astype(np.float32)
-        out.append(
-            ObjectObservation(
-                key=g.key,
-                label=g.label,
-                rgb=rgb,
-                colour=colour_name(rgb),
-                centroid=pts.mean(axis=0),
-                box_min=box_min,
-                box_max=box_max,
-                points=pts.astype(np.float32),
-                n_points=int(g.n_pixels),
-                camera=camera,
-                t=int(t),
-                truncated=g.truncated,
-                shape=shape_class(box_max - box_min),
-            )
-        )
-    return out

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.perception.geometry import Group, back_project, describe_batch, pixel_colours, stride_subsample
+from embodied.perception.clouds import Group, describe_batch
+from embodied.perception.geometry import back_project, pixel_colours, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 

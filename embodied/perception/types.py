@@ -26,11 +26,13 @@ class PerceptionConfig:
     mode: str = "masks"  # "masks" (rendered instance masks) or "geometric" (RANSAC + DBSCAN)
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
-    max_pixels: int = 400  # per instance, taken on a regular stride before back-projection
+    max_pixels: int = 256  # per instance, taken on a regular stride before back-projection
     max_points: int = 96  # target size of a downsampled cloud (sets the adaptive voxel)
     min_pixels: int = 4  # fewer valid pixels than this: no detection
-    outlier_neighbors: int = 6  # statistical outlier removal: k nearest neighbours
-    outlier_std: float = 3.0  # ... and std ratio (2.0 strips grazing faces); 0 disables it
+    outlier_neighbors: int = 6  # statistical outlier removal: k nearest neighbours (open3d); objects with
+    # at most 2k points skip the filter
+    outlier_std: float = 2.0  # ... and std ratio; 0 disables it
+    outlier_impl: str = "grid"  # "grid" (density statistic, fast; see clouds.py) or "open3d"
     ignore_labels: tuple[str, ...] = ("robot",)  # the agent's own body is known from proprioception
     min_depth: float = 0.03  # m; closer returns are the robot's own fingers or lens noise
     max_depth: float = 6.0  # m
@@ -60,6 +62,8 @@ class PerceptionConfig:
             raise ValueError("voxel must be > 0, max_points >= 8 and max_pixels >= min_pixels")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.outlier_impl not in ("grid", "open3d"):
+            raise ValueError(f"outlier_impl must be 'grid' or 'open3d', got {self.outlier_impl!r}")
         if self.depth_noise < 0 or self.mask_erosion < 0:
             raise ValueError("depth_noise and mask_erosion must be >= 0")
 

@@ -1,0 +1,129 @@
+"""Saving and loading the memory: JSON that round-trips exactly, and GraphML export.
+
+Files are written atomically (a temporary file in the same folder, fsync,
+``os.replace``), so a crash never leaves a half-written file under the final
+name. A corrupt or truncated file raises ``ValueError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from embodied.memory.config import MemoryConfig
+from embodied.memory.events import EventLog, _frozen
+from embodied.memory.memory import SpatialMemory
+from embodied.memory.tracks import Track
+
+FORMAT = "embodied.memory"
+VERSION = 1
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _jsonable(value):
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def to_json(memory: SpatialMemory) -> dict:
+    """The whole memory as a JSON-ready dict: graph, event log, tracker state."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": dataclasses.asdict(memory.config),
+        "t": memory.t,
+        "frames": memory.frames,
+        "counters": dict(memory.counters),
+        "grip": {k: _jsonable(v) for k, v in memory.grip.items()},
+        "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in memory.graph.nodes(data=True)},
+        "edges": [[u, v, k] for u, v, k in memory.graph.edges(keys=True)],
+        "log": memory.log.to_json(),
+        "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
+    }
+
+
+def from_json(doc: dict) -> SpatialMemory:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"not an {FORMAT} document (format field: {doc.get('format') if isinstance(doc, dict) else None!r})")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
+    config = MemoryConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc["config"].items()})
+    memory = SpatialMemory(config)
+    memory.t = int(doc["t"])
+    memory.frames = int(doc["frames"])
+    memory.counters = {k: int(v) for k, v in doc["counters"].items()}
+    memory.grip = {k: _frozen(v) for k, v in doc["grip"].items()}
+    for node, attrs in doc["nodes"].items():
+        memory.graph.add_node(node, **{k: _frozen(v) for k, v in attrs.items()})
+    for u, v, k in doc["edges"]:
+        memory.graph.add_edge(u, v, key=k, rel=k)
+    memory.log = EventLog.from_json(doc["log"])
+    memory.tracks = {n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()}
+    memory._edges_dirty = False
+    return memory
+
+
+def save(memory: SpatialMemory, path: str | os.PathLike) -> Path:
+    """Write the memory to ``path`` as JSON, atomically. Returns the path."""
+    path = Path(path)
+    _atomic_write(path, json.dumps(to_json(memory), separators=(",", ":")))
+    return path
+
+
+def load(path: str | os.PathLike) -> SpatialMemory:
+    """Read a memory saved by :func:`save`; a corrupt or truncated file raises ValueError naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"memory file not found: {path}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"memory file {path} is corrupt (not UTF-8 text): {e}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"memory file {path} is corrupt or truncated: {e.msg} at line {e.lineno} column {e.colno}") from None
+    try:
+        return from_json(doc)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise ValueError(f"memory file {path} is not a valid memory: {type(e).__name__}: {e}") from None
+
+
+def export_graphml(memory: SpatialMemory, path: str | os.PathLike, t: int | None = None) -> Path:
+    """Write the scene graph (now, or as it stood at time ``t``) as GraphML, atomically.
+
+    Vector attributes become space-separated strings ("x y z"); GraphML has no tuples.
+    """
+    graph = memory.graph if t is None else memory.snapshot(t)
+    flat = nx.MultiDiGraph()
+    for node, attrs in graph.nodes(data=True):
+        flat.add_node(node, **{k: (" ".join(repr(float(x)) for x in v) if isinstance(v, tuple) else v)
+                              for k, v in attrs.items()})
+    for u, v, k in graph.edges(keys=True):
+        flat.add_edge(u, v, key=k, rel=k)
+    path = Path(path)
+    _atomic_write(path, "\n".join(nx.generate_graphml(flat)) + "\n")
+    return path
