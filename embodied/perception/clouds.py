@@ -1,0 +1,150 @@
+"""Per-object cloud processing: voxel downsampling, statistical outlier removal, boxes.
+
+All objects of a camera go through open3d's ``voxel_down_sample`` in one
+call: each object is shifted and scaled into its own normalised frame (its
+voxel becomes 1 unit, objects 1000 units apart), so every object gets its own
+adaptive voxel, and averaging within a voxel is linear, so mapping back is
+exact. Big objects get a coarser voxel so that every cloud stays near
+``max_points``.
+
+Statistical outlier removal: open3d's ``remove_statistical_outlier`` (mean
+distance to the k nearest neighbours, drop points above mean + ratio * std)
+builds a FLANN tree per call, about 1.5 us per point on the 2-core target,
+which alone would eat the 5 ms frame budget. The default ("grid") applies the
+same statistical test to a density that needs no tree: occupied neighbour
+voxels of each downsampled point, one vectorised pass for every object of a
+camera. ``outlier_impl="open3d"`` uses open3d's filter (over all objects of a
+camera at once, in the normalised frame). Boxes are min/max per object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import open3d as o3d
+
+from embodied.perception.colour import colour_name
+from embodied.perception.geometry import shape_class
+from embodied.perception.types import ObjectObservation, PerceptionConfig
+
+_SPACING = 1000.0  # normalised units between objects of a batch: no voxel or neighbour spans two
+
+
+@dataclass
+class Group:
+    """One object's slice ``[start, stop)`` of a batch of points, with its detection metadata."""
+
+    label: str
+    key: str
+    start: int
+    stop: int
+    n_pixels: int
+    truncated: bool = False
+
+
+_B = 21
+_OFF = 1 << (_B - 1)
+_D = np.array([-1, 0, 1])
+_AROUND = ((_D[:, None, None] << (2 * _B)) + (_D[None, :, None] << _B) + _D[None, None, :]).ravel()
+_AROUND = _AROUND[_AROUND != 0].astype(np.int64)  # the 26 neighbours, not the voxel itself
+
+
+def grid_inliers(points: np.ndarray, owner: np.ndarray, n_groups: int, std_ratio: float) -> np.ndarray:
+    """Statistical outlier test on local density, for voxel-downsampled points in unit-voxel coordinates.
+
+    Each point's neighbour count is the number of occupied voxels among the 26
+    around it (a proxy for open3d's mean k-NN distance that needs no tree);
+    per object, points with a count below mean - std_ratio * std, or with no
+    neighbour at all, are outliers. ``owner`` (N,) gives each point's object.
+    Returns a boolean keep mask (N,).
+    """
+    idx = np.floor(points).astype(np.int64) + _OFF
+    keys = (idx[:, 0] << (2 * _B)) | (idx[:, 1] << _B) | idx[:, 2]
+    sorted_keys = np.sort(keys)
+    around = keys[:, None] + _AROUND[None, :]
+    pos = np.minimum(np.searchsorted(sorted_keys, around), len(sorted_keys) - 1)
+    count = (sorted_keys[pos] == around).sum(axis=1).astype(np.float64)
+    size = np.maximum(np.bincount(owner, minlength=n_groups), 1)
+    mean = np.bincount(owner, count, n_groups) / size
+    var = np.maximum(np.bincount(owner, count * count, n_groups) / size - mean * mean, 0.0)
+    return (count > 0) & (count >= mean[owner] - std_ratio * np.sqrt(var)[owner])
+
+
+def describe_batch(
+    points: np.ndarray,
+    colours: np.ndarray,
+    groups: list[Group],
+    camera: str,
+    t: int,
+    cfg: PerceptionConfig,
+) -> list[ObjectObservation]:
+    """Observations of many objects whose points (N,3) m and colours (N,3) lie back to back per ``groups``."""
+    if not groups:
+        return []
+    n = len(groups)
+    starts = np.array([g.start for g in groups])
+    sizes = np.array([g.stop - g.start for g in groups])
+    member = np.repeat(np.arange(n), sizes)
+    lo = np.minimum.reduceat(points, starts, axis=0)
+    hi = np.maximum.reduceat(points, starts, axis=0)
+    a, b, c = np.sort(hi - lo, axis=1).T
+    # Visible surface area ~ sum of face areas: one voxel size for flat and boxy objects alike.
+    voxel = np.maximum(cfg.voxel, np.sqrt((a * b + b * c + c * a) / cfg.max_points))
+    offset = np.zeros((n, 3))
+    offset[:, 0] = np.arange(n) * _SPACING
+    normalised = (points - lo[member]) / voxel[member, None] + offset[member]
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(normalised))
+    cloud = cloud.voxel_down_sample(1.0)
+    use_o3d = cfg.outlier_std > 0 and cfg.outlier_impl == "open3d" and len(cloud.points) > 2 * cfg.outlier_neighbors
+    if use_o3d:
+        cloud, _ = cloud.remove_statistical_outlier(cfg.outlier_neighbors, cfg.outlier_std)
+    down = np.asarray(cloud.points)
+    owner = np.floor(down[:, 0] / _SPACING + 0.5).astype(np.int64)
+    order = np.argsort(owner, kind="stable")
+    owner, down = owner[order], down[order]
+    counts = np.bincount(owner, minlength=n)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    if cfg.outlier_std > 0 and not use_o3d and len(down):
+        keep = grid_inliers(down, owner, n, cfg.outlier_std)
+        # Objects too small for statistics keep every point.
+        keep |= (counts <= 2 * cfg.outlier_neighbors)[owner]
+        down, owner = down[keep], owner[keep]
+        counts = np.bincount(owner, minlength=n)
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+    world = (down - offset[owner]) * voxel[owner, None] + lo[owner]
+    present = counts > 0
+    firsts = np.minimum(bounds[:-1], max(len(world) - 1, 0))
+    if len(world):
+        box_min = np.minimum.reduceat(world, firsts, axis=0)
+        box_max = np.maximum.reduceat(world, firsts, axis=0)
+        sums = np.add.reduceat(world, firsts, axis=0)
+    rgb_all = (np.add.reduceat(colours, starts, axis=0) / sizes[:, None]).astype(np.float32)
+    out = []
+    for k, g in enumerate(groups):
+        if present[k]:
+            pts = world[bounds[k] : bounds[k + 1]]
+            lo_k, hi_k, centroid = box_min[k], box_max[k], sums[k] / counts[k]
+        else:
+            # A tiny object the filters emptied keeps its raw points.
+            pts = points[g.start : g.stop]
+            lo_k, hi_k, centroid = pts.min(axis=0), pts.max(axis=0), pts.mean(axis=0)
+        rgb = rgb_all[k]
+        out.append(
+            ObjectObservation(
+                key=g.key,
+                label=g.label,
+                rgb=rgb,
+                colour=colour_name(rgb),
+                centroid=centroid,
+                box_min=lo_k.copy(),
+                box_max=hi_k.copy(),
+                points=pts.astype(np.float32),
+                n_points=int(g.n_pixels),
+                camera=camera,
+                t=int(t),
+                truncated=g.truncated,
+                shape=shape_class(hi_k - lo_k),
+            )
+        )
+    return out
