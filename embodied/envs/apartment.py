@@ -45,6 +45,9 @@ from embodied.envs.nav_map import MapPainter
 from embodied.envs.nav_plan import APPROACH, STAGE, Apartment, LayoutSampler
 from embodied.envs.scene import Entity, SceneBuilder
 
+TOUR_TEXT = "follow the tour and remember what you see"
+DELAY_TEXT = "wait at the dock"
+LOOK_TEXT = "get ready at the dock"
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1
 REACH = 0.5  # success: within this many metres of the target (xy) ...
 FACING = np.pi / 6  # ... and facing it within 30 degrees
@@ -154,15 +157,20 @@ class NavigationEnv(MemoryTaskEnv):
             for g in self.entity[cls].geom_ids:
                 self.model.geom_rgba[g, :3] = COLOURS[self.colour[cls]]
         self._place_objects()
-        start = np.array([*apt.viewpoints[apt.order[0]], apt.start_yaw])
+        if self.touring:
+            start = np.array([*apt.viewpoints[apt.order[0]], apt.start_yaw])
+            tour = TourBuilder(start, self.control_dt)
+            for i, room in enumerate(apt.order):
+                tour.turn(2 * np.pi)  # a full turn on the spot shows every object spot in the room
+                self._tour_in_room(tour, room)
+                tour.drive(apt.legs[i][1:])
+            tour.turn_to(apt.home[2])
+            tour.hold(2)
+        else:
+            start = apt.home.copy()
+            tour = TourBuilder(start, self.control_dt)
+            tour.hold(1)
         self.set_robot_pose(start)
-        tour = TourBuilder(start, self.control_dt)
-        for i, room in enumerate(apt.order):
-            tour.turn(2 * np.pi)  # a full turn on the spot shows every object spot in the room
-            self._tour_in_room(tour, room)
-            tour.drive(apt.legs[i][1:])
-        tour.turn_to(apt.home[2])
-        tour.hold(2)
         self.tour = tour.array()
         self.tour_marks = dict(tour.marks)
         self._odom_rng = np.random.default_rng(self._odom_seed)
@@ -171,6 +179,21 @@ class NavigationEnv(MemoryTaskEnv):
         self._odom_t = 0
         self._odom_vel = np.zeros(2)
         self._trail: list[np.ndarray] = []
+
+    @property
+    def touring(self) -> bool:
+        """Whether the observe phase is the full tour (else one step at the dock)."""
+        return True
+
+    def _assign_spots(self, rng: np.random.Generator, classes: list[str], exclude=()) -> dict[str, int]:
+        """Distinct random spots for ``classes``, avoiding the spot indices in ``exclude``."""
+        pool = [k for k in range(self.SLOTS) if k not in set(exclude)]
+        return dict(zip(classes, (int(k) for k in rng.choice(pool, size=len(classes), replace=False))))
+
+    def _spots_in_two_rooms(self, spots: list[int]) -> list[int]:
+        """The first of ``spots`` and the first one in another room (for ``cue_variants``)."""
+        rooms = self.apartment.slot_room
+        return [spots[0], next(k for k in spots if rooms[k] != rooms[spots[0]])]
 
     def _spots(self) -> dict[str, int]:
         """The spot (index into ``apartment.slots``) of every active object when the episode starts."""
@@ -285,6 +308,27 @@ class NavigationEnv(MemoryTaskEnv):
     def _goal(self) -> tuple[np.ndarray, np.ndarray]:
         """(xy, normal): where the current goal is and the way its furniture faces."""
         raise NotImplementedError
+
+    def _goal_object(self) -> str:
+        """Class of the object the current goal names."""
+        raise NotImplementedError
+
+    def _goal_text(self) -> str:
+        cls = self._goal_object()
+        return f"go to the {self.colour[cls]} {cls}"
+
+    def _instruction(self, phase: str) -> str:
+        if phase == "recall":
+            return self._goal_text()
+        if phase == "delay":
+            return DELAY_TEXT
+        return TOUR_TEXT if self.touring else LOOK_TEXT
+
+    def _target_rgb(self) -> np.ndarray:
+        """The named object's colour once the goal is given; zeros before (the goal comes after the tour)."""
+        if self.phase != "recall":
+            return np.zeros(3, dtype=np.float32)
+        return np.array(COLOURS[self.colour[self._goal_object()]], dtype=np.float32)
 
     def privileged(self) -> dict:
         xy, normal = self._goal()

@@ -12,6 +12,8 @@ is ``low + res * (j, i)``.
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import networkx as nx
 import numpy as np
@@ -76,6 +78,33 @@ class OccupancyGrid:
     def centre(self, cell: tuple[int, int]) -> np.ndarray:
         return self.centres[cell].copy()
 
+    def reachable(self, seed) -> np.ndarray:
+        """(H, W) bool: navigable cells 8-connected to the navigable cell nearest ``seed``."""
+        reach = np.zeros(self.shape, dtype=bool)
+        reach[self.nearest(seed)] = True
+        while True:
+            grown = reach.copy()
+            grown[1:] |= reach[:-1]
+            grown[:-1] |= reach[1:]
+            grown[:, 1:] |= grown[:, :-1].copy()
+            grown[:, :-1] |= grown[:, 1:].copy()
+            grown &= self.navigable
+            if np.array_equal(grown, reach):
+                return reach
+            reach = grown
+
+    def nearest(self, xy, mask: np.ndarray | None = None) -> tuple[int, int]:
+        """The cell of ``mask`` (default: navigable cells) whose centre is nearest to ``xy``."""
+        mask = self.navigable if mask is None else mask
+        i, j = self.cell(xy)
+        if mask[i, j]:
+            return i, j
+        cells = np.argwhere(mask)
+        if len(cells) == 0:
+            raise RuntimeError("no cell to snap to")
+        k = np.argmin(np.linalg.norm(self.centres[cells[:, 0], cells[:, 1]] - np.asarray(xy)[:2], axis=1))
+        return int(cells[k, 0]), int(cells[k, 1])
+
     def clearance_at(self, points: np.ndarray) -> np.ndarray:
         """Exact clearance (M,) of arbitrary points (M, 2)."""
         return box_distance(points, self.boxes)
@@ -95,10 +124,11 @@ class GridPlanner:
     ``prefer`` metres, so paths keep to the middle of doorways and aisles.
     """
 
-    def __init__(self, grid: OccupancyGrid, prefer: float = 0.55, penalty: float = 2.0):
+    def __init__(self, grid: OccupancyGrid, mask: np.ndarray | None = None, prefer: float = 0.55, penalty: float = 2.0):
         self.grid = grid
         h, w = grid.shape
-        nav = grid.navigable
+        nav = grid.navigable if mask is None else mask & grid.navigable
+        self.mask = nav
         self.graph = nx.Graph()
         ids = np.arange(h * w).reshape(h, w)
         self.graph.add_nodes_from(ids[nav].tolist())
@@ -115,14 +145,8 @@ class GridPlanner:
 
     def node(self, xy) -> int:
         """The navigable cell nearest to ``xy`` (the robot may stand a little off-grid)."""
-        i, j = self.grid.cell(xy)
-        if self.grid.navigable[i, j]:
-            return i * self._w + j
-        nav = np.argwhere(self.grid.navigable)
-        if len(nav) == 0:
-            raise RuntimeError("no navigable cell in the grid")
-        k = np.argmin(np.linalg.norm(self.grid.centres[nav[:, 0], nav[:, 1]] - np.asarray(xy)[:2], axis=1))
-        return int(nav[k, 0] * self._w + nav[k, 1])
+        i, j = self.grid.nearest(xy, self.mask)
+        return i * self._w + j
 
     def xy(self, node: int) -> np.ndarray:
         return self.grid.centres[node // self._w, node % self._w].copy()
@@ -137,8 +161,10 @@ class GridPlanner:
         """
         a, b = self.node(start), self.node(goal)
 
+        w, res = self._w, self.grid.res
+
         def h(u: int, v: int) -> float:
-            return float(np.linalg.norm(self.xy(u) - self.xy(v)))
+            return res * math.hypot(u // w - v // w, u % w - v % w)
 
         nodes = nx.astar_path(self.graph, a, b, heuristic=h, weight="weight")
         points = [np.asarray(start, dtype=np.float64)[:2]] + [self.xy(n) for n in nodes[1:-1]]

@@ -74,7 +74,8 @@ THEMES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 FURNITURE = tuple(item for items in THEMES.values() for item in items)
 
-ACCESS_DEPTH = 0.65  # free floor kept in front of every piece, so its object spots can be reached
+ACCESS_DEPTH = 0.8  # free floor kept in front of every piece, so its object spots can be reached
+END_GAP = 0.1  # between a piece's end and the wall beside it
 DOOR_CLEAR = 1.0  # free floor kept on both sides of a doorway
 WALL_GAP = 0.02  # furniture stands this far off its wall
 
@@ -123,25 +124,35 @@ class Placement:
     x: float
     y: float
     yaw: float
-    half: np.ndarray  # world-axis half extents (the piece is axis-aligned)
-    normal: np.ndarray  # unit vector from the piece into the room
+    hx: float  # world-axis half extents (pieces stand square to the walls)
+    hy: float
+    nx: float  # unit vector from the piece into the room
+    ny: float
 
-    def rect(self, grow: float = 0.0) -> np.ndarray:
-        c = np.array([self.x, self.y])
-        return np.concatenate([c - self.half - grow, c + self.half + grow])
+    @property
+    def normal(self) -> np.ndarray:
+        return np.array([self.nx, self.ny])
 
-    def access(self) -> np.ndarray:
+    def rect(self, grow: float = 0.0) -> tuple[float, float, float, float]:
+        return (self.x - self.hx - grow, self.y - self.hy - grow, self.x + self.hx + grow, self.y + self.hy + grow)
+
+    def access(self) -> tuple[float, float, float, float]:
         """The strip of floor in front of the piece (x0, y0, x1, y1)."""
-        c = np.array([self.x, self.y]) + self.normal * (np.abs(self.normal) @ self.half + ACCESS_DEPTH / 2)
-        half = np.where(self.normal != 0, ACCESS_DEPTH / 2, self.half)
-        return np.concatenate([c - half, c + half])
+        x0, y0, x1, y1 = self.rect()
+        if self.nx > 0:
+            return (x1, y0, x1 + ACCESS_DEPTH, y1)
+        if self.nx < 0:
+            return (x0 - ACCESS_DEPTH, y0, x0, y1)
+        if self.ny > 0:
+            return (x0, y1, x1, y1 + ACCESS_DEPTH)
+        return (x0, y0 - ACCESS_DEPTH, x1, y0)
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _door_zones(room: int, doors: list[Door]) -> list[np.ndarray]:
+def _door_zones(room: int, doors: list[Door]) -> list[tuple[float, float, float, float]]:
     """Rectangles inside ``room`` that must stay clear in front of its doorways."""
     zones = []
     for door in doors:
@@ -150,22 +161,17 @@ def _door_zones(room: int, doors: list[Door]) -> list[np.ndarray]:
         lo, hi = door.span
         lo, hi = lo - 0.2, hi + 0.2
         at, axis = door.segment.at, door.segment.axis
-        centre = ROOMS[room, :2] + (ROOMS[room, 2:] - ROOMS[room, :2]) / 2
+        centre = (ROOMS[room, :2] + ROOMS[room, 2:]) / 2
         side = 1.0 if centre[1 - axis] > at else -1.0
         a, b = sorted((at, at + side * DOOR_CLEAR))
-        zones.append(np.array([lo, a, hi, b]) if axis == 0 else np.array([a, lo, b, hi]))
+        zones.append((lo, a, hi, b) if axis == 0 else (a, lo, b, hi))
     return zones
 
 
-def _wall_candidates(room: int) -> list[tuple[np.ndarray, np.ndarray, float, float]]:
-    """The room's four walls as (inward normal, point on the inner face, span start, span end)."""
-    x0, y0, x1, y1 = ROOMS[room] + np.array([WALL_HALF, WALL_HALF, -WALL_HALF, -WALL_HALF])
-    return [
-        (np.array([0.0, 1.0]), np.array([0.0, y0]), x0, x1),
-        (np.array([0.0, -1.0]), np.array([0.0, y1]), x0, x1),
-        (np.array([1.0, 0.0]), np.array([x0, 0.0]), y0, y1),
-        (np.array([-1.0, 0.0]), np.array([x1, 0.0]), y0, y1),
-    ]
+def _walls(room: int) -> list[tuple[float, float, float, float, float]]:
+    """The room's four walls as (normal x, normal y, inner face coordinate, span start, span end)."""
+    x0, y0, x1, y1 = (float(v) for v in ROOMS[room] + np.array([WALL_HALF, WALL_HALF, -WALL_HALF, -WALL_HALF]))
+    return [(0.0, 1.0, y0, x0, x1), (0.0, -1.0, y1, x0, x1), (1.0, 0.0, x0, y0, y1), (-1.0, 0.0, x1, y0, y1)]
 
 
 def place_room(
@@ -174,31 +180,31 @@ def place_room(
     """Stand ``pieces`` (name, (width, depth)) against the walls of ``room``; None if they do not fit.
 
     Pieces do not overlap each other, their access strips or the doorway
-    zones. Larger pieces go first, which is when fitting is hardest.
+    zones, and keep ``END_GAP`` from the walls beside them (room for the
+    robot to stand in front of their end spots). Larger pieces go first.
     """
     zones = _door_zones(room, doors)
-    walls = _wall_candidates(room)
-    lengths = np.array([w[3] - w[2] for w in walls])
+    walls = _walls(room)
+    lengths = np.array([w[4] - w[3] for w in walls])
     order = sorted(pieces, key=lambda p: -p[1][0] * p[1][1])
     for _ in range(tries):
         placed: dict[str, Placement] = {}
+        picks = iter(rng.choice(4, size=40 * len(order), p=lengths / lengths.sum()).tolist())
+        spots = iter(rng.random(40 * len(order)).tolist())
         for name, (width, depth) in order:
+            width, depth = float(width), float(depth)
             for _ in range(40):
-                normal, face, lo, hi = walls[rng.choice(4, p=lengths / lengths.sum())]
-                if hi - lo < width:
+                nx, ny, face, lo, hi = walls[next(picks)]
+                u = lo + END_GAP + width / 2 + next(spots) * (hi - lo - 2 * END_GAP - width)
+                off = face + (nx + ny) * (depth / 2 + WALL_GAP)
+                x, y = (u, off) if nx == 0 else (off, u)
+                hx, hy = (width / 2, depth / 2) if nx == 0 else (depth / 2, width / 2)
+                cand = Placement(x, y, float(np.arctan2(ny, nx) - np.pi / 2), hx, hy, nx, ny)
+                body, front = cand.rect(0.03), cand.access()
+                if hi - lo - 2 * END_GAP < width or any(_overlap(body, z) for z in zones):
                     continue
-                u = rng.uniform(lo + width / 2, hi - width / 2)
-                along = np.abs(normal[::-1])
-                centre = face * np.abs(normal) + along * u + normal * (depth / 2 + WALL_GAP)
-                half = along * width / 2 + np.abs(normal) * depth / 2
-                yaw = float(np.arctan2(normal[1], normal[0]) - np.pi / 2)
-                cand = Placement(float(centre[0]), float(centre[1]), yaw, half, normal)
-                body = cand.rect(0.03)
-                if any(_overlap(body, z) for z in zones):
-                    continue
-                if any(_overlap(body, p.rect(0.03)) or _overlap(body, p.access()) for p in placed.values()):
-                    continue
-                if any(_overlap(cand.access(), p.rect()) for p in placed.values()):
+                if any(_overlap(body, p.rect(0.03)) or _overlap(body, p.access()) or _overlap(front, p.rect())
+                       for p in placed.values()):
                     continue
                 placed[name] = cand
                 break

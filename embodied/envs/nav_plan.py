@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import mujoco
-import networkx as nx
 import numpy as np
 
 from embodied.envs.nav_grid import GridPlanner, OccupancyGrid, box_distance, collision_boxes
@@ -109,41 +108,42 @@ class LayoutSampler:
         slots = np.array([self.data.site_xpos[s] for _, s in self.slot_sites])
         normals = np.array([furniture[name].normal for name, _ in self.slot_sites])
         stage, approach = slots[:, :2] + STAGE * normals, slots[:, :2] + APPROACH * normals
-        if grid.clearance_at(stage).min() < PLAN_RADIUS or grid.clearance_at(approach).min() < ROBOT_RADIUS + 0.03:
+        if grid.clearance_at(approach).min() < ROBOT_RADIUS + 0.03:
             return None
-        planner = GridPlanner(grid)
-        main = max(nx.connected_components(planner.graph), key=len)
+        # The free space connected to the most open spot; everything must lie in it.
+        reach = grid.reachable(grid.centres[np.unravel_index(np.argmax(grid.clearance), grid.shape)])
         for s, a in zip(stage, approach):
-            node = planner.node(s)
-            if node not in main or not grid.segment_clear(planner.xy(node), a, ROBOT_RADIUS + 0.03):
+            cell = grid.centres[grid.nearest(s, reach)]
+            if np.linalg.norm(cell - s) > 0.3 or not grid.segment_clear(cell, a, ROBOT_RADIUS + 0.03):
                 return None
         slot_room = np.array([room_of(p) for p in slots[:, :2]])
         viewpoints = []
         for room in range(4):
-            vp = self._viewpoint(grid, planner, main, room, slots[slot_room == room])
+            vp = self._viewpoint(grid, reach, room, slots[slot_room == room])
             if vp is None:
                 return None
             viewpoints.append(vp)
         orders = tour_orders(doors)
         order = orders[int(rng.integers(len(orders)))]
-        home = self._dock(rng, grid, planner, main, order[-1])
+        home = self._dock(rng, grid, reach, order[-1])
         if home is None:
             return None
+        planner = GridPlanner(grid, reach)
         stops = [viewpoints[r] for r in order] + [home[:2]]
         legs = [planner.path(a, b) + [np.asarray(b)] for a, b in zip(stops[:-1], stops[1:])]
         return Apartment(doors, themes, furniture, slots, normals, slot_room, np.array(viewpoints), order,
                          float(rng.uniform(-np.pi, np.pi)), home, legs, grid, planner)
 
-    def _viewpoint(self, grid, planner, main, room: int, targets: np.ndarray) -> np.ndarray | None:
+    def _viewpoint(self, grid: OccupancyGrid, reach: np.ndarray, room: int, targets: np.ndarray) -> np.ndarray | None:
         """The free spot nearest the room's centre from which one turn on the spot sees all ``targets``."""
         x0, y0, x1, y1 = ROOMS[room]
         centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
         inside = (grid.centres[..., 0] > x0) & (grid.centres[..., 0] < x1) & (grid.centres[..., 1] > y0)
-        inside &= (grid.centres[..., 1] < y1) & (grid.clearance >= 0.4)
+        inside &= (grid.centres[..., 1] < y1) & (grid.clearance >= 0.4) & reach
         cells = np.argwhere(inside)
         cands = grid.centres[cells[:, 0], cells[:, 1]]
-        for c in cands[np.argsort(np.linalg.norm(cands - centre, axis=1))]:
-            if planner.node(c) in main and all(self.visible_from(c, t) for t in targets):
+        for c in cands[np.argsort(np.linalg.norm(cands - centre, axis=1))][:60]:
+            if all(self.visible_from(c, t) for t in targets):
                 return c
         return None
 
@@ -159,7 +159,7 @@ class LayoutSampler:
         x = mujoco.mj_ray(self.model, self.data, eye, vec, _RAY_GROUPS, 1, self.robot_body, geom)
         return x < 0 or x >= 1.0
 
-    def _dock(self, rng, grid, planner, main, room: int) -> np.ndarray | None:
+    def _dock(self, rng, grid: OccupancyGrid, reach: np.ndarray, room: int) -> np.ndarray | None:
         """A pose 0.55 m from one of the room's outer walls, facing it, with nothing else in view."""
         x0, y0, x1, y1 = ROOMS[room]
         spots = []
@@ -180,7 +180,7 @@ class LayoutSampler:
             side = np.array([-n[1], n[0]])
             wedge = p - n * f[..., None] + side * (lat * (0.1 + (f - 0.1) * np.tan(np.deg2rad(40))))[..., None]
             if grid.clearance_at(p[None])[0] >= 0.45 and box_distance(wedge.reshape(-1, 2), grid.boxes).min() > 0.03:
-                if planner.node(p) in main:
+                if reach[grid.cell(p)]:
                     valid.append(np.array([p[0], p[1], np.arctan2(-n[1], -n[0])]))
         return valid[int(rng.integers(len(valid)))] if valid else None
 

@@ -81,3 +81,16 @@ _MANIPULATION = [
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
     register(TaskEntry(_name, _entry, "manipulation", _steps, _desc))
+
+# Navigation: horizons cover the longest tour (about 1000 steps at 10 Hz) plus the default recall budget.
+_NAVIGATION = [
+    ("ObjectRevisit-v0", "embodied.tasks.object_revisit:ObjectRevisit", 2000,
+     "a tour of the apartment, then: go to an object named only now"),
+    ("MovedObject-v0", "embodied.tasks.moved_object:MovedObject", 2000,
+     "an object is moved in view during the tour; go where it is now (or where it was first)"),
+    ("MultiGoal-v0", "embodied.tasks.multi_goal:MultiGoal", 3000,
+     "several objects to reach one after another in the same apartment; steps per goal in info"),
+]
+
+for _name, _entry, _steps, _desc in _NAVIGATION:
+    register(TaskEntry(_name, _entry, "navigation", _steps, _desc))

@@ -20,11 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embodied.envs.apartment import COLOURS, NavigationEnv, NavOptions
+from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.experts.navigation import NavigationExpert
-
-TOUR_TEXT = "follow the tour and remember what you see"
-DELAY_TEXT = "wait at the dock"
 
 
 @dataclass
@@ -43,8 +40,7 @@ class ObjectRevisit(NavigationEnv):
 
     def _sample_task(self, rng: np.random.Generator) -> None:
         self.target = self.active[0]  # ``active`` is already in random order
-        taken = rng.choice(self.SLOTS, size=len(self.active) - 1, replace=False)
-        self.layout_spots = dict(zip(self.active[1:], (int(k) for k in taken)))
+        self.layout_spots = self._assign_spots(rng, self.active[1:])
         self.free_spots = sorted(set(range(self.SLOTS)) - set(self.layout_spots.values()))
 
     def _sample_cue(self, rng: np.random.Generator) -> int:
@@ -52,13 +48,10 @@ class ObjectRevisit(NavigationEnv):
 
     def cue_variants(self) -> list[int]:
         """Two free spots in different rooms."""
-        rooms = self.apartment.slot_room
-        first = self.free_spots[0]
-        other = next(k for k in self.free_spots if rooms[k] != rooms[first])
-        return [first, other]
+        return self._spots_in_two_rooms(self.free_spots)
 
     def _spots(self) -> dict[str, int]:
-        if int(self.cue) not in self.free_spots:
+        if not isinstance(self.cue, (int, np.integer)) or self.cue not in self.free_spots:
             raise ValueError(f"cue must be a free spot index, one of {self.free_spots}; got {self.cue!r}")
         return {**self.layout_spots, self.target: int(self.cue)}
 
@@ -70,15 +63,8 @@ class ObjectRevisit(NavigationEnv):
             return True, False
         return False, self.t - self.recall_start >= self.options.time_limit
 
-    def _instruction(self, phase: str) -> str:
-        if phase == "recall":
-            return f"go to the {self.colour[self.target]} {self.target}"
-        return TOUR_TEXT if phase == "observe" else DELAY_TEXT
-
-    def _target_rgb(self) -> np.ndarray:
-        if self.phase != "recall":
-            return np.zeros(3, dtype=np.float32)
-        return np.array(COLOURS[self.colour[self.target]], dtype=np.float32)
+    def _goal_object(self) -> str:
+        return self.target
 
     def privileged(self) -> dict:
         return {**super().privileged(), "target": self.target, "target_spot": self.spot[self.target]}
