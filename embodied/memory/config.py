@@ -54,8 +54,8 @@ class MemoryConfig:
     max_object_points: int = 256  # fused cloud cap per object
     # Visibility: a remembered point is "seen through" if the depth image reads
     # farther than it by more than this (m, plus a fraction of the depth).
-    depth_tol: float = 0.02
-    depth_tol_rel: float = 0.02
+    depth_tol: float = 0.01
+    depth_tol_rel: float = 0.01
     min_projected: int = 3  # fewer in-image points: no verdict from that camera
     missing_fraction: float = 0.5  # seen-through fraction that marks an object missing
     near_dist: float = 0.15  # m, "near" edges between objects
@@ -68,6 +68,7 @@ class MemoryConfig:
     grasp_radius: float = 0.05  # m, TCP to object centre
     grasp_min_width: float = 0.004  # m; narrower and the fingers closed on nothing
     grasp_max_width: float = 0.075  # m; wider and the gripper is open
+    fingertip_below_tcp: float = 0.012  # m; Panda fingertips reach this far below the TCP site
     # Episodic log.
     keyframe_every: int = 256  # events between full snapshots
     # Places (navigation): a new place node every this many metres of travel.

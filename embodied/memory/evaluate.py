@@ -87,7 +87,7 @@ def run_episode(
         expert = make_expert(env)
         t, answer, correct = 0, {}, None
         p_ms, u_ms = [], []
-        asked = False
+        asked = done = False
         while True:
             if t % render_every == 0:
                 t0 = time.perf_counter()
@@ -106,10 +106,11 @@ def run_episode(
                     correct = check_answer(family, answer, info["privileged"])
                 if stop_at_recall:
                     break
+            if done:
+                break  # the last observation is folded in too
             obs, _, terminated, truncated, info = env.step(expert.act(obs))
             t += 1
-            if terminated or truncated:
-                break
+            done = terminated or truncated
         acc = {}
         if recorder is not None:
             recorder.record(memory, env)

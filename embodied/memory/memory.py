@@ -24,19 +24,17 @@ from __future__ import annotations
 import numpy as np
 import networkx as nx
 
+from embodied.memory.agent import AgentTracking
 from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.query import Queries
 from embodied.memory.spatial import relations
-from embodied.memory.tracker import Tracking, _vec
+from embodied.memory.tracker import Tracking
 from embodied.memory.tracks import Track
-from embodied.perception.perceiver import WORKCELL_PROPRIO_DIM
 from embodied.perception.types import Frame
 
-AGENT = "agent"
 
-
-class SpatialMemory(Tracking, Queries):
+class SpatialMemory(Tracking, AgentTracking, Queries):
     """Scene graph + event log, fed one perception :class:`Frame` at a time."""
 
     def __init__(self, config: MemoryConfig | None = None, **knobs):
@@ -51,8 +49,9 @@ class SpatialMemory(Tracking, Queries):
         self.counters: dict[str, int] = {}
         # Gripper state machine (workcell proprioception).
         self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0)}
-        self.place_of_agent = ""
+        self.current_place = ""
         self._edges_dirty = False
+        self._parts_dirty: set[str] = set()
         self.frames = 0
 
     # --- node bookkeeping -------------------------------------------------
@@ -110,78 +109,13 @@ class SpatialMemory(Tracking, Queries):
                 else:
                     self._observe(node, det, t, ov)
                 seen.add(node)
+        for cls in sorted(self._parts_dirty):
+            self._drawer_states(cls, t)
+        self._parts_dirty.clear()
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
         if self._edges_dirty:
             self._refresh_edges()
-
-    # --- proprioception: the agent, grasps and releases --------------------------
-    def _proprio(self, proprio, views, t: int, seen: set) -> None:
-        cfg = self.config
-        if proprio is not None and np.asarray(proprio).shape == (WORKCELL_PROPRIO_DIM,):
-            p = np.asarray(proprio, dtype=np.float64)
-            tcp, width = p[14:17], float(p[21])
-        elif views:
-            # Mobile robots: the agent is where its first camera is.
-            tcp, width = views[0].cam_to_world[:3, 3].astype(np.float64), None
-        else:
-            return
-        if AGENT not in self.graph:
-            self._add_node(AGENT, {"kind": "agent", "cls": "agent", "position": _vec(tcp), "first_seen": t,
-                                   "last_seen": t, "held": False, "status": "visible", "visible": True}, t, "seen")
-        a = self.graph.nodes[AGENT]
-        a["last_seen"] = t
-        if np.linalg.norm(tcp - np.asarray(a["position"])) > cfg.agent_log_tol:
-            self._set(AGENT, t, "moved", {"position": _vec(tcp)})
-        if width is not None:
-            self._gripper(tcp, width, t, seen)
-
-    def _gripper(self, tcp: np.ndarray, width: float, t: int, seen: set) -> None:
-        """Grasp: the fingers come to rest part-closed (on something) next to an object; release: they open.
-
-        A two-state machine (open / closed) on the width, so the bounce of the
-        fingers on contact is not mistaken for opening.
-        """
-        cfg, g = self.config, self.grip
-        last = width if g["width"] is None else g["width"]
-        g["width"] = width
-        stable = abs(width - last) < 5e-4
-        holding = g["holding"]
-        if holding and holding not in self.graph:
-            g["holding"] = holding = ""
-        if holding:
-            if width > g["grasp_width"] + 5e-3 or width < cfg.grasp_min_width:
-                g["holding"] = ""
-                self._set(holding, t, "release", {"held": False})
-            elif holding not in seen:
-                # Out of sight in the hand: it goes where the hand goes.
-                track = self.tracks[holding]
-                track.shift(tcp + np.asarray(g["offset"]) - track.center)
-                a = self.graph.nodes[holding]
-                if np.linalg.norm(track.center - np.asarray(a["position"])) > cfg.log_tol:
-                    self._set(holding, t, "carried", {"position": _vec(track.center), "box_min": _vec(track.box_min),
-                                                      "box_max": _vec(track.box_max)})
-        if width >= cfg.grasp_max_width:
-            g["closed"] = False
-            return
-        if holding or g["closed"] or not stable:
-            return
-        g["closed"] = True  # came to rest part-closed: on an object, or on nothing
-        if width <= cfg.grasp_min_width:
-            return
-        best, best_d = "", cfg.grasp_radius
-        for node in self._physical():
-            a = self.graph.nodes[node]
-            tr = self.tracks[node]
-            if a["kind"] not in ("object", "container") or tr.surface:
-                continue
-            d = float(np.linalg.norm(np.clip(tcp, tr.box_min, tr.box_max) - tcp))
-            if d < best_d:
-                best, best_d = node, d
-        if best:
-            g["holding"], g["grasp_width"] = best, width
-            g["offset"] = _vec(self.tracks[best].center - tcp)
-            self._set(best, t, "grasp", {"held": True})
 
     # --- articulation -----------------------------------------------------------------
     def _articulation(self, node: str, t: int) -> None:
@@ -193,6 +127,8 @@ class SpatialMemory(Tracking, Queries):
         track = self.tracks[node]
         rest = track.rest
         if a["cls"] in ("button", "switch"):
+            if a.get("pressed_by") == "agent":
+                return  # the robot's own press is judged from proprioception (see _touch)
             # The cap travels down when pressed: compare its top with the highest top seen.
             top = float(track.box_max[2])
             rest["top"] = max(rest.get("top", top), top)
@@ -201,16 +137,24 @@ class SpatialMemory(Tracking, Queries):
             travel = self._drawer_travel(node, track)
             if travel is None:
                 return
-            # Closed is the least travel seen on parts of this class (all drawers of a row
-            # look alike), so a drawer first seen open still reads open.
+            rest["now"] = travel
+            # Closed is the least travel seen on a part of this class (all drawers of a row
+            # look alike), so a drawer first seen open still reads open once a shut one is seen.
             rest["travel"] = min(rest.get("travel", travel), travel)
-            # The median over the row, so one drawer seen half-hidden does not move the reference.
-            rests = [self.tracks[n].rest["travel"] for n in self.find(cls=a["cls"]) if "travel" in self.tracks[n].rest]
-            ref = float(np.median(rests))
-            state = "open" if travel > ref + cfg.drawer_open_delta else "closed"
+            self._parts_dirty.add(a["cls"])  # judged once per frame, when every part has been seen
+            return
         if state != a["state"]:
-            tag = {"pressed": "pressed", "released": "released", "open": "opened", "closed": "closed"}[state]
-            self._set(node, t, tag, {"state": state})
+            self._set(node, t, state, {"state": state})
+
+    def _drawer_states(self, cls: str, t: int) -> None:
+        """Open/closed for every part of a class against the row's reference travel."""
+        parts = [n for n in self.find(cls=cls) if "now" in self.tracks[n].rest]
+        # The median of the rests, so one drawer seen half-hidden does not move the reference.
+        ref = float(np.median([self.tracks[n].rest["travel"] for n in parts]))
+        for n in parts:
+            state = "open" if self.tracks[n].rest["now"] > ref + self.config.drawer_open_delta else "closed"
+            if state != self.graph.nodes[n]["state"]:
+                self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
 
     def _drawer_travel(self, node: str, track) -> float | None:
         """How far a sliding part sticks out of its housing (m); None while no housing is known.

@@ -58,6 +58,7 @@ def to_json(memory: SpatialMemory) -> dict:
         "frames": memory.frames,
         "counters": dict(memory.counters),
         "grip": {k: _jsonable(v) for k, v in memory.grip.items()},
+        "current_place": memory.current_place,
         "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in memory.graph.nodes(data=True)},
         "edges": [[u, v, k] for u, v, k in memory.graph.edges(keys=True)],
         "log": memory.log.to_json(),
@@ -76,6 +77,7 @@ def from_json(doc: dict) -> SpatialMemory:
     memory.frames = int(doc["frames"])
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
     memory.grip = {k: _frozen(v) for k, v in doc["grip"].items()}
+    memory.current_place = str(doc["current_place"])
     for node, attrs in doc["nodes"].items():
         memory.graph.add_node(node, **{k: _frozen(v) for k, v in attrs.items()})
     for u, v, k in doc["edges"]:

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from embodied.memory.memory import SpatialMemory
-from embodied.perception.colour import COLOUR_NAMES
+from embodied.perception.colour import COLOUR_NAMES, colour_distance
 
 
 def goal_colour(goal: dict | None) -> str | None:
@@ -29,8 +29,13 @@ def goal_colour(goal: dict | None) -> str | None:
 
 
 def _pick(memory: SpatialMemory, cls: str, colour: str | None) -> str | None:
-    """The node of a class (and colour) seen most often: the tracked one, not a fleeting duplicate."""
+    """The node of a class (and colour) seen most often: the tracked one, not a fleeting duplicate.
+
+    Without class labels (geometric perception) a coloured small object stands in for the class.
+    """
     nodes = memory.find(cls=cls, colour=colour) or memory.find(cls=cls)
+    if not nodes and colour is not None:
+        nodes = memory.find(cls="small", colour=colour) or memory.find(kind="object", colour=colour)
     if not nodes:
         return None
     return max(nodes, key=lambda n: memory.graph.nodes[n]["n_obs"])
@@ -108,6 +113,51 @@ def answer_shell_game(memory: SpatialMemory, goal: dict | None) -> dict:
     return {"answer": memory.graph.nodes[cup]["position"], "node": cup, "object": ball}
 
 
+def _saturation(rgb) -> float:
+    rgb = np.asarray(rgb, dtype=np.float64)
+    return float((rgb.max() - rgb.min()) / max(rgb.max(), 1e-6))
+
+
+def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Which colour did the screen show? The most saturated colour the panel was seen with;
+    the answer is the block closest to it in colour (names can differ: the panel's grey stand
+    dulls its mean colour)."""
+    panels = memory.find(cls="cue_panel")
+    if not panels:
+        # No panel class in the vocabulary: whatever changed colour and is not a block.
+        changed = {e.node for e in memory.log.of_tag("recoloured")}
+        panels = sorted(n for n in changed if n in memory.graph and memory.graph.nodes[n]["cls"] != "block")
+    colours = []
+    for panel in panels:
+        for e in memory.log.of_node(panel):
+            if "rgb" in e.data:
+                colours.append((e.data["rgb"], e.data.get("colour")))
+    if not colours:
+        return {"answer": None}
+    cue_rgb, cue_name = max(colours, key=lambda c: _saturation(c[0]))
+    blocks = memory.find(cls="block")
+    if not blocks:
+        return {"answer": None, "cue_colour": cue_name}
+    block = min(blocks, key=lambda b: colour_distance(memory.graph.nodes[b]["rgb"], cue_rgb))
+    return {"answer": memory.graph.nodes[block]["position"], "node": block, "cue_colour": cue_name,
+            "cue_rgb": cue_rgb, "block_colour": memory.graph.nodes[block]["colour"]}
+
+
+def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
+    """In which order did the buttons light up? Their brightening events, in time order."""
+    lit = []
+    for button in memory.find(cls="button"):
+        events = memory.log.of_node(button)
+        base = max(events[0].data["rgb"])  # dark at first sight
+        for e in events[1:]:
+            if "rgb" in e.data and max(e.data["rgb"]) > base + 0.1:
+                lit.append((e.t, button))
+    lit.sort()
+    order = [b for k, (_, b) in enumerate(lit) if k == 0 or lit[k - 1][1] != b]
+    return {"answer": [memory.graph.nodes[b]["position"] for b in order] or None, "nodes": order,
+            "times": [t for t, _ in lit]}
+
+
 # --- checks (evaluation only: they read privileged state) ------------------------
 def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
     if answer.get("answer") is None:
@@ -134,11 +184,29 @@ def check_shell_game(answer: dict, privileged: dict) -> bool:
     return chosen == int(privileged["ball_cup"])
 
 
+def check_remember_color(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    blocks = np.asarray(privileged["block_pos"])[:, :2]
+    chosen = int(np.argmin(np.linalg.norm(blocks - np.asarray(answer["answer"])[:2], axis=1)))
+    return chosen == int(privileged["target"])
+
+
+def check_sequence_recall(answer: dict, privileged: dict) -> bool:
+    if not answer.get("answer"):
+        return False
+    xy = np.asarray(privileged["button_xy"])
+    order = [int(np.argmin(np.linalg.norm(xy - np.asarray(p)[:2], axis=1))) for p in answer["answer"]]
+    return order == [int(i) for i in privileged["sequence"]]
+
+
 QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
     "PutBlockBack": (answer_put_block_back, check_put_block_back, "the block's start pose (xy within 2 cm)"),
     "ReopenDrawer": (answer_reopen_drawer, check_drawer, "which drawer was open"),
     "HiddenObject": (answer_hidden_object, check_drawer, "which drawer hides the block"),
     "ShellGame": (answer_shell_game, check_shell_game, "which cup covers the ball"),
+    "RememberColor": (answer_remember_color, check_remember_color, "the cue colour (the block of that colour)"),
+    "SequenceRecall": (answer_sequence_recall, check_sequence_recall, "the order the buttons lit up"),
 }
 
 

@@ -116,13 +116,18 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if holder and holder in nodes:
             edges.add((n, holder, "in"))
             edges.discard(next((e for e in edges if e[0] == n and e[2] == "on"), None))
-    # A moving part belongs to the furniture its box cuts into (an open drawer sticks out of its housing).
+    # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
+    # just outside its housing), overlaps its footprint most.
     articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
-    cuts = np.all((lo[:, None] < hi[None] - m) & (hi[:, None] > lo[None] + m), axis=2)
-    part = cuts & articulated[:, None] & (kinds == "surface")[None] & (volume[:, None] < volume[None])
-    np.fill_diagonal(part, False)
-    for i, j in zip(*np.nonzero(part)):
-        edges.add((ids[i], ids[j], "part_of"))
+    furniture = (kinds == "surface") & ~room
+    for i in np.flatnonzero(articulated):
+        w = np.minimum(hi[i, :2], hi[:, :2] + 0.03) - np.maximum(lo[i, :2], lo[:, :2] - 0.03)
+        area = np.prod(np.clip(w, 0, None), axis=1) * furniture * (volume > volume[i])
+        area[i] = 0
+        zcut = (lo[i, 2] < hi[:, 2]) & (hi[i, 2] > lo[:, 2])
+        area = area * zcut
+        if area.max() > 0:
+            edges.add((ids[i], ids[int(np.argmax(area))], "part_of"))
     in_room = over & room[None] & physical[:, None]
     for i, j in zip(*np.nonzero(in_room)):
         edges.add((ids[i], ids[j], "in_room"))

@@ -183,6 +183,8 @@ class Tracking:
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
         moved = False
         changed = False
+        shift = 0.0
+        prev = None
         if track.surface:
             track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel):
@@ -192,7 +194,10 @@ class Tracking:
             prev = track.views.get(cam)
             ref, tol = (prev.center, cfg.move_tol) if prev is not None else (track.center, 2.5 * cfg.move_tol)
             shift = float(np.linalg.norm(det.center - ref))
-            partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not a["held"]
+            # Held objects and moving parts (a drawer sliding shut shows less of itself) change
+            # their views for real; for the rest a much smaller view means occlusion.
+            partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not (
+                a["held"] or a["articulated"])
             # A partial view (cut off, occluded) shifts its centre without any motion; it
             # counts as a move only if it is far and no longer lies on the object's points.
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
@@ -219,7 +224,9 @@ class Tracking:
         a["n_obs"] += 1
         a["last_seen"] = t
         if changes:
-            tag = "seen" if "visible" in changes else "moved" if moved else "recoloured" if "colour" in changes else "refined"
+            # Motion: a big jump, or the same camera saw it shift (a new camera's view only refines).
+            motion = moved or (prev is not None and shift > 0.003 and "position" in changes)
+            tag = "seen" if "visible" in changes else "moved" if motion else "recoloured" if "colour" in changes else "refined"
             changes.update(last_seen=t, n_obs=a["n_obs"], confidence=_confidence(a["n_obs"], "visible"))
             self._set(node, t, tag, changes)
         else:

@@ -72,7 +72,7 @@ class Track:
             self.box_max = np.max([v.box_max for v in views], axis=0)
             self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
         self.keys = voxel_keys(self.points, voxel)
-        self.samples = stride_subsample(self.points, n_samples)
+        self.samples = _visibility_samples(self.points, self.box_min[2], self.box_max[2], n_samples)
 
     def grow_surface(self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int,
                      voxel: float) -> bool:
@@ -123,5 +123,11 @@ class Track:
             track.prev_box = (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
         track.rest = {k: float(v) for k, v in d["rest"].items()}
         track.keys = voxel_keys(track.points, voxel)
-        track.samples = stride_subsample(track.points, 32)
+        track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
         return track
+
+
+def _visibility_samples(points: np.ndarray, bottom: float, top: float, n: int) -> np.ndarray:
+    """Points to test visibility with: not the bottom 1.5 cm, which depth cannot tell from the support."""
+    upper = points[points[:, 2] >= bottom + min(0.015, 0.4 * (top - bottom))]
+    return stride_subsample(upper if len(upper) >= 3 else points, n)

@@ -1,0 +1,140 @@
+"""The agent in memory (mixed into :class:`SpatialMemory`): its pose, grasps,
+releases and button presses from proprioception, and the place graph of
+where it has been.
+
+Workcell proprio layout (22,): qpos 7, qvel 7, TCP position 3 (m), TCP
+quaternion 4, gripper width 1 (m). Other robots: the agent is where its first
+camera is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.memory.tracker import _vec
+from embodied.perception.perceiver import WORKCELL_PROPRIO_DIM
+
+AGENT = "agent"
+
+
+class AgentTracking:
+    """Needs the SpatialMemory fields (graph, tracks, grip, config, _set, _add_node)."""
+
+    def _proprio(self, proprio, views, t: int, seen: set) -> None:
+        cfg = self.config
+        if proprio is not None and np.asarray(proprio).shape == (WORKCELL_PROPRIO_DIM,):
+            p = np.asarray(proprio, dtype=np.float64)
+            tcp, width = p[14:17], float(p[21])
+        elif views:
+            # Mobile robots: the agent is where its first camera is.
+            tcp, width = views[0].cam_to_world[:3, 3].astype(np.float64), None
+        else:
+            return
+        if width is None:
+            self._places(tcp, t)
+        if AGENT not in self.graph:
+            self._add_node(AGENT, {"kind": "agent", "cls": "agent", "position": _vec(tcp), "first_seen": t,
+                                   "last_seen": t, "held": False, "status": "visible", "visible": True}, t, "seen")
+        a = self.graph.nodes[AGENT]
+        a["last_seen"] = t
+        if np.linalg.norm(tcp - np.asarray(a["position"])) > cfg.agent_log_tol:
+            self._set(AGENT, t, "moved", {"position": _vec(tcp)})
+        if width is not None:
+            self._gripper(tcp, width, t, seen)
+            self._touch(tcp, t)
+
+    def _touch(self, tcp: np.ndarray, t: int) -> None:
+        """Buttons pressed by the robot: the fingertips below a button's resting top, over its footprint.
+
+        The fingers hide the cap while they press it, so its travel cannot be
+        seen; proprioception tells where the fingertips are.
+        """
+        cfg = self.config
+        tip = tcp[2] - cfg.fingertip_below_tcp
+        for node in self.find(cls="button"):
+            a, tr = self.graph.nodes[node], self.tracks[node]
+            top = tr.rest.get("top", float(tr.box_max[2]))
+            over = bool(np.all(tcp[:2] >= tr.box_min[:2]) and np.all(tcp[:2] <= tr.box_max[:2]))
+            if over and tip < top - cfg.button_press_delta:
+                if a["state"] != "pressed":
+                    self._set(node, t, "pressed", {"state": "pressed", "pressed_by": "agent"})
+            elif a["state"] == "pressed" and a.get("pressed_by") == "agent" and (not over or tip > top):
+                self._set(node, t, "released", {"state": "released", "pressed_by": ""})
+
+    def _gripper(self, tcp: np.ndarray, width: float, t: int, seen: set) -> None:
+        """Grasp: the fingers come to rest part-closed (on something) next to an object; release: they open.
+
+        A two-state machine (open / closed) on the width, so the bounce of the
+        fingers on contact is not mistaken for opening.
+        """
+        cfg, g = self.config, self.grip
+        last = width if g["width"] is None else g["width"]
+        g["width"] = width
+        stable = abs(width - last) < 5e-4
+        holding = g["holding"]
+        if holding and holding not in self.graph:
+            g["holding"] = holding = ""
+        if holding:
+            if width > g["grasp_width"] + 5e-3 or width < cfg.grasp_min_width:
+                g["holding"] = ""
+                self._set(holding, t, "release", {"held": False})
+            elif holding not in seen:
+                # Out of sight in the hand: it goes where the hand goes.
+                track = self.tracks[holding]
+                track.shift(tcp + np.asarray(g["offset"]) - track.center)
+                a = self.graph.nodes[holding]
+                if np.linalg.norm(track.center - np.asarray(a["position"])) > cfg.log_tol:
+                    self._set(holding, t, "carried", {"position": _vec(track.center), "box_min": _vec(track.box_min),
+                                                      "box_max": _vec(track.box_max)})
+        if width >= cfg.grasp_max_width:
+            g["closed"] = False
+            return
+        if holding or g["closed"] or not stable:
+            return
+        g["closed"] = True  # came to rest part-closed: on an object, or on nothing
+        if width <= cfg.grasp_min_width:
+            return
+        best, best_d = "", cfg.grasp_radius
+        for node in self._physical():
+            a = self.graph.nodes[node]
+            tr = self.tracks[node]
+            if a["kind"] not in ("object", "container") or tr.surface:
+                continue
+            d = float(np.linalg.norm(np.clip(tcp, tr.box_min, tr.box_max) - tcp))
+            if d < best_d:
+                best, best_d = node, d
+        if best:
+            g["holding"], g["grasp_width"] = best, width
+            g["offset"] = _vec(self.tracks[best].center - tcp)
+            self._set(best, t, "grasp", {"held": True})
+
+    def _places(self, pos: np.ndarray, t: int) -> None:
+        """A place node every ``place_spacing`` metres of new ground; consecutive places connect.
+
+        Places are where the agent has stood, so an edge between two of them is
+        a stretch it has travelled: the place graph is traversable by construction.
+        """
+        cfg = self.config
+        xy = np.asarray(pos[:2], dtype=np.float64)
+        near, near_d = "", np.inf
+        for node, a in self.graph.nodes(data=True):
+            if a["kind"] == "place":
+                d = float(np.hypot(a["position"][0] - xy[0], a["position"][1] - xy[1]))
+                if d < near_d:
+                    near, near_d = node, d
+        if near_d > cfg.place_spacing:
+            near = self._new_id("place")
+            self._add_node(near, {"kind": "place", "cls": "place", "position": (float(xy[0]), float(xy[1]), 0.0),
+                                  "first_seen": t, "last_seen": t, "visible": True, "status": "visible",
+                                  "links": ()}, t, "seen")
+        elif near_d > cfg.place_spacing / 2:
+            return  # between two places: still at the current one
+        self.graph.nodes[near]["last_seen"] = t
+        here = self.current_place
+        if near != here and here in self.graph:
+            for u, v in ((here, near), (near, here)):
+                links = self.graph.nodes[u]["links"]
+                if v not in links:
+                    self._set(u, t, "connected", {"links": tuple(sorted(links + (v,)))})
+                    self.graph.add_edge(u, v, key="connects", rel="connects")
+        self.current_place = near

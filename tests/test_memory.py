@@ -1,0 +1,200 @@
+"""Scene-graph memory: association, permanence, containment, events, time travel, queries, files."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from embodied.memory import MemoryConfig, SpatialMemory
+from tests.memory_helpers import box_points, detection, down_camera, frame, proprio
+
+
+def _run(memory, steps):
+    for t, (dets, extra) in enumerate(steps):
+        memory.update(frame(t, dets, extra))
+
+
+def test_identical_blocks_are_told_apart_while_one_moves():
+    memory = SpatialMemory()
+    for t in range(20):
+        a = detection((0.40, 0.00 + 0.01 * t, 0.02), key=f"top#{np.random.randint(1000)}")  # keys mean nothing
+        b = detection((0.40, -0.07, 0.02))
+        memory.update(frame(t, [b, a] if t % 2 else [a, b]))
+    blocks = memory.find(cls="block")
+    assert len(blocks) == 2  # no duplicate, no merge
+    moving = max(blocks, key=lambda n: memory.graph.nodes[n]["position"][1])
+    still = min(blocks, key=lambda n: memory.graph.nodes[n]["position"][1])
+    assert memory.graph.nodes[moving]["position"][1] == pytest.approx(0.19, abs=0.006)
+    assert memory.where_was(moving, 0)[1] == pytest.approx(0.0, abs=0.006)
+    assert len(memory.trajectory(moving)) >= 10 and len(memory.when("moved", moving)) >= 10
+    assert memory.when("moved", still) == [] and len(memory.trajectory(still)) == 1
+
+
+def test_permanence_missing_occluded_and_out_of_view():
+    memory = SpatialMemory()
+    block = lambda: detection((0.40, 0.0, 0.02))  # noqa: E731
+    for t in range(3):
+        memory.update(frame(t, [block()]))
+    node = memory.find(cls="block")[0]
+    # Occluded: something nearer covers the block's pixels.
+    lid = box_points((0.35, -0.05, 0.2), (0.45, 0.05, 0.21))
+    memory.update(frame(3, [], occupiers=[lid]))
+    assert memory.graph.nodes[node]["status"] == "occluded"
+    # Missing: the camera sees the table right through where the block was.
+    memory.update(frame(4, []))
+    a = memory.graph.nodes[node]
+    assert a["status"] == "missing" and not a["visible"] and a["unseen_since"] == 3
+    assert memory.last_seen(node) == 2 and memory.where_is(node)["position"] == pytest.approx((0.4, 0.0, 0.02), abs=0.005)
+    # Out of view: the camera looks elsewhere; the memory keeps the block.
+    memory.update(frame(5, [], pose=down_camera(x=2.0)))
+    assert memory.graph.nodes[node]["status"] == "out_of_view" and node in memory.graph
+    # Back in view somewhere else: same node, moved.
+    memory.update(frame(6, [detection((0.55, 0.2, 0.02))]))
+    assert memory.find(cls="block") == [node]
+    assert memory.graph.nodes[node]["visible"] and memory.where_was(node, 6)[0] == pytest.approx(0.55, abs=0.005)
+    assert [e["tag"] for e in memory.history(node)][-1] == "seen"
+
+
+def test_ball_under_a_cup_is_remembered_in_it_and_travels_with_it():
+    memory = SpatialMemory()
+    ball = lambda: detection((0.4, 0.0, 0.016), "ball", "yellow", size=(0.032,) * 3)  # noqa: E731
+    for t in range(3):
+        memory.update(frame(t, [ball()]))
+    cup_size = (0.08, 0.08, 0.08)
+    t = 3
+    for z in (0.10, 0.05, 0.0):  # the cup comes down over the ball
+        memory.update(frame(t, [detection((0.4, 0.0, 0.0), "cup", "blue", cup_size, bottom=z)]))
+        t += 1
+    ball_node, cup_node = memory.find(cls="ball")[0], memory.find(cls="cup")[0]
+    assert memory.graph.nodes[ball_node]["inside"] == cup_node
+    assert memory.objects_in(cup_node) == [ball_node]
+    for k in range(1, 6):  # the cup slides 10 cm sideways
+        memory.update(frame(t, [detection((0.4, 0.02 * k, 0.0), "cup", "blue", cup_size, bottom=0.0)]))
+        t += 1
+    where = memory.where_is(ball_node)
+    assert where["in"] == [cup_node] and where["status"] == "hidden"
+    assert where["position"][1] == pytest.approx(0.10, abs=0.01)
+
+
+def test_events_are_append_only_and_snapshots_rebuild_the_past():
+    memories = [SpatialMemory(keyframe_every=2), SpatialMemory(keyframe_every=1000)]
+    seen = {}
+    for t in range(12):
+        dets = [detection((0.3 + 0.02 * min(t, 6), 0.0, 0.02)), detection((0.5, 0.1, 0.02), colour="blue")]
+        if t >= 9:
+            dets = dets[1:]  # the red block vanishes
+        for m in memories:
+            m.update(frame(t, [d for d in dets]))
+        seen[t] = {n: (a["position"], a["status"]) for n, a in memories[0].graph.nodes(data=True)}
+    for m in memories:
+        ops = {e.op for e in m.log.events}
+        assert ops <= {"ADD", "UPDATE"} and m.log.noops > 0  # NOOPs are counted, not stored
+        for t, state in seen.items():
+            snap = m.snapshot(t)
+            assert {n: (a["position"], a["status"]) for n, a in snap.nodes(data=True)} == state
+        with pytest.raises(ValueError, match="before"):
+            m.update(frame(3, []))
+    assert len(memories[0].log.kf_index) > len(memories[1].log.kf_index)
+    red = memories[0].resolve("red block")
+    assert memories[0].changed_between(7, 11)[red] == ["missing"]
+    assert memories[0].when("missing") == [9]
+
+
+def test_grasp_and_release_from_proprioception_carry_the_block():
+    memory = SpatialMemory()
+    blk = lambda c: detection(c)  # noqa: E731
+    widths = [0.08, 0.08, 0.06, 0.045, 0.0405, 0.0402, 0.0402]
+    t = 0
+    for w in widths:  # hand down on the block, fingers closing on it
+        memory.update(frame(t, [blk((0.4, 0.0, 0.02))], proprio=proprio((0.4, 0.0, 0.025), w)))
+        t += 1
+    node = memory.find(cls="block")[0]
+    assert memory.when("grasp", node) and memory.graph.nodes[node]["held"]
+    for k in range(1, 6):  # lifted and carried: the fingers hide it
+        memory.update(frame(t, [], proprio=proprio((0.4, 0.03 * k, 0.1), 0.0402)))
+        t += 1
+    assert memory.graph.nodes[node]["status"] == "held"
+    assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.15, abs=0.01)
+    memory.update(frame(t, [blk((0.4, 0.15, 0.02))], proprio=proprio((0.4, 0.15, 0.025), 0.06)))
+    assert memory.when("release", node) == [t] and not memory.graph.nodes[node]["held"]
+    assert memory.where_was(node, 0)[1] == pytest.approx(0.0, abs=0.005)
+
+
+def test_drawer_state_from_how_far_it_sticks_out_of_its_cabinet():
+    memory = SpatialMemory()
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))  # noqa: E731
+    # What the cameras see of a drawer: handle and front, plus the tray up to the housing when open.
+    drawer = lambda y, out: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))  # noqa: E731
+    for t in range(4):
+        out = 0.12 if t < 2 else 0.0
+        memory.update(frame(t, [cab(0.0), cab(0.2), drawer(0.0, out), drawer(0.2, 0.0)]))
+    moving = min(memory.find(cls="drawer"), key=lambda n: abs(memory.graph.nodes[n]["position"][1]))
+    assert memory.when("opened", moving) == [0] and memory.when("closed", moving) == [2]
+    other = next(n for n in memory.find(cls="drawer") if n != moving)
+    assert memory.when("opened", other) == []
+    assert set(memory.related(moving, "part_of")) and memory.graph.nodes[moving]["kind"] == "container"
+
+
+def test_places_connect_along_the_travelled_path():
+    memory = SpatialMemory(place_spacing=1.0)
+    path = [(x, 0.0) for x in np.arange(0, 4.01, 0.25)] + [(4.0, y) for y in np.arange(0.25, 3.01, 0.25)]
+    for t, (x, y) in enumerate(path):
+        memory.update(frame(t, [], pose=down_camera(x, y, 1.2)))
+    places = memory.places()
+    assert len(places) >= 5
+    start = memory.nearest_place((0, 0))
+    end = memory.nearest_place((4, 3))
+    route = memory.path(start, end)
+    assert route[0] == start and route[-1] == end and len(route) == len(places)
+    assert memory.graph.has_edge(route[0], route[1], key="connects")
+
+
+def test_json_round_trip_is_exact_and_bad_files_are_named(tmp_path):
+    memory = SpatialMemory()
+    for t in range(6):
+        memory.update(frame(t, [detection((0.4, 0.01 * t, 0.02)), detection((0.2, 0.3, 0.02), colour="blue")],
+                            proprio=proprio((0.3, 0.0, 0.3), 0.08)))
+    path = memory.save(tmp_path / "mem.json")
+    again = SpatialMemory.load(path)
+    again.save(tmp_path / "again.json")
+    assert (tmp_path / "mem.json").read_text() == (tmp_path / "again.json").read_text()
+    assert dict(again.graph.nodes(data=True)) == dict(memory.graph.nodes(data=True))
+    assert again.history("red block") == memory.history("red block")
+    assert again.snapshot(2).nodes(data=True) == memory.snapshot(2).nodes(data=True)
+    # Loaded memories keep tracking: the red block keeps its identity.
+    again.update(frame(6, [detection((0.4, 0.06, 0.02)), detection((0.2, 0.3, 0.02), colour="blue")]))
+    assert len(again.find(cls="block")) == 2
+    assert not list(tmp_path.glob("*.partial"))  # atomic write left no temp file
+    text = path.read_text()
+    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
+    with pytest.raises(ValueError, match="cut.json.*(corrupt|truncated)"):
+        SpatialMemory.load(tmp_path / "cut.json")
+    (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ValueError, match="other.json"):
+        SpatialMemory.load(tmp_path / "other.json")
+    (tmp_path / "broken.json").write_text(text.replace('"nodes"', '"nodez"'))
+    with pytest.raises(ValueError, match="broken.json"):
+        SpatialMemory.load(tmp_path / "broken.json")
+    graphml = memory.export_graphml(tmp_path / "g.graphml")
+    g = nx.read_graphml(graphml)
+    assert set(g.nodes) == set(memory.graph.nodes)
+
+
+def test_queries_name_objects_by_colour_and_class():
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [detection((0.4, 0.0, 0.02)), detection((0.5, 0.2, 0.02), colour="blue"),
+                                detection((0.45, 0.0, 0.001), "pad", "grey", (0.09, 0.09, 0.002))]))
+    red = memory.resolve("red block")
+    assert memory.find(colour="blue") == [memory.resolve("blue block")]
+    assert memory.related(red, "on") == [memory.resolve("pad")]  # the 2 mm pad is under the block
+    with pytest.raises(KeyError, match="ambiguous"):
+        memory.resolve("block")
+    with pytest.raises(KeyError, match="known objects"):
+        memory.resolve("green ball")
+    assert memory.where_was(red, -1) is None
+    assert memory.history(red)[0]["op"] == "ADD"
+    assert memory.summary()["nodes"]["object"] == 2

@@ -1,0 +1,129 @@
+"""Perception: object observations from RGB-D + masks (or geometry alone), bad input, robustness."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from embodied.perception import PerceptionConfig, Perceiver, colour_name
+from embodied.perception.clouds import grid_inliers
+
+SIZE = 96
+
+
+@pytest.fixture(scope="module")
+def scene():
+    env = gym.make("embodied/PutBlockBack-v0", image_size=SIZE, distractors=2)
+    obs, info = env.reset(seed=3)
+    yield env, obs, info
+    env.close()
+
+
+def _blocks(frame, camera="scene"):
+    return [o for o in frame.objects if o.label == "block" and o.camera == camera]
+
+
+def test_masks_mode_finds_the_block_where_it_is(scene):
+    env, obs, info = scene
+    frame = Perceiver(env.unwrapped.labels)(obs, t=0)
+    colour = env.unwrapped.colour
+    block = next(o for o in _blocks(frame) if o.colour == colour)
+    truth = info["privileged"]["block_pos"]
+    assert np.linalg.norm(block.center - truth) < 0.01
+    # Every point lies on the 4 cm cube; the box is about its size.
+    assert np.all(np.abs(block.points - truth) < 0.03)
+    assert np.all(np.abs(block.extent[:2] - 0.04) < 0.01)
+    assert block.n_points >= len(block.points) > 5 and block.t == 0 and block.camera == "scene"
+    # The robot is the agent's own body: not an object observation.
+    assert all(o.label != "robot" for o in frame.objects)
+    labels = {o.label for o in frame.objects}
+    assert {"table", "pad", "block"} <= labels
+
+
+def test_colour_names_of_the_palette():
+    rendered = {"red": (0.8, 0.12, 0.12), "green": (0.15, 0.7, 0.2), "blue": (0.15, 0.3, 0.82),
+                "yellow": (0.84, 0.8, 0.1), "purple": (0.55, 0.2, 0.75), "orange": (0.85, 0.5, 0.05),
+                "cyan": (0.1, 0.79, 0.8), "pink": (0.85, 0.45, 0.7), "white": (0.86, 0.86, 0.86),
+                "grey": (0.5, 0.5, 0.5), "brown": (0.7, 0.6, 0.46), "black": (0.1, 0.1, 0.11)}
+    for name, rgb in rendered.items():
+        assert colour_name(np.array(rgb)) == name
+
+
+def test_shuffled_ids_change_every_frame_but_labels_follow(scene):
+    env, obs, _ = scene
+    perceive = Perceiver(env.unwrapped.labels, shuffle_ids=True, seed=1)
+    keys = []
+    for t in range(3):
+        frame = perceive(obs, t)
+        keys.append({o.key for o in frame.objects if o.camera == "scene"})
+        assert sorted(o.label for o in _blocks(frame)) == ["block"] * 3
+    assert keys[0] != keys[1] != keys[2]
+
+
+def test_bad_input_gives_clear_errors(scene):
+    env, obs, _ = scene
+    perceive = Perceiver(env.unwrapped.labels)
+    missing = {k: v for k, v in obs.items() if k != "intrinsics/wrist"}
+    with pytest.raises(ValueError, match="intrinsics/wrist"):
+        perceive(missing, 0)
+    short = dict(obs, **{"rgb/scene": obs["rgb/scene"][:-4]})
+    with pytest.raises(ValueError, match="rgb/scene"):
+        perceive(short, 0)
+    with pytest.raises(ValueError, match="depth"):
+        perceive({"proprio": obs["proprio"]}, 0)
+    with pytest.raises(ValueError, match="label map"):
+        Perceiver({}, mode="masks")
+    with pytest.raises(ValueError, match="mode"):
+        Perceiver(env.unwrapped.labels, mode="sonar")
+
+
+def test_nan_depth_pixels_are_ignored(scene):
+    env, obs, info = scene
+    nan_obs = dict(obs)
+    depth = obs["depth/scene"].copy()
+    depth[::2] = np.nan  # every other row reads NaN
+    nan_obs["depth/scene"] = depth
+    frame = Perceiver(env.unwrapped.labels)(nan_obs, 0)
+    block = next(o for o in _blocks(frame) if o.colour == env.unwrapped.colour)
+    assert np.all(np.isfinite(block.points)) and np.isfinite(block.center).all()
+    assert np.linalg.norm(block.center - info["privileged"]["block_pos"]) < 0.015
+    assert not np.isnan(obs["depth/scene"]).any()  # the caller's array is untouched
+
+
+@pytest.mark.parametrize("knobs", [dict(depth_noise=0.004), dict(dropout=0.3), dict(mask_erosion=1),
+                                   dict(outlier_impl="open3d")])
+def test_corruptions_keep_the_block_within_2cm(scene, knobs):
+    env, obs, info = scene
+    frame = Perceiver(env.unwrapped.labels, seed=2, **knobs)(obs, 0)
+    block = next(o for o in _blocks(frame) if o.colour == env.unwrapped.colour)
+    assert np.linalg.norm(block.center - info["privileged"]["block_pos"]) < 0.02
+
+
+def test_outlier_filter_drops_flying_points():
+    rng = np.random.default_rng(0)
+    cube = np.stack(np.meshgrid(*[np.arange(6.0)] * 3), -1).reshape(-1, 3)
+    flying = rng.uniform(20, 30, (4, 3))
+    pts = np.concatenate([cube, flying])
+    keep = grid_inliers(pts, np.zeros(len(pts), dtype=np.int64), 1, 2.0)
+    assert keep[: len(cube)].all() and not keep[len(cube):].any()
+
+
+def test_geometric_mode_finds_blocks_by_colour_without_masks(scene):
+    env, obs, info = scene
+    no_masks = {k: v for k, v in obs.items() if not k.startswith("segmentation/")}
+    frame = Perceiver(config=PerceptionConfig(mode="geometric"))(no_masks, 0)
+    u = env.unwrapped
+    truth = {u.colour: info["privileged"]["block_pos"]}
+    for i, colour in enumerate(u.distractor_colours):
+        truth[colour] = u.body_pos(f"distractor{i}")
+    scene_objs = [o for o in frame.objects if o.camera == "scene"]
+    for colour, pos in truth.items():
+        found = [o for o in scene_objs if o.colour == colour]
+        assert found, f"no {colour} cluster"
+        assert min(np.linalg.norm(o.center[:2] - pos[:2]) for o in found) < 0.02
+        assert all(o.label == "small" for o in found)  # shape class of a 4 cm cube
+    assert any(o.label == "surface" for o in scene_objs)  # the table plane
+    # No cluster is the arm: nothing tall, nothing at the arm's base.
+    assert all(o.box_max[2] < 0.3 for o in frame.objects)
+    assert "support_planes" in frame.extras and abs(frame.extras["support_planes"]["scene"][0]) < 0.005
