@@ -51,7 +51,9 @@ LOOK_TEXT = "get ready at the dock"
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1
 REACH = 0.5  # success: within this many metres of the target (xy) ...
 FACING = np.pi / 6  # ... and facing it within 30 degrees
-OBJECT_CLASSES = ("mug", "box", "ball", "cone", "book", "bottle", "plate", "vase", "dumbbell", "teddy", "lamp", "pyramid")
+OBJECT_CLASSES = (
+    "mug", "box", "ball", "cone", "book", "bottle", "plate", "vase", "dumbbell", "teddy", "lamp", "pyramid",
+)
 COLOURS: dict[str, tuple[float, float, float]] = {
     "red": (0.85, 0.1, 0.1), "green": (0.1, 0.65, 0.2), "blue": (0.1, 0.25, 0.9), "yellow": (0.95, 0.85, 0.1),
     "purple": (0.5, 0.15, 0.7), "orange": (1.0, 0.5, 0.0), "cyan": (0.1, 0.8, 0.85), "pink": (1.0, 0.5, 0.75),
