@@ -55,3 +55,9 @@ def test_eval_memory_reports_success_and_accuracy():
     assert row["task"] == "PutBlockBack-v0" and row["recall_success"] == 1.0
     assert row["accuracy"]["duplicates"] == 0 and row["accuracy"]["position_error_median"] < 0.01
     assert result["settings"]["shuffle_ids"] is True
+
+
+def test_moved_object_where_it_was_first_seen():
+    report = run_episode("MovedObject-v0", 2, PerceptionConfig(shuffle_ids=True, seed=2), accuracy=False,
+                         options={"query": "first"}, stop_at_recall=True)
+    assert report.correct, report.answer

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
 
 # What a class label makes of a node. Unknown labels are plain objects.
-CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket", "fridge"})
+CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket"})
 # Parts that move on a joint; "articulated" is their kind unless they also contain things (drawers).
-ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "fridge", "switch", "lever"})
+ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "switch", "lever"})
 # Supports and furniture; housings hold articulated parts (part_of edges).
 SURFACE_CLASSES = frozenset(
     {"table", "pad", "surface", "shelf", "counter", "floor", "desk", "bed", "sofa", "couch", "plane", "rug",
-     "cabinet", "dresser", "wardrobe", "bookshelf"}
+     "cabinet", "dresser", "wardrobe", "bookshelf", "coffee_table", "nightstand", "armchair", "fridge", "wall"}
 )
 HOUSING_CLASSES = frozenset({"cabinet", "dresser", "drawer_unit"})
 ROOM_CLASSES = frozenset({"room"})

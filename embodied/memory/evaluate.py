@@ -87,7 +87,7 @@ def run_episode(
         expert = make_expert(env)
         t, answer, correct = 0, {}, None
         p_ms, u_ms = [], []
-        asked = done = False
+        asked, done, answers = "", False, []
         while True:
             if t % render_every == 0:
                 t0 = time.perf_counter()
@@ -99,11 +99,14 @@ def run_episode(
                 u_ms.append((t2 - t1) * 1e3)
                 if recorder is not None and (len(p_ms) % accuracy_every == 0):
                     recorder.record(memory, env)
-            if info["phase"] == "recall" and not asked:
-                asked = True
+            # Ask at the first recall step, and again whenever the goal changes (MultiGoal's next goal).
+            if info["phase"] == "recall" and obs["goal"]["text"] != asked:
+                asked = obs["goal"]["text"]
                 if family in QUESTIONS:
                     answer = answer_question(family, memory, obs["goal"])
-                    correct = check_answer(family, answer, info["privileged"])
+                    ok = check_answer(family, answer, info["privileged"])
+                    answers.append(answer)
+                    correct = ok if correct is None else (correct and ok)
                 if stop_at_recall:
                     break
             if done:
@@ -115,6 +118,8 @@ def run_episode(
         if recorder is not None:
             recorder.record(memory, env)
             acc = recorder.score(memory)
+        if len(answers) > 1:
+            answer = {"answer": [a.get("answer") for a in answers], "answers": answers}
         return EpisodeReport(entry.name, family, seed, answer, correct, t, len(p_ms),
                              float(np.median(p_ms)), float(np.median(u_ms)), acc, memory)
     finally:

@@ -52,6 +52,7 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
         self.current_place = ""
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
+        self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
         self.frames = 0
 
     # --- node bookkeeping -------------------------------------------------
@@ -103,12 +104,17 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
             by_camera.setdefault(det.camera, []).append(det)
         for cam, dets in by_camera.items():
             taken_here: set[str] = set()
+            here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):
                 if node is None:
                     node = self._add(det, t)
                 else:
                     self._observe(node, det, t, ov)
-                seen.add(node)
+                here.add(node)
+            self._note_together(here)
+            seen |= here
+        self._merge_duplicates(t, seen)
+        seen &= set(self.graph.nodes)
         for cls in sorted(self._parts_dirty):
             self._drawer_states(cls, t)
         self._parts_dirty.clear()

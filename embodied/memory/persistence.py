@@ -59,6 +59,7 @@ def to_json(memory: SpatialMemory) -> dict:
         "counters": dict(memory.counters),
         "grip": {k: _jsonable(v) for k, v in memory.grip.items()},
         "current_place": memory.current_place,
+        "together": sorted([list(p) for p in memory.together]),
         "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in memory.graph.nodes(data=True)},
         "edges": [[u, v, k] for u, v, k in memory.graph.edges(keys=True)],
         "log": memory.log.to_json(),
@@ -78,6 +79,7 @@ def from_json(doc: dict) -> SpatialMemory:
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
     memory.grip = {k: _frozen(v) for k, v in doc["grip"].items()}
     memory.current_place = str(doc["current_place"])
+    memory.together = {(str(u), str(v)) for u, v in doc["together"]}
     for node, attrs in doc["nodes"].items():
         memory.graph.add_node(node, **{k: _frozen(v) for k, v in attrs.items()})
     for u, v, k in doc["edges"]:

@@ -158,6 +158,34 @@ def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
             "times": [t for t, _ in lit]}
 
 
+def goal_object(goal: dict | None) -> tuple[str | None, str | None]:
+    """(colour, class) named by "go to the <colour> <class>"-style goal text."""
+    words = (goal or {}).get("text", "").lower().replace(",", " ").split()
+    for k, word in enumerate(words[:-1]):
+        if word in COLOUR_NAMES or word == "lime":
+            return word, words[k + 1]
+    return None, None
+
+
+def answer_go_to(memory: SpatialMemory, goal: dict | None) -> dict:
+    """Where is the named object now (or, if the goal says so, where was it first seen)?"""
+    colour, cls = goal_object(goal)
+    if cls is None:
+        return {"answer": None}
+    nodes = memory.find(cls=cls, colour=colour) or memory.find(cls=cls)
+    if not nodes:
+        return {"answer": None, "asked": f"{colour} {cls}"}
+    if "first seen" in (goal or {}).get("text", ""):
+        # Where it was first seen: the earliest sighting of anything that looks like it.
+        node = min(nodes, key=lambda n: memory.graph.nodes[n]["first_seen"])
+        pos = memory.where_was(node, memory.graph.nodes[node]["first_seen"])
+    else:
+        # Where it is now: the latest sighting (a lost track leaves an older, stale node).
+        node = max(nodes, key=lambda n: (memory.graph.nodes[n]["last_seen"], memory.graph.nodes[n]["n_obs"]))
+        pos = memory.graph.nodes[node]["position"]
+    return {"answer": pos, "node": node, "asked": f"{colour} {cls}", "status": memory.graph.nodes[node]["status"]}
+
+
 # --- checks (evaluation only: they read privileged state) ------------------------
 def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
     if answer.get("answer") is None:
@@ -200,6 +228,13 @@ def check_sequence_recall(answer: dict, privileged: dict) -> bool:
     return order == [int(i) for i in privileged["sequence"]]
 
 
+def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
+    """The remembered place is within the task's reach radius of the goal (the env's success radius)."""
+    if answer.get("answer") is None:
+        return False
+    return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["goal"]["xy"])[:2])) <= reach
+
+
 QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
     "PutBlockBack": (answer_put_block_back, check_put_block_back, "the block's start pose (xy within 2 cm)"),
     "ReopenDrawer": (answer_reopen_drawer, check_drawer, "which drawer was open"),
@@ -207,6 +242,9 @@ QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
     "ShellGame": (answer_shell_game, check_shell_game, "which cup covers the ball"),
     "RememberColor": (answer_remember_color, check_remember_color, "the cue colour (the block of that colour)"),
     "SequenceRecall": (answer_sequence_recall, check_sequence_recall, "the order the buttons lit up"),
+    "ObjectRevisit": (answer_go_to, check_go_to, "where the goal object is (within 0.5 m)"),
+    "MovedObject": (answer_go_to, check_go_to, "where the moved object is now / was first seen (0.5 m)"),
+    "MultiGoal": (answer_go_to, check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
 }
 
 

@@ -56,15 +56,20 @@ class Tracking:
         views = [tr.views.get(camera) for tr in tracks]
         last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
         size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
-        return nodes, lo, hi, cls, colour, rgb, surface, last, size
+        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
+        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
+        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
+        return nodes, lo, hi, cls, colour, rgb, surface, last, size, velocity * ahead[:, None], velocity
 
     def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None, float]]:
         """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
-        nodes, lo, hi, cls, colour, rgb, surface, last, size = self._table(dets[0].camera if dets else "")
+        nodes, lo, hi, cls, colour, rgb, surface, last, size, drift, velocity = self._table(
+            dets[0].camera if dets else "")
         pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
         if nodes and dets:
-            centres = (lo + hi) / 2
+            centres = (lo + hi) / 2 + drift
+            gate = cfg.move_gate + 1.5 * np.sqrt((velocity**2).sum(axis=1))
             d_lo = np.array([d.box_min for d in dets])
             d_hi = np.array([d.box_max for d in dets])
             d_c = (d_lo + d_hi) / 2
@@ -88,7 +93,7 @@ class Tracking:
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
                 pairs.append((3.0, i, nodes[j], 1.0))
-            for i, j in zip(*np.nonzero(ok & (touching | (dist < cfg.move_gate)) & ~settled[:, None])):
+            for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
                 ov = 0.0
                 if touching[i, j]:
@@ -103,8 +108,8 @@ class Tracking:
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
                     # of a drawer's inside. Ranked below every colour-consistent overlap.
                     pairs.append((ov, i, node, ov))
-                elif col_ok[i, j] and dist[i, j] < cfg.move_gate and not surface[j]:
-                    pairs.append((1.0 - dist[i, j] / cfg.move_gate, i, node, ov))
+                elif col_ok[i, j] and dist[i, j] < gate[j] and not surface[j]:
+                    pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
         pairs.sort(key=lambda p: -p[0])
         match: dict[int, str] = {}
         overlaps: dict[int, float] = {}
@@ -140,7 +145,7 @@ class Tracking:
         surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5)
         if surface and kind == "object":
             kind = "surface"
-        track = Track(surface=surface)
+        track = Track(surface=surface, t_obs=t)
         view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
         track.views[det.camera] = view
         if surface:
@@ -215,6 +220,12 @@ class Tracking:
         if not a["visible"]:
             changes.update(visible=True, status="visible", unseen_since=-1, inside="")
         centre = track.center
+        if not track.surface:
+            # Velocity (m/step) from centre motion between observations; it decays when nothing moves.
+            step = centre - old_center
+            dt = max(t - track.t_obs, 1)
+            track.velocity = 0.5 * track.velocity + 0.5 * (step / dt if np.abs(step).max() > 0.003 else 0.0)
+            track.t_obs = t
         if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.log_tol or (
             track.surface and np.abs(track.box_max - np.asarray(a["box_max"])).max() > cfg.log_tol
         ):
@@ -250,11 +261,80 @@ class Tracking:
                     self._set(node, t, "carried", {"position": _vec(pos), "box_min": _vec(self.tracks[node].box_min),
                                                    "box_max": _vec(self.tracks[node].box_max)})
 
+    # --- duplicates ----------------------------------------------------------------
+    def _note_together(self, nodes: set) -> None:
+        """Nodes matched in one camera frame are distinct things: they may never be merged."""
+        by_cls: dict[str, list[str]] = {}
+        for n in nodes:
+            by_cls.setdefault(self.graph.nodes[n]["cls"], []).append(n)
+        for group in by_cls.values():
+            for i, u in enumerate(group):
+                for v in group[i + 1:]:
+                    self.together.add((u, v) if u < v else (v, u))
+
+    def _merge_duplicates(self, t: int, touched: set) -> None:
+        """Merge a node seen this frame with another of its class when they describe one thing.
+
+        Same thing: their boxes overlap by half the smaller one (supports and
+        furniture, seen in pieces) or their points do (objects), their colours
+        agree, and no camera ever saw both at once.
+        """
+        cfg = self.config
+        nodes = self._physical()
+        by_cls: dict[str, list[str]] = {}
+        for n in nodes:
+            by_cls.setdefault(self.graph.nodes[n]["cls"], []).append(n)
+        for new in sorted(touched):
+            if new not in self.graph or len(by_cls.get(self.graph.nodes[new]["cls"], ())) < 2:
+                continue
+            a = self.graph.nodes[new]
+            tn = self.tracks[new]
+            for old in by_cls[a["cls"]]:
+                if old == new or old not in self.graph or (min(old, new), max(old, new)) in self.together:
+                    continue
+                b = self.graph.nodes[old]
+                to = self.tracks[old]
+                g = 0.02 if (tn.surface or to.surface) else 0.0  # pieces of furniture may only touch
+                w = np.clip(np.minimum(tn.box_max + g, to.box_max + g) - np.maximum(tn.box_min - g, to.box_min - g),
+                            0, None)
+                small = min(np.prod(np.maximum(tn.box_max - tn.box_min, 0.005)),
+                            np.prod(np.maximum(to.box_max - to.box_min, 0.005)))
+                if tn.surface or to.surface:
+                    same = np.prod(w) >= 0.5 * small
+                else:
+                    same = overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5 and same_colour(
+                        a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]), cfg.colour_tolerance)
+                if same:
+                    keep, drop = (old, new) if b["first_seen"] <= a["first_seen"] else (new, old)
+                    self._merge(keep, drop, t)
+                    if drop == new:
+                        break
+                    a, tn = self.graph.nodes[new], self.tracks[new]
+
+    def _merge(self, keep: str, drop: str, t: int) -> None:
+        """Fold ``drop`` into ``keep`` (the older node keeps its history) and delete ``drop``."""
+        cfg = self.config
+        tk, td = self.tracks[keep], self.tracks[drop]
+        a, b = self.graph.nodes[keep], self.graph.nodes[drop]
+        if tk.surface:
+            tk.grow_surface(td.points, td.box_min, td.box_max, cfg.max_object_points, cfg.assoc_voxel)
+        elif b["last_seen"] >= a["last_seen"]:
+            tk.views = td.views  # the newer node has the current look
+        tk.refresh(cfg.assoc_voxel, cfg.max_object_points)
+        a["n_obs"] += b["n_obs"]
+        changes = {"position": _vec(tk.center), "box_min": _vec(tk.box_min), "box_max": _vec(tk.box_max),
+                   "n_obs": a["n_obs"]}
+        if b["last_seen"] >= a["last_seen"]:
+            changes.update({k: b[k] for k in ("visible", "status", "unseen_since", "last_seen")})
+        self._set(keep, t, "merged", changes)
+        self.together = {p for p in self.together if drop not in p}
+        self.delete(drop, t, "merged")
+
     # --- permanence -------------------------------------------------------------
     def _permanence(self, views: list[CameraView], seen: set, t: int) -> None:
         """Unmatched nodes stay; their status says why they were not seen."""
         cfg = self.config
-        lost = [n for n in self._physical() if n not in seen and not self.tracks[n].surface]
+        lost = [n for n in self._physical() if n not in seen]
         if not lost or not views:
             return
         from embodied.memory.spatial import visibility  # local: keeps the import graph flat
@@ -322,12 +402,16 @@ def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
-    """Fraction of a big detection's xy footprint inside a node's box, if their tops agree within 3 cm."""
-    if det.box_max[2] > hi[2] + 0.03 or det.box_max[2] < lo[2] - 0.01:
-        return 0.0  # a partial view may show less of the top, never more
-    # Slivers (a pad mostly hidden under a block) get a 5 mm minimum width.
-    dlo, dhi = det.box_min[:2] - 0.0025, det.box_max[:2] + 0.0025
-    w = np.clip(np.minimum(dhi, hi[:2] + 0.01) - np.maximum(dlo, lo[:2] - 0.01), 0, None)
+    """Fraction of a big detection's box inside a support's accumulated box (grown 2 cm).
+
+    Supports and furniture are seen in pieces (a table's near half, a wall
+    segment, the lower part of a fridge); the node's box is the union of the
+    pieces seen so far, so a new piece of the same thing lies in or against it.
+    Thin sides get a 5 mm minimum so slivers (a pad mostly hidden under a
+    block) still count.
+    """
+    dlo, dhi = det.box_min - 0.0025, det.box_max + 0.0025
+    w = np.clip(np.minimum(dhi, hi + 0.02) - np.maximum(dlo, lo - 0.02), 0, None)
     return float(np.prod(w) / np.prod(dhi - dlo))
 
 

@@ -58,6 +58,8 @@ class Track:
     box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
     prev_box: tuple[np.ndarray, np.ndarray] | None = None  # last frame's box (containers)
     rest: dict[str, float] = field(default_factory=dict)  # articulation references (button top, drawer extent)
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m per step, smoothed
+    t_obs: int = 0  # step of the last observation
 
     @property
     def center(self) -> np.ndarray:
@@ -111,6 +113,8 @@ class Track:
             "box_max": self.box_max.tolist(),
             "prev_box": None if self.prev_box is None else [self.prev_box[0].tolist(), self.prev_box[1].tolist()],
             "rest": dict(self.rest),
+            "velocity": self.velocity.tolist(),
+            "t_obs": self.t_obs,
         }
 
     @classmethod
@@ -122,6 +126,8 @@ class Track:
         if d["prev_box"] is not None:
             track.prev_box = (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
         track.rest = {k: float(v) for k, v in d["rest"].items()}
+        track.velocity = np.asarray(d["velocity"], dtype=np.float64)
+        track.t_obs = int(d["t_obs"])
         track.keys = voxel_keys(track.points, voxel)
         track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
         return track
