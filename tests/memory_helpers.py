@@ -9,8 +9,14 @@ from embodied.perception.types import CameraView, Frame, ObjectObservation
 
 SIZE = 128
 K = np.array([[110.0, 0.0, 63.5], [0.0, 110.0, 63.5], [0.0, 0.0, 1.0]])
-RGB = {"red": (0.8, 0.12, 0.12), "blue": (0.15, 0.3, 0.82), "yellow": (0.84, 0.8, 0.1), "grey": (0.5, 0.5, 0.5),
-       "brown": (0.7, 0.6, 0.46), "orange": (0.85, 0.5, 0.05)}
+RGB = {
+    "red": (0.8, 0.12, 0.12),
+    "blue": (0.15, 0.3, 0.82),
+    "yellow": (0.84, 0.8, 0.1),
+    "grey": (0.5, 0.5, 0.5),
+    "brown": (0.7, 0.6, 0.46),
+    "orange": (0.85, 0.5, 0.05),
+}
 
 
 def down_camera(x: float = 0.4, y: float = 0.0, height: float = 1.0) -> np.ndarray:
@@ -24,14 +30,22 @@ def down_camera(x: float = 0.4, y: float = 0.0, height: float = 1.0) -> np.ndarr
 def box_points(lo, hi, step: float = 0.01) -> np.ndarray:
     """Points on the top and four sides of an axis-aligned box (N,3)."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    axes = [np.linspace(lo[i], hi[i], max(2, int(round((hi[i] - lo[i]) / step)) + 1)) for i in range(3)]
+    axes = [np.linspace(lo[i], hi[i], max(2, round((hi[i] - lo[i]) / step) + 1)) for i in range(3)]
     g = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
     on_surface = (g[:, 2] == hi[2]) | np.any((g[:, :2] == lo[:2]) | (g[:, :2] == hi[:2]), axis=1)
     return g[on_surface]
 
 
-def detection(centre, label="block", colour="red", size=(0.04, 0.04, 0.04), camera="top", t=0, key=None,
-              bottom: float | None = None) -> ObjectObservation:
+def detection(
+    centre,
+    label="block",
+    colour="red",
+    size=(0.04, 0.04, 0.04),
+    camera="top",
+    t=0,
+    key=None,
+    bottom: float | None = None,
+) -> ObjectObservation:
     c = np.asarray(centre, float)
     s = np.asarray(size, float)
     lo, hi = c - s / 2, c + s / 2
@@ -39,8 +53,19 @@ def detection(centre, label="block", colour="red", size=(0.04, 0.04, 0.04), came
         lo[2], hi[2] = bottom, bottom + s[2]
     pts = box_points(lo, hi)
     rgb = np.array(RGB[colour], np.float32)
-    return ObjectObservation(key or f"{camera}#{np.random.randint(1e6)}", label, rgb, colour_name(rgb),
-                             pts.mean(0), pts.min(0), pts.max(0), pts.astype(np.float32), len(pts) * 3, camera, t)
+    return ObjectObservation(
+        key or f"{camera}#{np.random.randint(1e6)}",
+        label,
+        rgb,
+        colour_name(rgb),
+        pts.mean(0),
+        pts.min(0),
+        pts.max(0),
+        pts.astype(np.float32),
+        len(pts) * 3,
+        camera,
+        t,
+    )
 
 
 def view(pose: np.ndarray, occupiers: list[np.ndarray] = (), table_z: float = 0.0, name: str = "top") -> CameraView:
@@ -54,7 +79,7 @@ def view(pose: np.ndarray, occupiers: list[np.ndarray] = (), table_z: float = 0.
         ok = (u >= 0) & (u < SIZE) & (v >= 0) & (v < SIZE)
         for uu, vv, zz in zip(u[ok], v[ok], cam[ok, 2]):
             # Fill a 3x3 patch so sparse points make a solid surface.
-            patch = depth[max(vv - 1, 0): vv + 2, max(uu - 1, 0): uu + 2]
+            patch = depth[max(vv - 1, 0) : vv + 2, max(uu - 1, 0) : uu + 2]
             np.minimum(patch, zz, out=patch)
     return CameraView(name, depth, K.copy(), pose, np.linalg.inv(pose))
 

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.memory import SpatialMemory
 from tests.memory_helpers import box_points, detection, down_camera, frame, proprio
 
 
@@ -35,7 +35,7 @@ def test_identical_blocks_are_told_apart_while_one_moves():
 
 def test_permanence_missing_occluded_and_out_of_view():
     memory = SpatialMemory()
-    block = lambda: detection((0.40, 0.0, 0.02))  # noqa: E731
+    block = lambda: detection((0.40, 0.0, 0.02))
     for t in range(3):
         memory.update(frame(t, [block()]))
     node = memory.find(cls="block")[0]
@@ -47,7 +47,9 @@ def test_permanence_missing_occluded_and_out_of_view():
     memory.update(frame(4, []))
     a = memory.graph.nodes[node]
     assert a["status"] == "missing" and not a["visible"] and a["unseen_since"] == 3
-    assert memory.last_seen(node) == 2 and memory.where_is(node)["position"] == pytest.approx((0.4, 0.0, 0.02), abs=0.005)
+    assert memory.last_seen(node) == 2 and memory.where_is(node)["position"] == pytest.approx(
+        (0.4, 0.0, 0.02), abs=0.005
+    )
     # Out of view: the camera looks elsewhere; the memory keeps the block.
     memory.update(frame(5, [], pose=down_camera(x=2.0)))
     assert memory.graph.nodes[node]["status"] == "out_of_view" and node in memory.graph
@@ -60,7 +62,7 @@ def test_permanence_missing_occluded_and_out_of_view():
 
 def test_ball_under_a_cup_is_remembered_in_it_and_travels_with_it():
     memory = SpatialMemory()
-    ball = lambda: detection((0.4, 0.0, 0.016), "ball", "yellow", size=(0.032,) * 3)  # noqa: E731
+    ball = lambda: detection((0.4, 0.0, 0.016), "ball", "yellow", size=(0.032,) * 3)
     for t in range(3):
         memory.update(frame(t, [ball()]))
     cup_size = (0.08, 0.08, 0.08)
@@ -105,7 +107,7 @@ def test_events_are_append_only_and_snapshots_rebuild_the_past():
 
 def test_grasp_and_release_from_proprioception_carry_the_block():
     memory = SpatialMemory()
-    blk = lambda c: detection(c)  # noqa: E731
+    blk = lambda c: detection(c)
     widths = [0.08, 0.08, 0.06, 0.045, 0.0405, 0.0402, 0.0402]
     t = 0
     for w in widths:  # hand down on the block, fingers closing on it
@@ -125,9 +127,9 @@ def test_grasp_and_release_from_proprioception_carry_the_block():
 
 def test_drawer_state_from_how_far_it_sticks_out_of_its_cabinet():
     memory = SpatialMemory()
-    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))  # noqa: E731
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
     # What the cameras see of a drawer: handle and front, plus the tray up to the housing when open.
-    drawer = lambda y, out: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))  # noqa: E731
+    drawer = lambda y, out: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
     for t in range(4):
         out = 0.12 if t < 2 else 0.0
         memory.update(frame(t, [cab(0.0), cab(0.2), drawer(0.0, out), drawer(0.2, 0.0)]))
@@ -155,8 +157,13 @@ def test_places_connect_along_the_travelled_path():
 def test_json_round_trip_is_exact_and_bad_files_are_named(tmp_path):
     memory = SpatialMemory()
     for t in range(6):
-        memory.update(frame(t, [detection((0.4, 0.01 * t, 0.02)), detection((0.2, 0.3, 0.02), colour="blue")],
-                            proprio=proprio((0.3, 0.0, 0.3), 0.08)))
+        memory.update(
+            frame(
+                t,
+                [detection((0.4, 0.01 * t, 0.02)), detection((0.2, 0.3, 0.02), colour="blue")],
+                proprio=proprio((0.3, 0.0, 0.3), 0.08),
+            )
+        )
     path = memory.save(tmp_path / "mem.json")
     again = SpatialMemory.load(path)
     again.save(tmp_path / "again.json")
@@ -186,8 +193,16 @@ def test_json_round_trip_is_exact_and_bad_files_are_named(tmp_path):
 def test_queries_name_objects_by_colour_and_class():
     memory = SpatialMemory()
     for t in range(3):
-        memory.update(frame(t, [detection((0.4, 0.0, 0.02)), detection((0.5, 0.2, 0.02), colour="blue"),
-                                detection((0.45, 0.0, 0.001), "pad", "grey", (0.09, 0.09, 0.002))]))
+        memory.update(
+            frame(
+                t,
+                [
+                    detection((0.4, 0.0, 0.02)),
+                    detection((0.5, 0.2, 0.02), colour="blue"),
+                    detection((0.45, 0.0, 0.001), "pad", "grey", (0.09, 0.09, 0.002)),
+                ],
+            )
+        )
     red = memory.resolve("red block")
     assert memory.find(colour="blue") == [memory.resolve("blue block")]
     assert memory.related(red, "on") == [memory.resolve("pad")]  # the 2 mm pad is under the block

@@ -20,8 +20,7 @@ FAMILY_TASKS = [name for name, e in TASKS.items() if e.env_class().family in QUE
 @pytest.mark.parametrize("task", FAMILY_TASKS)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_memory_answers_the_recall_question(task, seed):
-    report = run_episode(task, seed, PerceptionConfig(shuffle_ids=True, seed=seed), accuracy=False,
-                         stop_at_recall=True)
+    report = run_episode(task, seed, PerceptionConfig(shuffle_ids=True, seed=seed), accuracy=False, stop_at_recall=True)
     assert report.correct, f"{task} seed {seed}: {report.answer}"
 
 
@@ -44,8 +43,9 @@ def test_geometric_mode_recalls_the_start_pose_without_masks():
     config = PerceptionConfig(mode="geometric", seed=0)
     from embodied.memory import MemoryConfig
 
-    report = run_episode("PutBlockBack-v0", 0, config, MemoryConfig(strict_class=False), accuracy=False,
-                         stop_at_recall=True)
+    report = run_episode(
+        "PutBlockBack-v0", 0, config, MemoryConfig(strict_class=False), accuracy=False, stop_at_recall=True
+    )
     assert report.correct, report.answer
 
 
@@ -58,6 +58,12 @@ def test_eval_memory_reports_success_and_accuracy():
 
 
 def test_moved_object_where_it_was_first_seen():
-    report = run_episode("MovedObject-v0", 2, PerceptionConfig(shuffle_ids=True, seed=2), accuracy=False,
-                         options={"query": "first"}, stop_at_recall=True)
+    report = run_episode(
+        "MovedObject-v0",
+        2,
+        PerceptionConfig(shuffle_ids=True, seed=2),
+        accuracy=False,
+        options={"query": "first"},
+        stop_at_recall=True,
+    )
     assert report.correct, report.answer

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from embodied.perception import PerceptionConfig, Perceiver, colour_name
+from embodied.perception import Perceiver, PerceptionConfig, colour_name
 from embodied.perception.clouds import grid_inliers
 
 SIZE = 96
@@ -42,10 +42,20 @@ def test_masks_mode_finds_the_block_where_it_is(scene):
 
 
 def test_colour_names_of_the_palette():
-    rendered = {"red": (0.8, 0.12, 0.12), "green": (0.15, 0.7, 0.2), "blue": (0.15, 0.3, 0.82),
-                "yellow": (0.84, 0.8, 0.1), "purple": (0.55, 0.2, 0.75), "orange": (0.85, 0.5, 0.05),
-                "cyan": (0.1, 0.79, 0.8), "pink": (0.85, 0.45, 0.7), "white": (0.86, 0.86, 0.86),
-                "grey": (0.5, 0.5, 0.5), "brown": (0.7, 0.6, 0.46), "black": (0.1, 0.1, 0.11)}
+    rendered = {
+        "red": (0.8, 0.12, 0.12),
+        "green": (0.15, 0.7, 0.2),
+        "blue": (0.15, 0.3, 0.82),
+        "yellow": (0.84, 0.8, 0.1),
+        "purple": (0.55, 0.2, 0.75),
+        "orange": (0.85, 0.5, 0.05),
+        "cyan": (0.1, 0.79, 0.8),
+        "pink": (0.85, 0.45, 0.7),
+        "white": (0.86, 0.86, 0.86),
+        "grey": (0.5, 0.5, 0.5),
+        "brown": (0.7, 0.6, 0.46),
+        "black": (0.1, 0.1, 0.11),
+    }
     for name, rgb in rendered.items():
         assert colour_name(np.array(rgb)) == name
 
@@ -91,8 +101,9 @@ def test_nan_depth_pixels_are_ignored(scene):
     assert not np.isnan(obs["depth/scene"]).any()  # the caller's array is untouched
 
 
-@pytest.mark.parametrize("knobs", [dict(depth_noise=0.004), dict(dropout=0.3), dict(mask_erosion=1),
-                                   dict(outlier_impl="open3d")])
+@pytest.mark.parametrize(
+    "knobs", [{"depth_noise": 0.004}, {"dropout": 0.3}, {"mask_erosion": 1}, {"outlier_impl": "open3d"}]
+)
 def test_corruptions_keep_the_block_within_2cm(scene, knobs):
     env, obs, info = scene
     frame = Perceiver(env.unwrapped.labels, seed=2, **knobs)(obs, 0)
@@ -106,7 +117,7 @@ def test_outlier_filter_drops_flying_points():
     flying = rng.uniform(20, 30, (4, 3))
     pts = np.concatenate([cube, flying])
     keep = grid_inliers(pts, np.zeros(len(pts), dtype=np.int64), 1, 2.0)
-    assert keep[: len(cube)].all() and not keep[len(cube):].any()
+    assert keep[: len(cube)].all() and not keep[len(cube) :].any()
 
 
 def test_geometric_mode_finds_blocks_by_colour_without_masks(scene):

@@ -1,9 +1,9 @@
 """Memory: spatial scene graph + episodic event log over perception frames.
 
-    from embodied.perception import Perceiver
-    from embodied.memory import SpatialMemory
-    perceive, memory = Perceiver(env.unwrapped.labels), SpatialMemory()
-    memory.update(perceive(obs, t))
+from embodied.perception import Perceiver
+from embodied.memory import SpatialMemory
+perceive, memory = Perceiver(env.unwrapped.labels), SpatialMemory()
+memory.update(perceive(obs, t))
 """
 
 from embodied.memory.config import MemoryConfig

@@ -118,7 +118,7 @@ class AccuracyRecorder:
             "merges": merges,
             "objects_true": n_objects,
             "objects_remembered": sum(1 for _, a in memory.graph.nodes(data=True) if a["kind"] in OBJECT_KINDS),
-            "objects_matched": len(set(e for e, _ in match.values())),
+            "objects_matched": len({e for e, _ in match.values()}),
         }
 
 
@@ -133,8 +133,11 @@ def _relation_scores(memory: SpatialMemory, truth: dict, match: dict) -> tuple[f
         cands = [(np.linalg.norm(((lo + hi) / 2 - p)[:2]), n) for n, (cls, lo, hi) in truth.items() if cls == a["cls"]]
         if cands:
             names[node] = min(cands)[1]
-    mem = {(names[u], names[v], k) for u, v, k in memory.graph.edges(keys=True)
-           if k in ("on", "in") and u in names and v in names}
+    mem = {
+        (names[u], names[v], k)
+        for u, v, k in memory.graph.edges(keys=True)
+        if k in ("on", "in") and u in names and v in names
+    }
     gt_nodes = {}
     for name, (cls, lo, hi) in truth.items():
         gt_nodes[name] = {"kind": kind_of(cls), "box_min": tuple(lo), "box_max": tuple(hi), "inside": ""}

@@ -32,10 +32,23 @@ class AgentTracking:
             return
         if width is None:
             self._places(tcp, t)
-        if AGENT not in self.graph:
-            self._add_node(AGENT, {"kind": "agent", "cls": "agent", "position": _vec(tcp), "first_seen": t,
-                                   "last_seen": t, "held": False, "status": "visible", "visible": True}, t, "seen")
-        a = self.graph.nodes[AGENT]
+        if AGENT not in self._graph:
+            self._add_node(
+                AGENT,
+                {
+                    "kind": "agent",
+                    "cls": "agent",
+                    "position": _vec(tcp),
+                    "first_seen": t,
+                    "last_seen": t,
+                    "held": False,
+                    "status": "visible",
+                    "visible": True,
+                },
+                t,
+                "seen",
+            )
+        a = self._graph.nodes[AGENT]
         a["last_seen"] = t
         if np.linalg.norm(tcp - np.asarray(a["position"])) > cfg.agent_log_tol:
             self._set(AGENT, t, "moved", {"position": _vec(tcp)})
@@ -52,7 +65,7 @@ class AgentTracking:
         cfg = self.config
         tip = tcp[2] - cfg.fingertip_below_tcp
         for node in self.find(cls="button"):
-            a, tr = self.graph.nodes[node], self.tracks[node]
+            a, tr = self._graph.nodes[node], self.tracks[node]
             top = tr.rest.get("top", float(tr.box_max[2]))
             over = bool(np.all(tcp[:2] >= tr.box_min[:2]) and np.all(tcp[:2] <= tr.box_max[:2]))
             if over and tip < top - cfg.button_press_delta:
@@ -72,7 +85,7 @@ class AgentTracking:
         g["width"] = width
         stable = abs(width - last) < 5e-4
         holding = g["holding"]
-        if holding and holding not in self.graph:
+        if holding and holding not in self._graph:
             g["holding"] = holding = ""
         if holding:
             if width > g["grasp_width"] + 5e-3 or width < cfg.grasp_min_width:
@@ -82,10 +95,18 @@ class AgentTracking:
                 # Out of sight in the hand: it goes where the hand goes.
                 track = self.tracks[holding]
                 track.shift(tcp + np.asarray(g["offset"]) - track.center)
-                a = self.graph.nodes[holding]
+                a = self._graph.nodes[holding]
                 if np.linalg.norm(track.center - np.asarray(a["position"])) > cfg.log_tol:
-                    self._set(holding, t, "carried", {"position": _vec(track.center), "box_min": _vec(track.box_min),
-                                                      "box_max": _vec(track.box_max)})
+                    self._set(
+                        holding,
+                        t,
+                        "carried",
+                        {
+                            "position": _vec(track.center),
+                            "box_min": _vec(track.box_min),
+                            "box_max": _vec(track.box_max),
+                        },
+                    )
         if width >= cfg.grasp_max_width:
             g["closed"] = False
             return
@@ -96,7 +117,7 @@ class AgentTracking:
             return
         best, best_d = "", cfg.grasp_radius
         for node in self._physical():
-            a = self.graph.nodes[node]
+            a = self._graph.nodes[node]
             tr = self.tracks[node]
             if a["kind"] not in ("object", "container") or tr.surface:
                 continue
@@ -117,24 +138,36 @@ class AgentTracking:
         cfg = self.config
         xy = np.asarray(pos[:2], dtype=np.float64)
         near, near_d = "", np.inf
-        for node, a in self.graph.nodes(data=True):
+        for node, a in self._graph.nodes(data=True):
             if a["kind"] == "place":
                 d = float(np.hypot(a["position"][0] - xy[0], a["position"][1] - xy[1]))
                 if d < near_d:
                     near, near_d = node, d
         if near_d > cfg.place_spacing:
             near = self._new_id("place")
-            self._add_node(near, {"kind": "place", "cls": "place", "position": (float(xy[0]), float(xy[1]), 0.0),
-                                  "first_seen": t, "last_seen": t, "visible": True, "status": "visible",
-                                  "links": ()}, t, "seen")
+            self._add_node(
+                near,
+                {
+                    "kind": "place",
+                    "cls": "place",
+                    "position": (float(xy[0]), float(xy[1]), 0.0),
+                    "first_seen": t,
+                    "last_seen": t,
+                    "visible": True,
+                    "status": "visible",
+                    "links": (),
+                },
+                t,
+                "seen",
+            )
         elif near_d > cfg.place_spacing / 2:
             return  # between two places: still at the current one
-        self.graph.nodes[near]["last_seen"] = t
+        self._graph.nodes[near]["last_seen"] = t
         here = self.current_place
-        if near != here and here in self.graph:
+        if near != here and here in self._graph:
             for u, v in ((here, near), (near, here)):
-                links = self.graph.nodes[u]["links"]
+                links = self._graph.nodes[u]["links"]
                 if v not in links:
                     self._set(u, t, "connected", {"links": tuple(sorted(links + (v,)))})
-                    self.graph.add_edge(u, v, key="connects", rel="connects")
+                    self._graph.add_edge(u, v, key="connects", rel="connects")
         self.current_place = near

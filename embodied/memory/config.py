@@ -17,8 +17,29 @@ CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "b
 ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "switch", "lever"})
 # Supports and furniture; housings hold articulated parts (part_of edges).
 SURFACE_CLASSES = frozenset(
-    {"table", "pad", "surface", "shelf", "counter", "floor", "desk", "bed", "sofa", "couch", "plane", "rug",
-     "cabinet", "dresser", "wardrobe", "bookshelf", "coffee_table", "nightstand", "armchair", "fridge", "wall"}
+    {
+        "table",
+        "pad",
+        "surface",
+        "shelf",
+        "counter",
+        "floor",
+        "desk",
+        "bed",
+        "sofa",
+        "couch",
+        "plane",
+        "rug",
+        "cabinet",
+        "dresser",
+        "wardrobe",
+        "bookshelf",
+        "coffee_table",
+        "nightstand",
+        "armchair",
+        "fridge",
+        "wall",
+    }
 )
 HOUSING_CLASSES = frozenset({"cabinet", "dresser", "drawer_unit"})
 ROOM_CLASSES = frozenset({"room"})

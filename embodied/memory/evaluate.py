@@ -23,7 +23,7 @@ from embodied.memory.accuracy import AccuracyRecorder
 from embodied.memory.config import MemoryConfig
 from embodied.memory.memory import SpatialMemory
 from embodied.memory.recall import QUESTIONS, answer_question, check_answer
-from embodied.perception import PerceptionConfig, Perceiver
+from embodied.perception import Perceiver, PerceptionConfig
 from embodied.tasks import TASKS, get_task
 
 
@@ -120,8 +120,19 @@ def run_episode(
             acc = recorder.score(memory)
         if len(answers) > 1:
             answer = {"answer": [a.get("answer") for a in answers], "answers": answers}
-        return EpisodeReport(entry.name, family, seed, answer, correct, t, len(p_ms),
-                             float(np.median(p_ms)), float(np.median(u_ms)), acc, memory)
+        return EpisodeReport(
+            entry.name,
+            family,
+            seed,
+            answer,
+            correct,
+            t,
+            len(p_ms),
+            float(np.median(p_ms)),
+            float(np.median(u_ms)),
+            acc,
+            memory,
+        )
     finally:
         env.close()
 
@@ -138,11 +149,11 @@ def eval_memory(
 ) -> dict:
     """Recall-question success and memory accuracy per task (JSON-ready).
 
-    Tasks default to every manipulation task whose family has a recall
-    question; families without one are listed under ``"skipped"``.
+    Tasks default to every registered task; families without a recall
+    question are listed under ``"skipped"``.
     """
     if tasks is None:
-        tasks = [n for n, e in TASKS.items() if e.suite == "manipulation"]
+        tasks = list(TASKS)
     rows, skipped = [], []
     for name in tasks:
         entry = get_task(name)
@@ -154,12 +165,19 @@ def eval_memory(
         for k in range(episodes):
             config = PerceptionConfig(mode=mode, shuffle_ids=shuffle_ids and mode == "masks", seed=seed + k)
             mem_cfg = MemoryConfig(strict_class=mode == "masks")
-            reports.append(run_episode(entry.name, seed + k, config, mem_cfg, image_size, render_every,
-                                       accuracy=accuracy))
+            reports.append(
+                run_episode(entry.name, seed + k, config, mem_cfg, image_size, render_every, accuracy=accuracy)
+            )
         rows.append(_summarise(entry.name, cls, reports))
     return {
-        "settings": {"episodes": episodes, "seed": seed, "image_size": image_size, "render_every": render_every,
-                     "shuffle_ids": shuffle_ids, "mode": mode},
+        "settings": {
+            "episodes": episodes,
+            "seed": seed,
+            "image_size": image_size,
+            "render_every": render_every,
+            "shuffle_ids": shuffle_ids,
+            "mode": mode,
+        },
         "tasks": rows,
         "skipped": skipped,
     }

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import bisect
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
@@ -158,7 +159,7 @@ class EventLog:
         }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "EventLog":
+    def from_json(cls, doc: dict) -> EventLog:
         log = cls(doc["keyframe_every"])
         for t, op, node, tag, data in doc["events"]:
             log.append(t, op, node, tag, {k: _frozen(v) for k, v in data.items()})

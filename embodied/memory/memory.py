@@ -16,17 +16,20 @@ Nodes (``memory.graph``, a MultiDiGraph keyed by relation) carry:
     inside      remembered container of an unseen object ("" if none)
     held, n_obs, confidence
 Edges (rel): on, in, near, part_of, in_room, connects; recomputed from
-geometry whenever something moved (see ``spatial.relations``).
+geometry (see ``spatial.relations``) when the graph is read after something moved.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
+
 import networkx as nx
+import numpy as np
 
 from embodied.memory.agent import AgentTracking
 from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
+from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
 from embodied.memory.spatial import relations
 from embodied.memory.tracker import Tracking
@@ -34,7 +37,7 @@ from embodied.memory.tracks import Track
 from embodied.perception.types import Frame
 
 
-class SpatialMemory(Tracking, AgentTracking, Queries):
+class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
     """Scene graph + event log, fed one perception :class:`Frame` at a time."""
 
     def __init__(self, config: MemoryConfig | None = None, **knobs):
@@ -42,7 +45,7 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
             raise ValueError("pass either a MemoryConfig or keyword knobs, not both")
         self.config = config or MemoryConfig(**knobs)
         self.config.validate()
-        self.graph = nx.MultiDiGraph()
+        self._graph = nx.MultiDiGraph()
         self.log = EventLog(self.config.keyframe_every)
         self.tracks: dict[str, Track] = {}
         self.t = -1
@@ -53,7 +56,20 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
+        self.changed: set[str] = set()
         self.frames = 0
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The scene graph now. Geometric edges are brought up to date on access, not every frame:
+        a frame costs nothing for edges nobody looks at."""
+        if self._edges_dirty:
+            self._refresh_edges()
+        return self._graph
+
+    @graph.setter
+    def graph(self, value: nx.MultiDiGraph) -> None:
+        self._graph = value
 
     # --- node bookkeeping -------------------------------------------------
     def _new_id(self, cls: str) -> str:
@@ -63,13 +79,13 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
 
     def _add_node(self, node: str, attrs: dict, t: int, tag: str) -> None:
         attrs["last_update"] = t
-        self.graph.add_node(node, **attrs)
+        self._graph.add_node(node, **attrs)
         self.log.append(t, ADD, node, tag, attrs)
         self._edges_dirty = True
 
     def _set(self, node: str, t: int, tag: str, changes: dict) -> None:
         """Write changed attributes to the graph and log them as one UPDATE."""
-        a = self.graph.nodes[node]
+        a = self._graph.nodes[node]
         diff = {k: v for k, v in changes.items() if a.get(k) != v}
         if not diff:
             self.log.append(t, "NOOP", node, tag)
@@ -82,10 +98,10 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
 
     def delete(self, node: str, t: int | None = None, tag: str = "deleted") -> None:
         """Forget a node (e.g. a merged duplicate); the log keeps its history."""
-        if node not in self.graph:
+        if node not in self._graph:
             raise KeyError(f"no node {node!r} in memory")
         t = self.t if t is None else t
-        self.graph.remove_node(node)
+        self._graph.remove_node(node)
         self.tracks.pop(node, None)
         self.log.append(t, DELETE, node, tag)
         self._edges_dirty = True
@@ -98,11 +114,12 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
             raise ValueError(f"frame time {t} is before the memory's time {self.t}: frames must come in order")
         self.t = t
         self.frames += 1
+        self.changed: set[str] = set()  # nodes whose geometry changed this frame
         seen: set[str] = set()
         by_camera: dict[str, list] = {}
         for det in frame.objects:
             by_camera.setdefault(det.camera, []).append(det)
-        for cam, dets in by_camera.items():
+        for dets in by_camera.values():
             taken_here: set[str] = set()
             here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):
@@ -114,19 +131,17 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
             self._note_together(here)
             seen |= here
         self._merge_duplicates(t, seen)
-        seen &= set(self.graph.nodes)
+        seen &= set(self._graph.nodes)
         for cls in sorted(self._parts_dirty):
             self._drawer_states(cls, t)
         self._parts_dirty.clear()
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
-        if self._edges_dirty:
-            self._refresh_edges()
 
     # --- articulation -----------------------------------------------------------------
     def _articulation(self, node: str, t: int) -> None:
         """Drawer open/closed and button pressed/released from observed geometry."""
-        a = self.graph.nodes[node]
+        a = self._graph.nodes[node]
         if not a.get("articulated"):
             return
         cfg = self.config
@@ -159,7 +174,7 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
         ref = float(np.median([self.tracks[n].rest["travel"] for n in parts]))
         for n in parts:
             state = "open" if self.tracks[n].rest["now"] > ref + self.config.drawer_open_delta else "closed"
-            if state != self.graph.nodes[n]["state"]:
+            if state != self._graph.nodes[n]["state"]:
                 self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
 
     def _drawer_travel(self, node: str, track) -> float | None:
@@ -171,15 +186,17 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
         lo, hi = track.box_min, track.box_max
         best, best_area = None, 0.0
         for other in self.find(kind="surface"):
-            if self.graph.nodes[other]["cls"] not in HOUSING_CLASSES:
+            if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
                 continue
             h = self.tracks[other]
             w = np.minimum(hi[:2], h.box_max[:2] + 0.03) - np.maximum(lo[:2], h.box_min[:2] - 0.03)
             area = float(np.prod(np.clip(w, 0, None)))
             if area > best_area:
                 best_area = area
-                best = float(max(h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]))
-        if best is not None or self.graph.nodes[node]["cls"] != "drawer_unit":
+                best = float(
+                    max(h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1])
+                )
+        if best is not None or self._graph.nodes[node]["cls"] != "drawer_unit":
             return best
         # A drawer unit modelled as one entity grows longer as it opens.
         return float(max(hi[0] - lo[0], hi[1] - lo[1]))
@@ -187,22 +204,22 @@ class SpatialMemory(Tracking, AgentTracking, Queries):
     # --- edges -----------------------------------------------------------------------
     def _refresh_edges(self) -> None:
         """Bring the geometric edges up to date (diffing keeps networkx work small)."""
-        want = relations(dict(self.graph.nodes(data=True)), self.config)
-        have = {(u, v, k) for u, v, k in self.graph.edges(keys=True) if k != "connects"}
+        want = relations(dict(self._graph.nodes(data=True)), self.config)
+        have = {(u, v, k) for u, v, k in self._graph.edges(keys=True) if k != "connects"}
         for u, v, k in have - want:
-            self.graph.remove_edge(u, v, key=k)
+            self._graph.remove_edge(u, v, key=k)
         for u, v, k in want - have:
-            self.graph.add_edge(u, v, key=k, rel=k)
+            self._graph.add_edge(u, v, key=k, rel=k)
         self._edges_dirty = False
 
     # --- persistence (see embodied.memory.persistence) ----------------------------------
-    def save(self, path) -> "Path":
+    def save(self, path) -> Path:
         from embodied.memory.persistence import save
 
         return save(self, path)
 
     @classmethod
-    def load(cls, path) -> "SpatialMemory":
+    def load(cls, path) -> SpatialMemory:
         from embodied.memory.persistence import load
 
         return load(path)

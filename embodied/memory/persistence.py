@@ -69,7 +69,9 @@ def to_json(memory: SpatialMemory) -> dict:
 
 def from_json(doc: dict) -> SpatialMemory:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"not an {FORMAT} document (format field: {doc.get('format') if isinstance(doc, dict) else None!r})")
+        raise ValueError(
+            f"not an {FORMAT} document (format field: {doc.get('format') if isinstance(doc, dict) else None!r})"
+        )
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
     config = MemoryConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc["config"].items()})
@@ -85,7 +87,9 @@ def from_json(doc: dict) -> SpatialMemory:
     for u, v, k in doc["edges"]:
         memory.graph.add_edge(u, v, key=k, rel=k)
     memory.log = EventLog.from_json(doc["log"])
-    memory.tracks = {n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()}
+    memory.tracks = {
+        n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()
+    }
     memory._edges_dirty = False
     return memory
 
@@ -109,7 +113,9 @@ def load(path: str | os.PathLike) -> SpatialMemory:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"memory file {path} is corrupt or truncated: {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise ValueError(
+            f"memory file {path} is corrupt or truncated: {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
     try:
         return from_json(doc)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
@@ -124,8 +130,9 @@ def export_graphml(memory: SpatialMemory, path: str | os.PathLike, t: int | None
     graph = memory.graph if t is None else memory.snapshot(t)
     flat = nx.MultiDiGraph()
     for node, attrs in graph.nodes(data=True):
-        flat.add_node(node, **{k: (" ".join(repr(float(x)) for x in v) if isinstance(v, tuple) else v)
-                              for k, v in attrs.items()})
+        flat.add_node(
+            node, **{k: (" ".join(repr(float(x)) for x in v) if isinstance(v, tuple) else v) for k, v in attrs.items()}
+        )
     for u, v, k in graph.edges(keys=True):
         flat.add_edge(u, v, key=k, rel=k)
     path = Path(path)

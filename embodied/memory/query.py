@@ -17,7 +17,7 @@ class Queries:
 
     def resolve(self, ref: str) -> str:
         """Node id of ``ref`` (an id, or "<colour> <class>" / "<class>" naming exactly one node)."""
-        if ref in self.graph or ref in self.log.by_node:
+        if ref in self._graph or ref in self.log.by_node:
             return ref
         words = ref.replace("_", " ").split()
         colour = words[0] if len(words) > 1 else None
@@ -26,15 +26,16 @@ class Queries:
         if len(found) == 1:
             return found[0]
         if not found:
-            known = sorted(n for n, a in self.graph.nodes(data=True) if a["kind"] != "agent")
+            known = sorted(n for n, a in self._graph.nodes(data=True) if a["kind"] != "agent")
             raise KeyError(f"nothing in memory matches {ref!r}; known objects: {known}")
         raise KeyError(f"{ref!r} is ambiguous: {found}")
 
-    def find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
-             status: str | None = None) -> list[str]:
+    def find(
+        self, cls: str | None = None, colour: str | None = None, kind: str | None = None, status: str | None = None
+    ) -> list[str]:
         """Node ids with the given class / colour name / kind / status (None: any), sorted."""
         out = []
-        for node, a in self.graph.nodes(data=True):
+        for node, a in self._graph.nodes(data=True):
             if cls is not None and a.get("cls") != cls:
                 continue
             if colour is not None and a.get("colour") != colour:
@@ -75,8 +76,8 @@ class Queries:
 
     def last_seen(self, obj: str) -> int:
         node = self.resolve(obj)
-        if node in self.graph:
-            return int(self.graph.nodes[node]["last_seen"])
+        if node in self._graph:
+            return int(self._graph.nodes[node]["last_seen"])
         return int(self.log.state_at(self.t).get(node, {}).get("last_seen", self.log.of_node(node)[-1].t))
 
     def history(self, obj: str) -> list[dict]:
@@ -120,7 +121,7 @@ class Queries:
         if not places:
             raise KeyError("memory has no place nodes (places come from the agent's travels)")
         p = np.asarray(position, dtype=np.float64)[:2]
-        d = [np.linalg.norm(np.asarray(self.graph.nodes[n]["position"])[:2] - p) for n in places]
+        d = [np.linalg.norm(np.asarray(self._graph.nodes[n]["position"])[:2] - p) for n in places]
         return places[int(np.argmin(d))]
 
     def path(self, a: str, b: str) -> list[str]:

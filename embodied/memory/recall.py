@@ -11,7 +11,7 @@ An answer function gets the memory and the public goal of the recall phase
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,8 +93,12 @@ def answer_hidden_object(memory: SpatialMemory, goal: dict | None) -> dict:
             return {"answer": None, "node": block}
         p = np.asarray(a["position"])
         holder = min(drawers, key=lambda d: np.linalg.norm(np.asarray(memory.graph.nodes[d]["position"])[:2] - p[:2]))
-    return {"answer": memory.graph.nodes[holder]["position"], "node": holder, "object": block,
-            "object_position": a["position"]}
+    return {
+        "answer": memory.graph.nodes[holder]["position"],
+        "node": holder,
+        "object": block,
+        "object_position": a["position"],
+    }
 
 
 def answer_shell_game(memory: SpatialMemory, goal: dict | None) -> dict:
@@ -139,8 +143,13 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
     if not blocks:
         return {"answer": None, "cue_colour": cue_name}
     block = min(blocks, key=lambda b: colour_distance(memory.graph.nodes[b]["rgb"], cue_rgb))
-    return {"answer": memory.graph.nodes[block]["position"], "node": block, "cue_colour": cue_name,
-            "cue_rgb": cue_rgb, "block_colour": memory.graph.nodes[block]["colour"]}
+    return {
+        "answer": memory.graph.nodes[block]["position"],
+        "node": block,
+        "cue_colour": cue_name,
+        "cue_rgb": cue_rgb,
+        "block_colour": memory.graph.nodes[block]["colour"],
+    }
 
 
 def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
@@ -154,8 +163,11 @@ def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
                 lit.append((e.t, button))
     lit.sort()
     order = [b for k, (_, b) in enumerate(lit) if k == 0 or lit[k - 1][1] != b]
-    return {"answer": [memory.graph.nodes[b]["position"] for b in order] or None, "nodes": order,
-            "times": [t for t, _ in lit]}
+    return {
+        "answer": [memory.graph.nodes[b]["position"] for b in order] or None,
+        "nodes": order,
+        "times": [t for t, _ in lit],
+    }
 
 
 def goal_object(goal: dict | None) -> tuple[str | None, str | None]:

@@ -20,8 +20,8 @@ _OFF = 1 << (_BITS - 1)
 _D = np.array([-1, 0, 1])
 # Key deltas of the 27-neighbourhood: keys are linear in the voxel indices.
 NEIGHBOURS = (
-    (_D[:, None, None] << (2 * _BITS)) + (_D[None, :, None] << _BITS) + _D[None, None, :]
-).ravel().astype(np.int64)
+    ((_D[:, None, None] << (2 * _BITS)) + (_D[None, :, None] << _BITS) + _D[None, None, :]).ravel().astype(np.int64)
+)
 
 
 def voxel_keys(points: np.ndarray, voxel: float, unique: bool = True) -> np.ndarray:
@@ -103,19 +103,23 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[:, None] & physical[None] & ~is_in
     np.fill_diagonal(is_on, False)
     is_on &= volume[:, None] < volume[None] * 4  # a table does not rest on a block
-    for i, j in zip(*np.nonzero(is_in)):
-        edges.add((ids[i], ids[j], "in"))
-    # One support per object: the highest top under it.
-    for i in np.flatnonzero(is_on.any(axis=1)):
-        if any(e[0] == ids[i] and e[2] == "in" for e in edges):
-            continue
-        j = np.flatnonzero(is_on[i])[np.argmax(hi[is_on[i], 2])]
-        edges.add((ids[i], ids[j], "on"))
+    remembered = {}  # unseen objects keep the container they were last known in
     for i, n in enumerate(ids):
         holder = nodes[n].get("inside", "")
         if holder and holder in nodes:
-            edges.add((n, holder, "in"))
-            edges.discard(next((e for e in edges if e[0] == n and e[2] == "on"), None))
+            remembered[i] = holder
+    in_rows = set()
+    for i, j in zip(*np.nonzero(is_in)):
+        edges.add((ids[i], ids[j], "in"))
+        in_rows.add(i)
+    for i, holder in remembered.items():
+        edges.add((ids[i], holder, "in"))
+        in_rows.add(i)
+    # One support per object, the highest top under it; nothing in a container rests on something else.
+    top = np.where(is_on, hi[None, :, 2], -np.inf)
+    for i in np.flatnonzero(is_on.any(axis=1)):
+        if i not in in_rows:
+            edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
     # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
     # just outside its housing), overlaps its footprint most.
     articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
@@ -139,5 +143,4 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     for i, j in zip(*np.nonzero(near)):
         if (ids[i], ids[j]) not in linked:
             edges.add((ids[i], ids[j], "near"))
-    edges.discard(None)
     return edges

@@ -1,15 +1,19 @@
-"""Data association and object permanence (mixed into :class:`SpatialMemory`).
+"""Data association and track updates (mixed into :class:`SpatialMemory`).
 
 Per camera, detections are matched one-to-one to remembered nodes, greedily
 by score:
+  settled  same class and colour name, same centre (4 mm) and size as this
+           camera's last view of the node                   score 3
   overlap  same class, compatible colour, >= min_overlap of the detection's
            points within one voxel of the node's points     score 1 + overlap
-           (colour may differ if overlap >= 0.7: the object changed colour)
-  motion   same class and colour, centre within move_gate   score 1 - d/gate
+           (any colour if overlap >= 0.5: the object changed colour)
+  motion   same class and colour, centre within the gate of the node's
+           constant-velocity prediction                     score 1 - d/gate
   re-id    an unseen (missing / out of view / hidden) node of the same class
            and colour, nearest first, at any distance
 Anything left over is a new node. Cameras are processed one after another,
 each updating the tracks, so the second camera sees the first's result.
+Supports and furniture (seen in pieces) match by box overlap instead.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_o
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, same_colour
-from embodied.perception.types import CameraView, ObjectObservation
+from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
+SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
 
 
@@ -34,7 +39,7 @@ class Tracking:
     """Association, track updates, permanence and containment. Needs the SpatialMemory fields."""
 
     def _physical(self) -> list[str]:
-        return [n for n, a in self.graph.nodes(data=True) if a["kind"] in PHYSICAL]
+        return [n for n, a in self._graph.nodes(data=True) if a["kind"] in PHYSICAL]
 
     def _compatible(self, det: ObjectObservation, a: dict) -> tuple[bool, bool]:
         """(class ok, colour ok)."""
@@ -46,7 +51,7 @@ class Tracking:
         and the centre and size of each node's last view from ``camera`` (inf / 0 if none)."""
         nodes = self._physical()
         tracks = [self.tracks[n] for n in nodes]
-        attrs = [self.graph.nodes[n] for n in nodes]
+        attrs = [self._graph.nodes[n] for n in nodes]
         lo = np.array([tr.box_min for tr in tracks]).reshape(-1, 3)
         hi = np.array([tr.box_max for tr in tracks]).reshape(-1, 3)
         cls = np.array([a["cls"] for a in attrs], dtype=object)
@@ -61,11 +66,14 @@ class Tracking:
         velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, velocity * ahead[:, None], velocity
 
-    def _associate(self, dets: list[ObjectObservation], taken_here: set) -> list[tuple[ObjectObservation, str | None, float]]:
+    def _associate(
+        self, dets: list[ObjectObservation], taken_here: set
+    ) -> list[tuple[ObjectObservation, str | None, float]]:
         """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
         nodes, lo, hi, cls, colour, rgb, surface, last, size, drift, velocity = self._table(
-            dets[0].camera if dets else "")
+            dets[0].camera if dets else ""
+        )
         pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
         if nodes and dets:
             centres = (lo + hi) / 2 + drift
@@ -90,9 +98,10 @@ class Tracking:
             n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
             same = ok & (np.sqrt(((last[None] - d_c[:, None]) ** 2).sum(axis=2)) < 0.004)
             same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
+            same &= np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
-                pairs.append((3.0, i, nodes[j], 1.0))
+                pairs.append((3.0, i, nodes[j], SETTLED))
             for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
                 ov = 0.0
@@ -125,7 +134,7 @@ class Tracking:
                     continue
                 best, best_d = None, np.inf
                 for j, node in enumerate(nodes):
-                    a = self.graph.nodes[node]
+                    a = self._graph.nodes[node]
                     if node in taken_here or surface[j] or a["status"] not in UNSEEN_REID:
                         continue
                     if not all(self._compatible(det, a)):
@@ -153,6 +162,7 @@ class Tracking:
         track.refresh(cfg.assoc_voxel, cfg.max_object_points)
         node = self._new_id(det.label)
         self.tracks[node] = track
+        self.changed.add(node)
         attrs = {
             "kind": kind,
             "cls": det.label,
@@ -179,9 +189,20 @@ class Tracking:
 
     def _observe(self, node: str, det: ObjectObservation, t: int, ov: float = 0.0) -> None:
         cfg = self.config
-        a = self.graph.nodes[node]
+        a = self._graph.nodes[node]
         track = self.tracks[node]
         cam = det.camera
+        if ov == SETTLED and a["visible"]:
+            # Nothing changed since this camera's last look: the common case, kept cheap.
+            track.views[cam].t = t
+            a["n_obs"] += 1
+            a["last_seen"] = t
+            if track.velocity.any():
+                track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
+            track.t_obs = t
+            self.log.noops += 1
+            return
+        self.changed.add(node)
         view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
         old_center = track.center.copy()
         if a["kind"] == "container":
@@ -202,14 +223,17 @@ class Tracking:
             # Held objects and moving parts (a drawer sliding shut shows less of itself) change
             # their views for real; for the rest a much smaller view means occlusion.
             partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not (
-                a["held"] or a["articulated"])
+                a["held"] or a["articulated"]
+            )
             # A partial view (cut off, occluded) shifts its centre without any motion; it
             # counts as a move only if it is far and no longer lies on the object's points.
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
             if moved:
                 track.views = {cam: view}  # the other cameras saw it where it no longer is
                 changed = True
-            elif prev is None or (not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)):
+            elif prev is None or (
+                not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)
+            ):
                 track.views[cam] = view
                 changed = True
             else:
@@ -237,7 +261,15 @@ class Tracking:
         if changes:
             # Motion: a big jump, or the same camera saw it shift (a new camera's view only refines).
             motion = moved or (prev is not None and shift > 0.003 and "position" in changes)
-            tag = "seen" if "visible" in changes else "moved" if motion else "recoloured" if "colour" in changes else "refined"
+            tag = (
+                "seen"
+                if "visible" in changes
+                else "moved"
+                if motion
+                else "recoloured"
+                if "colour" in changes
+                else "refined"
+            )
             changes.update(last_seen=t, n_obs=a["n_obs"], confidence=_confidence(a["n_obs"], "visible"))
             self._set(node, t, tag, changes)
         else:
@@ -253,144 +285,21 @@ class Tracking:
         if np.linalg.norm(delta) < 1e-6:
             return
         for node in self._physical():
-            a = self.graph.nodes[node]
+            a = self._graph.nodes[node]
             if a["inside"] == container and not a["visible"]:
                 self.tracks[node].shift(delta)
                 pos = self.tracks[node].center
                 if np.linalg.norm(pos - np.asarray(a["position"])) > self.config.log_tol:
-                    self._set(node, t, "carried", {"position": _vec(pos), "box_min": _vec(self.tracks[node].box_min),
-                                                   "box_max": _vec(self.tracks[node].box_max)})
-
-    # --- duplicates ----------------------------------------------------------------
-    def _note_together(self, nodes: set) -> None:
-        """Nodes matched in one camera frame are distinct things: they may never be merged."""
-        by_cls: dict[str, list[str]] = {}
-        for n in nodes:
-            by_cls.setdefault(self.graph.nodes[n]["cls"], []).append(n)
-        for group in by_cls.values():
-            for i, u in enumerate(group):
-                for v in group[i + 1:]:
-                    self.together.add((u, v) if u < v else (v, u))
-
-    def _merge_duplicates(self, t: int, touched: set) -> None:
-        """Merge a node seen this frame with another of its class when they describe one thing.
-
-        Same thing: their boxes overlap by half the smaller one (supports and
-        furniture, seen in pieces) or their points do (objects), their colours
-        agree, and no camera ever saw both at once.
-        """
-        cfg = self.config
-        nodes = self._physical()
-        by_cls: dict[str, list[str]] = {}
-        for n in nodes:
-            by_cls.setdefault(self.graph.nodes[n]["cls"], []).append(n)
-        for new in sorted(touched):
-            if new not in self.graph or len(by_cls.get(self.graph.nodes[new]["cls"], ())) < 2:
-                continue
-            a = self.graph.nodes[new]
-            tn = self.tracks[new]
-            for old in by_cls[a["cls"]]:
-                if old == new or old not in self.graph or (min(old, new), max(old, new)) in self.together:
-                    continue
-                b = self.graph.nodes[old]
-                to = self.tracks[old]
-                g = 0.02 if (tn.surface or to.surface) else 0.0  # pieces of furniture may only touch
-                w = np.clip(np.minimum(tn.box_max + g, to.box_max + g) - np.maximum(tn.box_min - g, to.box_min - g),
-                            0, None)
-                small = min(np.prod(np.maximum(tn.box_max - tn.box_min, 0.005)),
-                            np.prod(np.maximum(to.box_max - to.box_min, 0.005)))
-                if tn.surface or to.surface:
-                    same = np.prod(w) >= 0.5 * small
-                else:
-                    same = overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5 and same_colour(
-                        a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]), cfg.colour_tolerance)
-                if same:
-                    keep, drop = (old, new) if b["first_seen"] <= a["first_seen"] else (new, old)
-                    self._merge(keep, drop, t)
-                    if drop == new:
-                        break
-                    a, tn = self.graph.nodes[new], self.tracks[new]
-
-    def _merge(self, keep: str, drop: str, t: int) -> None:
-        """Fold ``drop`` into ``keep`` (the older node keeps its history) and delete ``drop``."""
-        cfg = self.config
-        tk, td = self.tracks[keep], self.tracks[drop]
-        a, b = self.graph.nodes[keep], self.graph.nodes[drop]
-        if tk.surface:
-            tk.grow_surface(td.points, td.box_min, td.box_max, cfg.max_object_points, cfg.assoc_voxel)
-        elif b["last_seen"] >= a["last_seen"]:
-            tk.views = td.views  # the newer node has the current look
-        tk.refresh(cfg.assoc_voxel, cfg.max_object_points)
-        a["n_obs"] += b["n_obs"]
-        changes = {"position": _vec(tk.center), "box_min": _vec(tk.box_min), "box_max": _vec(tk.box_max),
-                   "n_obs": a["n_obs"]}
-        if b["last_seen"] >= a["last_seen"]:
-            changes.update({k: b[k] for k in ("visible", "status", "unseen_since", "last_seen")})
-        self._set(keep, t, "merged", changes)
-        self.together = {p for p in self.together if drop not in p}
-        self.delete(drop, t, "merged")
-
-    # --- permanence -------------------------------------------------------------
-    def _permanence(self, views: list[CameraView], seen: set, t: int) -> None:
-        """Unmatched nodes stay; their status says why they were not seen."""
-        cfg = self.config
-        lost = [n for n in self._physical() if n not in seen]
-        if not lost or not views:
-            return
-        from embodied.memory.spatial import visibility  # local: keeps the import graph flat
-
-        containers = [n for n in self._physical() if self.graph.nodes[n]["kind"] == "container"]
-        for node in lost:
-            a = self.graph.nodes[node]
-            track = self.tracks[node]
-            if a["held"]:
-                status = "held"
-            elif a["inside"]:
-                status = "hidden"
-            else:
-                total, through, occluded = visibility(track.samples, views, cfg)
-                if total == 0:
-                    status = "out_of_view"
-                elif through >= cfg.missing_fraction:
-                    status = "missing"  # it should be visible there and it is not
-                elif occluded >= 0.5:
-                    status = "occluded"
-                else:
-                    status = "unseen"
-            changes: dict = {}
-            tag = status
-            if status not in ("held", "hidden") and a["kind"] == "object":
-                holder = self._container_of(track.center, containers, node)
-                if holder:
-                    status, tag = "hidden", "contained"
-                    changes["inside"] = holder
-            if status != a["status"]:
-                changes.update(status=status)
-                if a["visible"]:
-                    changes.update(visible=False, unseen_since=t, last_seen=a["last_seen"])
-                changes["confidence"] = _confidence(a["n_obs"], status)
-                self._set(node, t, tag, changes)
-
-    def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:
-        """The container whose box (now or a frame ago) holds the object, smallest first.
-
-        Same test as the ``in`` edge: centre inside the grown box, bottom no
-        lower than the container's bottom, smaller volume.
-        """
-        m = self.config.contain_margin
-        best, best_vol = "", np.inf
-        own = self.tracks[node]
-        own_vol = float(np.prod(np.maximum(own.box_max - own.box_min, 1e-3)))
-        for c in containers:
-            if c == node:
-                continue
-            tr = self.tracks[c]
-            for lo, hi in [(tr.box_min, tr.box_max)] + ([tr.prev_box] if tr.prev_box is not None else []):
-                vol = float(np.prod(np.maximum(hi - lo, 1e-3)))
-                if (vol > own_vol and vol < best_vol and own.box_min[2] >= lo[2] - 0.005
-                        and np.all(centre >= lo - m) and np.all(centre <= hi + m)):
-                    best, best_vol = c, vol
-        return best
+                    self._set(
+                        node,
+                        t,
+                        "carried",
+                        {
+                            "position": _vec(pos),
+                            "box_min": _vec(self.tracks[node].box_min),
+                            "box_max": _vec(self.tracks[node].box_max),
+                        },
+                    )
 
 
 def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

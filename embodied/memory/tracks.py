@@ -39,10 +39,16 @@ class View:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "View":
+    def from_json(cls, d: dict) -> View:
         pts = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
-        return cls(pts, np.asarray(d["center"]), np.asarray(d["box_min"]), np.asarray(d["box_max"]),
-                   int(d["n_points"]), int(d["t"]))
+        return cls(
+            pts,
+            np.asarray(d["center"]),
+            np.asarray(d["box_min"]),
+            np.asarray(d["box_max"]),
+            int(d["n_points"]),
+            int(d["t"]),
+        )
 
 
 @dataclass
@@ -76,8 +82,9 @@ class Track:
         self.keys = voxel_keys(self.points, voxel)
         self.samples = _visibility_samples(self.points, self.box_min[2], self.box_max[2], n_samples)
 
-    def grow_surface(self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int,
-                     voxel: float) -> bool:
+    def grow_surface(
+        self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int, voxel: float
+    ) -> bool:
         """Union a support's new observation into its accumulated extent and cloud; False if nothing new."""
         if len(self.points):
             if np.all(box_min >= self.box_min - 0.01) and np.all(box_max <= self.box_max + 0.01):
@@ -118,7 +125,7 @@ class Track:
         }
 
     @classmethod
-    def from_json(cls, d: dict, voxel: float, cap: int) -> "Track":
+    def from_json(cls, d: dict, voxel: float, cap: int) -> Track:
         track = cls(surface=bool(d["surface"]))
         track.views = {cam: View.from_json(v) for cam, v in d["views"].items()}
         track.points = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)

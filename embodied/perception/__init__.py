@@ -1,7 +1,7 @@
 """Perception: RGB-D observations -> object observations (world-frame clouds, boxes, colours).
 
-    perceive = Perceiver(env.unwrapped.labels, PerceptionConfig(mode="masks"))
-    frame = perceive(obs, t)          # Frame(t, objects=[ObjectObservation, ...], views=[...])
+perceive = Perceiver(env.unwrapped.labels, PerceptionConfig(mode="masks"))
+frame = perceive(obs, t)          # Frame(t, objects=[ObjectObservation, ...], views=[...])
 """
 
 from embodied.perception.colour import COLOUR_NAMES, colour_name
@@ -13,8 +13,8 @@ __all__ = [
     "CameraView",
     "Frame",
     "ObjectObservation",
-    "PerceptionConfig",
     "Perceiver",
+    "PerceptionConfig",
     "colour_name",
     "tcp_of",
 ]

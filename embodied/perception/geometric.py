@@ -35,7 +35,7 @@ def detect_geometric(
 ) -> tuple[list[ObjectObservation], list[float]]:
     """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None."""
     depth = arrays["depth"]
-    h, w = depth.shape
+    w = depth.shape[1]
     flat = np.flatnonzero((depth > cfg.min_depth) & (depth < cfg.max_depth))
     flat = stride_subsample(flat, cfg.geometric_max_pixels)
     if len(flat) < cfg.cluster_min_points:
@@ -62,7 +62,7 @@ def detect_geometric(
         plane, inliers = cloud.select_by_index(rest.tolist()).segment_plane(cfg.plane_distance, 3, 100)
         if len(inliers) < cfg.plane_min_inliers:
             break
-        a, b, c, d = plane
+        c, d = plane[2], plane[3]
         if abs(c) < _HORIZONTAL:
             break  # the largest structure left is vertical: no more supports
         height = float(-d / c)
@@ -99,7 +99,9 @@ def detect_geometric(
         return [], heights
     groups, start = [], 0
     for name, idx in zip(names, chunks):
-        groups.append(Group("surface" if name == "plane" else "", f"{camera}#{name}", start, start + len(idx), len(idx)))
+        groups.append(
+            Group("surface" if name == "plane" else "", f"{camera}#{name}", start, start + len(idx), len(idx))
+        )
         start += len(idx)
     order = np.concatenate(chunks)
     objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg)

@@ -15,7 +15,7 @@ from embodied.perception.types import CameraView, PerceptionConfig
 def cameras_in(obs: dict, wanted: tuple[str, ...] = ()) -> list[str]:
     """Camera names with a depth image in ``obs`` (or ``wanted``, checked to exist)."""
     if not isinstance(obs, dict):
-        raise ValueError(f"observation must be a dict, got {type(obs).__name__}")
+        raise TypeError(f"observation must be a dict, got {type(obs).__name__}")
     found = [key.split("/", 1)[1] for key in obs if key.startswith("depth/")]
     if wanted:
         for cam in wanted:
@@ -47,7 +47,9 @@ def camera_arrays(obs: dict, cam: str, need_masks: bool, copy: bool = False) -> 
         raise ValueError(f"'depth/{cam}' must be (H,W), got shape {depth.shape}")
     h, w = depth.shape
     if out["rgb"].shape != (h, w, 3):
-        raise ValueError(f"'rgb/{cam}' has shape {out['rgb'].shape} but 'depth/{cam}' is {(h, w)}: expected {(h, w, 3)}")
+        raise ValueError(
+            f"'rgb/{cam}' has shape {out['rgb'].shape} but 'depth/{cam}' is {(h, w)}: expected {(h, w, 3)}"
+        )
     if need_masks and out["segmentation"].shape != (h, w):
         raise ValueError(f"'segmentation/{cam}' has shape {out['segmentation'].shape}, expected {(h, w)}")
     if out["intrinsics"].shape != (3, 3):

@@ -27,7 +27,7 @@ def detect_masks(
     intrinsics (3,3), extrinsics (4,4).
     """
     seg, depth = arrays["segmentation"], arrays["depth"]
-    h, w = depth.shape
+    w = depth.shape[1]
     valid = (seg > 0) & (depth > cfg.min_depth) & (depth < cfg.max_depth)
     flat = np.flatnonzero(valid)
     if len(flat) == 0:

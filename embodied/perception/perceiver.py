@@ -44,7 +44,7 @@ class Perceiver:
         self.labels = {int(k): str(v) for k, v in (labels or {}).items()}
         self.rng = np.random.default_rng(self.config.seed)
 
-    def with_config(self, **changes) -> "Perceiver":
+    def with_config(self, **changes) -> Perceiver:
         return Perceiver(self.labels, dataclasses.replace(self.config, **changes))
 
     def _shuffled(self, seg: np.ndarray, labels: dict[int, str], lut: np.ndarray) -> np.ndarray:
