@@ -170,7 +170,7 @@ def bench_queries(memory: SpatialMemory, n: int = 2000, seed: int = 0) -> dict:
         "history": lambda: memory.history(objects[rng.integers(len(objects))]),
         "find": lambda: memory.find(cls="block", colour="red"),
         "resolve": lambda: memory.resolve(named[rng.integers(len(named))]),
-        "changed_between": lambda: memory.changed_between(int(rng.integers(t_max)) - 20, int(rng.integers(t_max))),
+        "changed_between": lambda: memory.changed_between(t0 := int(rng.integers(t_max)), t0 + 100),
         "when": lambda: memory.when("moved", objects[rng.integers(len(objects))]),
         "objects_in": lambda: memory.objects_in(objects[rng.integers(len(objects))]),
     }

@@ -106,12 +106,21 @@ class EventLog:
 
     @staticmethod
     def _apply(state: dict[str, dict], event: Event) -> None:
+        # last_update is the event's own time, and a box is its position +- half its size:
+        # both derived here rather than stored in every event.
+        data = event.data
         if event.op == ADD:
-            state[event.node] = dict(event.data)
+            new = {**data, "last_update": event.t}
         elif event.op == UPDATE:
-            state[event.node] = {**state[event.node], **event.data}
-        elif event.op == DELETE:
+            new = {**state[event.node], **data, "last_update": event.t}
+        else:
             state.pop(event.node, None)
+            return
+        if "size" in new and ("position" in data or "size" in data):
+            (x, y, z), (sx, sy, sz) = new["position"], new["size"]
+            new["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
+            new["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
+        state[event.node] = new
 
     # --- time travel ------------------------------------------------------
     def state_at(self, t: int) -> dict[str, dict]:

@@ -78,9 +78,9 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         return f"{cls}_{k}"
 
     def _add_node(self, node: str, attrs: dict, t: int, tag: str) -> None:
-        attrs["last_update"] = t
+        self.log.append(t, ADD, node, tag, _compact(attrs, {}))
+        attrs["last_update"] = t  # the log derives it from the event time
         self._graph.add_node(node, **attrs)
-        self.log.append(t, ADD, node, tag, attrs)
         self._edges_dirty = True
 
     def _set(self, node: str, t: int, tag: str, changes: dict) -> None:
@@ -90,9 +90,9 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         if not diff:
             self.log.append(t, "NOOP", node, tag)
             return
-        diff["last_update"] = t
+        self.log.append(t, UPDATE, node, tag, _compact(diff, a))
         a.update(diff)
-        self.log.append(t, UPDATE, node, tag, diff)
+        a["last_update"] = t
         if any(k in diff for k in ("position", "box_min", "inside", "kind")):
             self._edges_dirty = True
 
@@ -234,11 +234,11 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""
         state = self.log.state_at(t)
         g = nx.MultiDiGraph()
-        for node, attrs in state.items():
-            attrs = dict(attrs)
+        g.add_nodes_from(state.items())  # networkx copies each attribute dict
+        now = min(t, self.t)
+        for node, attrs in g.nodes(data=True):
             if attrs.get("visible"):
-                attrs["last_seen"] = max(attrs.get("last_seen", t), min(t, self.t))
-            g.add_node(node, **attrs)
+                attrs["last_seen"] = max(attrs.get("last_seen", now), now)
         for u, v, k in relations(state, self.config):
             g.add_edge(u, v, key=k, rel=k)
         for node, attrs in state.items():
@@ -246,3 +246,23 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
                 if other in state:
                     g.add_edge(node, other, key="connects", rel="connects")
         return g
+
+
+def _compact(changes: dict, before: dict) -> dict:
+    """What the log stores of a change: boxes as their size, only when the size changed.
+
+    The box centre is the position, so a moved object's event carries just its
+    position; ``EventLog`` rebuilds box_min/box_max from position and size.
+    """
+    if "box_min" not in changes and "box_max" not in changes:
+        return changes
+    out = {k: v for k, v in changes.items() if k not in ("box_min", "box_max")}
+    lo = changes.get("box_min", before.get("box_min"))
+    hi = changes.get("box_max", before.get("box_max"))
+    size = (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
+    old = before.get("box_min"), before.get("box_max")
+    if old[0] is None or any(abs((h - l) - s) > 1e-4 for l, h, s in zip(old[0], old[1], size)):
+        out["size"] = size
+    if "position" not in out:
+        out["position"] = ((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, (lo[2] + hi[2]) / 2)
+    return out

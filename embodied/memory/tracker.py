@@ -270,7 +270,9 @@ class Tracking:
                 if "colour" in changes
                 else "refined"
             )
-            changes.update(last_seen=t, n_obs=a["n_obs"], confidence=_confidence(a["n_obs"], "visible"))
+            if "visible" in changes:
+                # Counters ride along with status changes only: a moving object's log stays lean.
+                changes.update(last_seen=t, n_obs=a["n_obs"], confidence=_confidence(a["n_obs"], "visible"))
             self._set(node, t, tag, changes)
         else:
             self.log.append(t, "NOOP", node, "")
