@@ -23,9 +23,17 @@ on the dock pose (nothing is in view there: only wall and floor) and the
 goal text appears.
 
 Camera ``head`` (1.2 m high, pitched 20 degrees down, 70 degree field of
-view) gives RGB, depth and instance segmentation. Privileged geometry (the
-occupancy grid, the A* planner, object spots) is for the env, experts and
-tests only.
+view) gives RGB, depth and instance segmentation. ``env.labels`` maps
+instance ids to classes: floor, wall, robot, the furniture (counter, fridge,
+table, cabinet, sofa, coffee_table, shelf, bed, nightstand, dresser, desk,
+armchair) and twelve small objects (``OBJECT_CLASSES``); each episode shows
+``objects`` of them, each in its own colour, on the furniture's 22 spots.
+Privileged geometry (the occupancy grid, the A* planner, object spots) is
+for the env, experts and tests only.
+
+``render()`` (``render_mode="rgb_array"``): (240, 560, 3) uint8, the head
+view (240 x 240) next to a top-down map (240 x 320: walls, furniture,
+objects, the robot's path and pose, and the goal once it is given).
 """
 
 from __future__ import annotations
@@ -68,12 +76,15 @@ class NavOptions:
     objects: int = 10  # small objects in the apartment (distinct class and colour)
     delay: int = 10  # control steps between the tour's end and the goal
     time_limit: int = 400  # control steps (10 Hz) allowed per goal
+    odom_noise: float = 0.0  # relative std of each step's odometry increments and speeds
 
     def validate(self) -> None:
         if not 4 <= self.objects <= len(OBJECT_CLASSES):
             raise ValueError(f"objects must be in 4..{len(OBJECT_CLASSES)}, got {self.objects}")
         if self.delay < 0 or self.time_limit < 50:
             raise ValueError("delay must be >= 0 and time_limit >= 50 steps")
+        if not 0.0 <= self.odom_noise <= 0.5:
+            raise ValueError(f"odom_noise must be in [0, 0.5], got {self.odom_noise}")
 
 
 class NavigationEnv(MemoryTaskEnv):
@@ -85,12 +96,6 @@ class NavigationEnv(MemoryTaskEnv):
     substeps = 10
     Options = NavOptions
     SLOTS: ClassVar[int] = 22  # object spots per layout (sum over the furniture props)
-
-    def __init__(self, *args, odom_noise: float = 0.0, **kwargs):
-        if not 0.0 <= float(odom_noise) <= 0.5:
-            raise ValueError(f"odom_noise must be in [0, 0.5], got {odom_noise}")
-        self.odom_noise = float(odom_noise)
-        super().__init__(*args, **kwargs)
 
     @classmethod
     def candidates(cls, options) -> int:
@@ -271,6 +276,8 @@ class NavigationEnv(MemoryTaskEnv):
         return super()._observation(force_render)
 
     def _integrate_odometry(self) -> None:
+        # Increments are taken in the previous heading's frame, as wheel odometry measures them;
+        # composed onto the odometry pose they reproduce the true pose exactly when noise is off.
         now = self.data.qpos[self._qadr]
         prev = self._pre_pose
         c, s = np.cos(prev[2]), np.sin(prev[2])
@@ -280,8 +287,8 @@ class NavigationEnv(MemoryTaskEnv):
         vel = self.data.qvel[self._dadr]
         speed = np.cos(now[2]) * vel[0] + np.sin(now[2]) * vel[1]
         gain = np.ones(2)
-        if self.odom_noise > 0:
-            gain = 1.0 + self.odom_noise * self._odom_rng.standard_normal(2)
+        if self.options.odom_noise > 0:
+            gain = 1.0 + self.options.odom_noise * self._odom_rng.standard_normal(2)
         forward, lateral, turn = forward * gain[0], lateral * gain[0], turn * gain[1]
         c, s = np.cos(self._odom[2]), np.sin(self._odom[2])
         self._odom = self._odom + np.array([c * forward - s * lateral, s * forward + c * lateral, turn])
@@ -346,6 +353,8 @@ class NavigationEnv(MemoryTaskEnv):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
+        if self.apartment is None:  # nothing laid out before the first reset
+            return np.zeros((240, 240 + self._painter.shape[1], 3), np.uint8)
         if self._video_rig is None:
             self._video_rig = CameraRig(self.model, ("head",), 240, self._video_geoms)
         if self._painted_for is not self.apartment:

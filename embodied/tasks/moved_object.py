@@ -50,21 +50,25 @@ class MovedObject(NavigationEnv):
 
     def _sample_task(self, rng: np.random.Generator) -> None:
         self.mover = self.active[0]
-        self.mover_room = int(rng.integers(4))
-        slots = self.apartment.slots[:, :2]
-        in_room = [int(k) for k in np.flatnonzero(self.apartment.slot_room == self.mover_room)]
-        # Keep up to three spots of that room free for the move, pairwise far enough apart to tell apart.
+        slots, rooms = self.apartment.slots[:, :2], self.apartment.slot_room
+        far = [(a, b) for a in range(self.SLOTS) for b in range(a + 1, self.SLOTS)
+               if rooms[a] == rooms[b] and np.linalg.norm(slots[a] - slots[b]) >= MIN_MOVE]
+        if not far:
+            raise RuntimeError("no room has two spots far enough apart for a move")
+        self.mover_room = int(rooms[far[int(rng.integers(len(far)))][0]])
+        in_room = [k for k in range(self.SLOTS) if rooms[k] == self.mover_room]
+        # Keep up to three of the room's spots free for the move, pairwise far enough apart to tell apart.
         self.reserved: list[int] = []
         for _ in range(50):
             pick = [int(k) for k in rng.permutation(in_room)[:3]]
-            far = [(a, b) for a in pick for b in pick if a < b and np.linalg.norm(slots[a] - slots[b]) >= MIN_MOVE]
-            if len(far) == 3:
+            pairs = [(a, b) for a in pick for b in pick if a < b and np.linalg.norm(slots[a] - slots[b]) >= MIN_MOVE]
+            if len(pairs) == 3:
                 self.reserved = pick
                 break
-            if far and not self.reserved:
-                self.reserved = list(far[0])
+            if pairs and not self.reserved:
+                self.reserved = list(pairs[0])
         if not self.reserved:
-            raise RuntimeError("no two spots in the mover's room are far enough apart")
+            self.reserved = list(next(p for p in far if rooms[p[0]] == self.mover_room))
         self.layout_spots = self._assign_spots(rng, self.active[1:], exclude=self.reserved)
 
     def _pairs(self) -> list[tuple[int, int]]:
