@@ -4,6 +4,8 @@
     embodied run --task NAME --policy expert|random [--episodes N] [--seed S]
                  [--option key=value ...] [--video out.mp4] [--json]
     embodied bench env [--task NAME] [--json]
+    embodied bench memory [--task NAME] [--json]
+    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied demo [--episodes N] [--video demo.mp4]
 """
 
@@ -13,7 +15,7 @@ import argparse
 import json
 import sys
 
-from embodied.cli import bench, commands
+from embodied.cli import bench, commands, memory_cmds
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
@@ -52,6 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, default=600)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench.env)
+    b = bench_sub.add_parser("memory", help="perception + memory update cost, query latency, snapshots, size")
+    b.add_argument("--task", default="PutBlockBack-v0", help="task whose expert episode feeds the update benchmark")
+    b.add_argument("--frames", type=int, default=200)
+    b.add_argument("--steps", type=int, default=10_000, help="length of the synthetic long run")
+    b.add_argument("--objects", type=int, default=50, help="objects in the synthetic long run")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=memory_cmds.bench_memory)
+
+    p = sub.add_parser("eval-memory", help="ask memory each task's recall question after expert episodes")
+    p.add_argument("--task", action="append", help="task to evaluate (repeatable; default: all)")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=["masks", "geometric"], default="masks", help="detector")
+    p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--render-every", type=int, default=1)
+    p.add_argument("--depth-noise", type=float, default=0.0, help="depth noise std, metres")
+    p.add_argument("--dropout", type=float, default=0.0, help="fraction of depth pixels dropped")
+    p.add_argument("--mask-erosion", type=int, default=0, help="pixels eroded from each mask")
+    p.add_argument("--no-accuracy", action="store_true", help="skip ground-truth accuracy; stop at the question")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=memory_cmds.eval_memory)
 
     p = sub.add_parser("demo", help="scripted experts on every memory task, with a video")
     p.add_argument("--episodes", type=int, default=5)
