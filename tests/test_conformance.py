@@ -76,6 +76,25 @@ def test_bad_option_names_valid_knobs():
         gym.make("embodied/PutBlockBack-v0", not_a_knob=3)
 
 
+def test_option_strings_are_parsed_by_knob_type():
+    from dataclasses import dataclass
+
+    from embodied.envs.base import options_from
+
+    @dataclass
+    class Knobs:
+        flag: bool = True
+        delay: int = 10
+        tolerance: float = 0.03
+
+    opts = options_from(Knobs, {"flag": "False", "delay": "25", "tolerance": "0.05"}, "T")
+    assert (opts.flag, opts.delay, opts.tolerance) == (False, 25, 0.05)
+    assert options_from(Knobs, {"flag": "yes"}, "T").flag is True
+    for bad in ({"flag": "maybe"}, {"delay": "2.5"}, {"delay": 2.5}, {"tolerance": "wide"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            options_from(Knobs, bad, "T")
+
+
 def test_joint_position_action_space():
     env = gym.make("embodied/PutBlockBack-v0", images=False, control_mode="joint_pos")
     obs, _ = env.reset(seed=0)

@@ -38,6 +38,25 @@ PHASES = ("observe", "delay", "recall")
 TEXT_CHARSET = string.ascii_letters + string.digits + " .,;:'-_()/#?!"
 
 
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _coerce(value: Any, kind: type) -> Any:
+    """Command-line strings to the knob's type; ``bool("False")`` would be True, so bools are parsed."""
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    if kind is bool:
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise ValueError(value)
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    if kind is int and isinstance(value, str):
+        return int(value.strip())
+    return kind(value)
+
+
 def options_from(cls: type, knobs: dict[str, Any], task: str):
     """Build the knob dataclass ``cls``; an unknown knob names the valid ones."""
     valid = {f.name: f for f in dataclasses.fields(cls)}
@@ -46,11 +65,11 @@ def options_from(cls: type, knobs: dict[str, Any], task: str):
         raise ValueError(f"unknown option(s) {unknown} for {task}; valid options: {sorted(valid)}")
     typed = {}
     for name, value in knobs.items():
-        default = valid[name].default
+        kind = type(valid[name].default)
         try:
-            typed[name] = type(default)(value) if not isinstance(value, type(default)) else value
+            typed[name] = _coerce(value, kind)
         except (TypeError, ValueError):
-            raise ValueError(f"option {name}={value!r} for {task} must be {type(default).__name__}") from None
+            raise ValueError(f"option {name}={value!r} for {task} must be {kind.__name__}") from None
     opts = cls(**typed)
     if hasattr(opts, "validate"):
         opts.validate()
