@@ -2,13 +2,25 @@
 
 Per perceived frame the evaluator records the memory's object nodes and the
 true world boxes of the scene's entities; ``score`` then reports
-    position_error_median   m, visible movable objects vs their matched entity's box centre
-    unseen_error_median     m, remembered (not visible) objects vs where the entity really is
-    part_error_median       m, containers and articulated parts (seen in part: biased)
+    position_error_median   m, visible objects (blocks, balls, cups, props) vs their entity's box centre
+    unseen_error_median     m, remembered (not visible) objects vs where the entity really is now
+    part_error_median       m, articulated parts (drawers, buttons) vs the centre of their exposed box
     relations precision / recall of on/in edges at the last frame
     duplicates              extra nodes standing for one entity at the last frame
     merges                  nodes matched to two or more entities during the episode
 Nodes are matched to the nearest entity of the same class within ``gate``.
+
+What is compared, and why:
+  * A sliding part's body inside its housing cannot be seen by any camera
+    (a shut drawer shows its front and handle, an open one its front part),
+    so a part is compared with its *exposed* box: the true box clipped to
+    the side where it sticks out of the housing it cuts into (see
+    ``exposed_boxes``). Everything else is compared with its full true box.
+  * True on/in relations come from the same geometric rules as the memory's
+    (``spatial.relations``) applied to the true boxes, with articulated
+    parts marked as such (a drawer is part_of its housing, not "on" the
+    table). Only relations among entities the memory has a node for are
+    judged: an entity no camera ever saw is not a relation error.
 """
 
 from __future__ import annotations
@@ -17,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embodied.memory.config import MemoryConfig, kind_of
+from embodied.memory.config import ARTICULATED_CLASSES, HOUSING_CLASSES, MemoryConfig, kind_of
 from embodied.memory.memory import SpatialMemory
 from embodied.memory.spatial import relations
 
@@ -45,6 +57,40 @@ def entity_boxes(env) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
     return out
 
 
+def exposed_boxes(truth: dict) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """``truth`` with each articulated part's box clipped to what sticks out of its housing.
+
+    The housing is the housing-class entity whose box overlaps the part's most;
+    the part is clipped on the horizontal side where it sticks out farthest.
+    Parts without a housing (buttons on a pad) keep their full box.
+    """
+    out = dict(truth)
+    for name, (cls, lo, hi) in truth.items():
+        if cls not in ARTICULATED_CLASSES:
+            continue
+        best, best_vol = None, 0.0
+        for other, (c2, lo2, hi2) in truth.items():
+            if other == name or c2 not in HOUSING_CLASSES:
+                continue
+            vol = float(np.prod(np.clip(np.minimum(hi, hi2) - np.maximum(lo, lo2), 0, None)))
+            if vol > best_vol:
+                best, best_vol = (lo2, hi2), vol
+        if best is None:
+            continue
+        lo2, hi2 = best
+        sticks = (lo2[0] - lo[0], lo2[1] - lo[1], hi[0] - hi2[0], hi[1] - hi2[1])
+        k = int(np.argmax(sticks))
+        if sticks[k] <= 0:
+            continue
+        lo, hi = lo.copy(), hi.copy()
+        if k < 2:
+            hi[k] = lo2[k]
+        else:
+            lo[k - 2] = hi2[k - 2]
+        out[name] = (cls, lo, hi)
+    return out
+
+
 @dataclass
 class AccuracyRecorder:
     """Collects (memory state, truth) pairs while an episode runs."""
@@ -52,9 +98,10 @@ class AccuracyRecorder:
     gate: float = 0.05
     errors_visible: list[float] = field(default_factory=list)  # movable objects (blocks, balls)
     errors_unseen: list[float] = field(default_factory=list)
-    errors_parts: list[float] = field(default_factory=list)  # containers / articulated parts, seen in part
+    errors_parts: list[float] = field(default_factory=list)  # articulated parts vs their exposed box
     identities: dict[str, set] = field(default_factory=dict)
-    last_truth: dict = field(default_factory=dict)
+    last_truth: dict = field(default_factory=dict)  # reference boxes (parts: exposed box)
+    last_relations_truth: dict = field(default_factory=dict)  # full true boxes
 
     def _match(self, memory: SpatialMemory, truth: dict) -> dict[str, tuple[str, float]]:
         """node -> (entity, distance) for object-like nodes: the nearest same-class entity whose centre is
@@ -77,11 +124,12 @@ class AccuracyRecorder:
         return out
 
     def record(self, memory: SpatialMemory, env) -> None:
-        truth = entity_boxes(env)
+        self.last_relations_truth = entity_boxes(env)
+        truth = exposed_boxes(self.last_relations_truth)
         self.last_truth = truth
         for node, (entity, d) in self._match(memory, truth).items():
             a = memory.graph.nodes[node]
-            if a["kind"] != "object":
+            if a.get("articulated"):
                 self.errors_parts.append(d)
             else:
                 (self.errors_visible if a["visible"] else self.errors_unseen).append(d)
@@ -105,7 +153,7 @@ class AccuracyRecorder:
             per_entity[entity] = per_entity.get(entity, 0) + 1
         duplicates = sum(k - 1 for k in per_entity.values())
         merges = sum(1 for ents in self.identities.values() if len(ents) > 1)
-        precision, recall = _relation_scores(memory, truth, match)
+        precision, recall = _relation_scores(memory, self.last_relations_truth, match)
         n_objects = sum(1 for cls, _, _ in truth.values() if kind_of(cls) in OBJECT_KINDS)
         return {
             "position_error_median": _median(self.errors_visible),
@@ -140,7 +188,13 @@ def _relation_scores(memory: SpatialMemory, truth: dict, match: dict) -> tuple[f
     }
     gt_nodes = {}
     for name, (cls, lo, hi) in truth.items():
-        gt_nodes[name] = {"kind": kind_of(cls), "box_min": tuple(lo), "box_max": tuple(hi), "inside": ""}
+        gt_nodes[name] = {
+            "kind": kind_of(cls),
+            "box_min": tuple(lo),
+            "box_max": tuple(hi),
+            "inside": "",
+            "articulated": cls in ARTICULATED_CLASSES,
+        }
     gt = {(u, v, k) for u, v, k in relations(gt_nodes, MemoryConfig()) if k in ("on", "in")}
     # Only judge what the memory could name: relations among matched entities.
     known = set(names.values())

@@ -58,6 +58,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
         self.changed: set[str] = set()
         self.frames = 0
+        self._eyes: dict[str, float] = {}  # camera -> height (m) in the current frame
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -115,6 +116,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.t = t
         self.frames += 1
         self.changed: set[str] = set()  # nodes whose geometry changed this frame
+        self._eyes = {v.name: float(v.cam_to_world[2, 3]) for v in frame.views}
         seen: set[str] = set()
         by_camera: dict[str, list] = {}
         for det in frame.objects:
@@ -155,9 +157,13 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
             rest["top"] = max(rest.get("top", top), top)
             state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
         else:
-            travel = self._drawer_travel(node, track)
-            if travel is None:
+            found = self._drawer_travel(node, track)
+            if found is None:
                 return
+            travel, outward = found
+            if "now" in rest and abs(travel - rest["now"]) > 1e-3:
+                # What was hidden in the drawer slides with it (a block shut in stays behind its front).
+                self._carry_contents(node, (travel - rest["now"]) * outward, t)
             rest["now"] = travel
             # Closed is the least travel seen on a part of this class (all drawers of a row
             # look alike), so a drawer first seen open still reads open once a shut one is seen.
@@ -177,14 +183,15 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
             if state != self._graph.nodes[n]["state"]:
                 self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
 
-    def _drawer_travel(self, node: str, track) -> float | None:
-        """How far a sliding part sticks out of its housing (m); None while no housing is known.
+    def _drawer_travel(self, node: str, track) -> tuple[float, np.ndarray] | None:
+        """How far a sliding part sticks out of its housing (m) and the outward direction (3,);
+        None while no housing is known.
 
         The housing is the one whose footprint, grown by 3 cm (a shut drawer's
         front sits just outside it), overlaps the part's footprint most.
         """
         lo, hi = track.box_min, track.box_max
-        best, best_area = None, 0.0
+        best, best_area, outward = None, 0.0, np.zeros(3)
         for other in self.find(kind="surface"):
             if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
                 continue
@@ -193,13 +200,17 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
             area = float(np.prod(np.clip(w, 0, None)))
             if area > best_area:
                 best_area = area
-                best = float(
-                    max(h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1])
-                )
-        if best is not None or self._graph.nodes[node]["cls"] != "drawer_unit":
-            return best
-        # A drawer unit modelled as one entity grows longer as it opens.
-        return float(max(hi[0] - lo[0], hi[1] - lo[1]))
+                out = (h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1])
+                k = int(np.argmax(out))
+                best = float(out[k])
+                outward = np.zeros(3)
+                outward[k % 2] = -1.0 if k < 2 else 1.0
+        if best is not None:
+            return best, outward
+        if self._graph.nodes[node]["cls"] != "drawer_unit":
+            return None
+        # A drawer unit modelled as one entity grows longer as it opens (nothing to carry along).
+        return float(max(hi[0] - lo[0], hi[1] - lo[1])), np.zeros(3)
 
     # --- edges -----------------------------------------------------------------------
     def _refresh_edges(self) -> None:

@@ -151,8 +151,11 @@ class Permanence:
     def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:
         """The container whose box (now or a frame ago) holds the object, smallest first.
 
-        Same test as the ``in`` edge: centre inside the grown box, bottom no
-        lower than the container's bottom, smaller volume.
+        As the ``in`` edge (centre inside the grown box, bottom no lower than
+        the container's bottom, smaller volume), and the object's whole
+        footprint inside the grown box: a block lost from view beside an open
+        drawer's handle bar has its centre within a centimetre of the bar's
+        box but is not in the drawer.
         """
         m = self.config.contain_margin
         best, best_vol = "", np.inf
@@ -170,6 +173,8 @@ class Permanence:
                     and own.box_min[2] >= lo[2] - 0.005
                     and np.all(centre >= lo - m)
                     and np.all(centre <= hi + m)
+                    and np.all(own.box_min[:2] >= lo[:2] - m)
+                    and np.all(own.box_max[:2] <= hi[:2] + m)
                 ):
                     best, best_vol = c, vol
         return best

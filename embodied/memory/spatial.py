@@ -73,7 +73,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
 
     in:       u's centre lies in container v's box, or u is remembered inside v
-    on:       u's bottom rests on v's top (within on_tol) over v's footprint
+    on:       u's bottom rests on v's top (within on_tol) over v's footprint (not for parts)
     near:     object centres closer than near_dist (both directions), if not on/in
     part_of:  an articulated part whose box cuts into a bigger piece of furniture
     in_room:  a physical node whose centre lies in a room's footprint
@@ -115,11 +115,6 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     for i, holder in remembered.items():
         edges.add((ids[i], holder, "in"))
         in_rows.add(i)
-    # One support per object, the highest top under it; nothing in a container rests on something else.
-    top = np.where(is_on, hi[None, :, 2], -np.inf)
-    for i in np.flatnonzero(is_on.any(axis=1)):
-        if i not in in_rows:
-            edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
     # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
     # just outside its housing), overlaps its footprint most.
     articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
@@ -132,6 +127,13 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         area = area * zcut
         if area.max() > 0:
             edges.add((ids[i], ids[int(np.argmax(area))], "part_of"))
+            in_rows.add(i)
+    # One support per object, the highest top under it; nothing in a container rests on something
+    # else, and a part hangs in its housing (part_of) rather than resting on what is below.
+    top = np.where(is_on, hi[None, :, 2], -np.inf)
+    for i in np.flatnonzero(is_on.any(axis=1)):
+        if i not in in_rows:
+            edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
     in_room = over & room[None] & physical[:, None]
     for i, j in zip(*np.nonzero(in_room)):
         edges.add((ids[i], ids[j], "in_room"))

@@ -148,14 +148,18 @@ class Tracking:
         return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
 
     # --- track updates ------------------------------------------------------
+    def _eye_z(self, camera: str) -> float:
+        """Height (m) of a camera of the current frame; inf if unknown."""
+        return self._eyes.get(camera, np.inf)
+
     def _add(self, det: ObjectObservation, t: int) -> str:
         cfg = self.config
         kind = kind_of(det.label)
         surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5)
         if surface and kind == "object":
             kind = "surface"
-        track = Track(surface=surface, t_obs=t)
-        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
+        track = Track(surface=surface, t_obs=t, rigid=not surface and det.label not in ARTICULATED_CLASSES)
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera))
         track.views[det.camera] = view
         if surface:
             track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel)
@@ -203,7 +207,7 @@ class Tracking:
             self.log.noops += 1
             return
         self.changed.add(node)
-        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t)
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera))
         old_center = track.center.copy()
         if a["kind"] == "container":
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
@@ -229,7 +233,10 @@ class Tracking:
             # counts as a move only if it is far and no longer lies on the object's points.
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
             if moved:
-                track.views = {cam: view}  # the other cameras saw it where it no longer is
+                # Earlier views from the other cameras saw it where it no longer is; views taken this
+                # frame already show the new place (two cameras watching a sliding drawer).
+                track.views = {c: v for c, v in track.views.items() if v.t == t and c != cam}
+                track.views[cam] = view
                 changed = True
             elif prev is None or (
                 not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)
@@ -251,7 +258,13 @@ class Tracking:
             track.velocity = 0.5 * track.velocity + 0.5 * (step / dt if np.abs(step).max() > 0.003 else 0.0)
             track.t_obs = t
         if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.log_tol or (
-            track.surface and np.abs(track.box_max - np.asarray(a["box_max"])).max() > cfg.log_tol
+            # Supports grow in pieces, at either end of their box.
+            track.surface
+            and max(
+                np.abs(track.box_max - np.asarray(a["box_max"])).max(),
+                np.abs(track.box_min - np.asarray(a["box_min"])).max(),
+            )
+            > cfg.log_tol
         ):
             changes.update(position=_vec(centre), box_min=_vec(track.box_min), box_max=_vec(track.box_max))
         if det.colour != a["colour"] and colour_distance(det.rgb, np.asarray(a["rgb"])) > cfg.colour_tolerance:

@@ -27,6 +27,7 @@ class View:
     box_max: np.ndarray  # (3,) m
     n_points: int  # valid pixels of the detection
     t: int
+    eye_z: float = np.inf  # m, height of the camera that took it
 
     def to_json(self) -> dict:
         return {
@@ -36,6 +37,7 @@ class View:
             "box_max": self.box_max.tolist(),
             "n_points": self.n_points,
             "t": self.t,
+            "eye_z": None if not np.isfinite(self.eye_z) else float(self.eye_z),
         }
 
     @classmethod
@@ -48,6 +50,7 @@ class View:
             np.asarray(d["box_max"]),
             int(d["n_points"]),
             int(d["t"]),
+            np.inf if d.get("eye_z") is None else float(d["eye_z"]),
         )
 
 
@@ -66,6 +69,8 @@ class Track:
     rest: dict[str, float] = field(default_factory=dict)  # articulation references (button top, drawer extent)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m per step, smoothed
     t_obs: int = 0  # step of the last observation
+    rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
+    height: float = 0.0  # m, tallest view seen of a rigid object
 
     @property
     def center(self) -> np.ndarray:
@@ -79,8 +84,21 @@ class Track:
             self.box_min = np.min([v.box_min for v in views], axis=0)
             self.box_max = np.max([v.box_max for v in views], axis=0)
             self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
+            if self.rigid:
+                self._complete_height(views)
         self.keys = voxel_keys(self.points, voxel)
         self.samples = _visibility_samples(self.points, self.box_min[2], self.box_max[2], n_samples)
+
+    def _complete_height(self, views: list[View]) -> None:
+        """Seen only from above (a camera looking down shows a block's top face, a table edge hides
+        a toy's feet), a rigid object keeps the height it showed before: its bottom is below
+        what the cameras see, never above. Sideways cuts are left alone: which side is hidden
+        is not known there."""
+        self.height = max(self.height, max(float(v.box_max[2] - v.box_min[2]) for v in views))
+        top = float(self.box_max[2])
+        if top - self.box_min[2] < self.height - 0.003 and all(v.eye_z > top for v in views):
+            self.box_min = self.box_min.copy()
+            self.box_min[2] = top - self.height
 
     def grow_surface(
         self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int, voxel: float
@@ -122,6 +140,8 @@ class Track:
             "rest": dict(self.rest),
             "velocity": self.velocity.tolist(),
             "t_obs": self.t_obs,
+            "rigid": bool(self.rigid),
+            "height": float(self.height),
         }
 
     @classmethod
@@ -135,6 +155,7 @@ class Track:
         track.rest = {k: float(v) for k, v in d["rest"].items()}
         track.velocity = np.asarray(d["velocity"], dtype=np.float64)
         track.t_obs = int(d["t_obs"])
+        track.rigid, track.height = bool(d.get("rigid", False)), float(d.get("height", 0.0))
         track.keys = voxel_keys(track.points, voxel)
         track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
         return track
