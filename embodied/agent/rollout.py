@@ -18,9 +18,10 @@ import numpy as np
 from tqdm import tqdm
 
 from embodied.experts import make_expert
+from embodied.experts.memoryless import MemorylessExpert
 from policies import RandomPolicy
 
-POLICIES = ("expert", "random")
+POLICIES = ("expert", "random", "memoryless")
 
 
 @dataclass
@@ -40,6 +41,8 @@ def make_policy(name: str, env: gym.Env, seed: int | None = None):
         return make_expert(env)
     if name == "random":
         return RandomPolicy(env, seed=seed)
+    if name == "memoryless":
+        return MemorylessExpert(env, seed=seed)
     raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")
 
 
@@ -93,6 +96,8 @@ def run_episodes(
                 on_step(obs, info)
             if video is not None:
                 video.add(env.render())
+        if hasattr(policy, "close"):
+            policy.close()
         results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total))
         bar.set_postfix(success=f"{np.mean([r.success for r in results]):.2f}")
     return results

@@ -1,7 +1,7 @@
 """``embodied``: list tasks, run policies, benchmark, demo.
 
     embodied tasks [--json]
-    embodied run --task NAME --policy expert|random [--episodes N] [--seed S]
+    embodied run --task NAME --policy expert|random|memoryless [--episodes N] [--seed S]
                  [--option key=value ...] [--video out.mp4] [--json]
     embodied bench env [--task NAME] [--json]
     embodied bench memory [--task NAME] [--json]
@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from embodied.agent.rollout import POLICIES
 from embodied.cli import bench, commands, memory_cmds
 
 
@@ -39,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a policy on a task and print the success rate")
     p.add_argument("--task", required=True)
-    p.add_argument("--policy", default="expert", choices=["expert", "random"])
+    p.add_argument(
+        "--policy",
+        default="expert",
+        choices=POLICIES,
+        help="expert: scripted, privileged; random: uniform actions; memoryless: the expert guessing the cue",
+    )
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i uses seed+i")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
