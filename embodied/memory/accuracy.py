@@ -16,6 +16,8 @@ What is compared, and why:
     so a part is compared with its *exposed* box: the true box clipped to
     the side where it sticks out of the housing it cuts into (see
     ``exposed_boxes``). Everything else is compared with its full true box.
+  * An object sunk partly into its support (modelled through a counter top)
+    is cut at the support's top (``above_supports``): the rest is unseeable.
   * True on/in relations come from the same geometric rules as the memory's
     (``spatial.relations``) applied to the true boxes, with articulated
     parts marked as such (a drawer is part_of its housing, not "on" the
@@ -49,11 +51,58 @@ def entity_boxes(env) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
         g = g[keep & (model.geom_rgba[g, 3] > 0)]
         if len(g) == 0:
             continue
+        boxes = [_geom_box(model, data, int(k)) for k in g]
+        out[e.name] = (e.cls, np.min([b[0] for b in boxes], axis=0), np.max([b[1] for b in boxes], axis=0))
+    return out
+
+
+def _geom_box(model, data, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tight world box of one geom. Rotating a geom's local box overstates round shapes (a dumbbell
+    lying on a counter would reach 5 cm into it), so round primitives and meshes are bounded exactly."""
+    rot = data.geom_xmat[g].reshape(3, 3)
+    pos = data.geom_xpos[g]
+    kind, size = int(model.geom_type[g]), model.geom_size[g]
+    if kind == 2:  # sphere
+        half = np.full(3, size[0])
+    elif kind in (3, 5):  # capsule, cylinder: an axis segment swept by a disc (capsule: a ball)
+        axis = rot[:, 2]
+        disc = size[0] * np.sqrt(np.clip(1 - axis**2, 0, 1)) if kind == 5 else np.full(3, size[0])
+        half = np.abs(axis) * size[1] + disc
+    elif kind == 4:  # ellipsoid
+        half = np.sqrt(((rot * size[None, :]) ** 2).sum(axis=1))
+    elif kind == 7:  # mesh: its vertices
+        m = model.geom_dataid[g]
+        verts = model.mesh_vert[model.mesh_vertadr[m] : model.mesh_vertadr[m] + model.mesh_vertnum[m]]
+        world = verts @ rot.T + pos
+        return world.min(axis=0), world.max(axis=0)
+    else:
         centre_local, half_local = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
-        rot = data.geom_xmat[g].reshape(-1, 3, 3)
-        centre = data.geom_xpos[g] + np.einsum("nij,nj->ni", rot, centre_local)
-        half = np.einsum("nij,nj->ni", np.abs(rot), half_local)
-        out[e.name] = (e.cls, (centre - half).min(axis=0), (centre + half).max(axis=0))
+        centre = pos + rot @ centre_local
+        half = np.abs(rot) @ half_local
+        return centre - half, centre + half
+    return pos - half, pos + half
+
+
+def above_supports(truth: dict) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """``truth`` with objects' boxes cut at the top of a support they are sunk into.
+
+    A prop modelled partly through a counter top (the apartment's dumbbell bar
+    pokes 5 cm into it) shows only what is above the top; the rest can be
+    neither seen nor told apart from the counter.
+    """
+    out = dict(truth)
+    for name, (cls, lo, hi) in truth.items():
+        if kind_of(cls) not in OBJECT_KINDS or cls in ARTICULATED_CLASSES:
+            continue
+        c = (lo + hi) / 2
+        for other, (c2, lo2, hi2) in truth.items():
+            if other == name or kind_of(c2) != "surface":
+                continue
+            over = np.all(c[:2] >= lo2[:2]) and np.all(c[:2] <= hi2[:2])
+            if over and lo[2] < hi2[2] - 0.005 < c[2]:
+                lo = lo.copy()
+                lo[2] = hi2[2]
+        out[name] = (cls, lo, hi)
     return out
 
 
@@ -124,7 +173,7 @@ class AccuracyRecorder:
         return out
 
     def record(self, memory: SpatialMemory, env) -> None:
-        self.last_relations_truth = entity_boxes(env)
+        self.last_relations_truth = above_supports(entity_boxes(env))
         truth = exposed_boxes(self.last_relations_truth)
         self.last_truth = truth
         for node, (entity, d) in self._match(memory, truth).items():

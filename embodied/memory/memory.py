@@ -162,8 +162,11 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
                 return
             travel, outward = found
             if "now" in rest and abs(travel - rest["now"]) > 1e-3:
-                # What was hidden in the drawer slides with it (a block shut in stays behind its front).
-                self._carry_contents(node, (travel - rest["now"]) * outward, t)
+                # What was hidden in the drawer slides with it (a block shut in stays behind its front);
+                # the slide is kept for what gets shut in during this very frame (see _permanence).
+                slide = (travel - rest["now"]) * outward
+                rest.update(slid_x=float(slide[0]), slid_y=float(slide[1]), slid_t=float(t))
+                self._carry_contents(node, slide, t)
             rest["now"] = travel
             # Closed is the least travel seen on a part of this class (all drawers of a row
             # look alike), so a drawer first seen open still reads open once a shut one is seen.

@@ -141,6 +141,13 @@ class Permanence:
                 if holder:
                     status, tag = "hidden", "contained"
                     changes["inside"] = holder
+                    rest = self.tracks[holder].rest
+                    if rest.get("slid_t") == t:
+                        # Shut in by a drawer that slid this frame: it slid along.
+                        track.shift(np.array([rest["slid_x"], rest["slid_y"], 0.0]))
+                        changes.update(
+                            position=_vec(track.center), box_min=_vec(track.box_min), box_max=_vec(track.box_max)
+                        )
             if status != a["status"]:
                 changes.update(status=status)
                 if a["visible"]:

@@ -241,6 +241,9 @@ class Tracking:
             elif prev is None or (
                 not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)
             ):
+                if a["articulated"] and prev is not None and shift > 0.003:
+                    # A part changes shape as it slides: other cameras' older views show it as it was.
+                    track.views = {c: v for c, v in track.views.items() if v.t == t}
                 track.views[cam] = view
                 changed = True
             else:
@@ -291,6 +294,7 @@ class Tracking:
             self.log.append(t, "NOOP", node, "")
         if a["kind"] == "container" and a["cls"] in RIGID_CONTAINERS:
             self._carry_contents(node, centre - old_center, t)
+            self._uncover(node, t)
         if changed:
             self._articulation(node, t)
 
@@ -315,6 +319,16 @@ class Tracking:
                             "box_max": _vec(self.tracks[node].box_max),
                         },
                     )
+
+
+    def _uncover(self, container: str, t: int) -> None:
+        """A cup lifted clear of what it covered no longer holds it: the object is left where it was,
+        and the next visibility check says whether it is really there."""
+        bottom = self.tracks[container].box_min[2]
+        for node in self._physical():
+            a = self._graph.nodes[node]
+            if a["inside"] == container and not a["visible"] and bottom > self.tracks[node].box_max[2] + 0.005:
+                self._set(node, t, "uncovered", {"inside": "", "status": "unseen"})
 
 
 def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
