@@ -75,8 +75,16 @@ def run_episodes(
     video: VideoWriter | None = None,
     progress: bool = True,
     on_step: Callable[[dict, dict], None] | None = None,
+    on_reset: Callable[[int, dict, dict], None] | None = None,
+    on_end: Callable[[EpisodeResult], None] | None = None,
 ) -> list[EpisodeResult]:
-    """Run one episode per seed; ``on_step(obs, info)`` sees every observation."""
+    """Run one episode per seed.
+
+    ``on_reset(seed, obs, info)`` sees each first observation, ``on_step(obs, info)``
+    every later one, ``on_end(result)`` each finished episode. The hooks run before
+    the video frame of the same step is added, so a video overlay can draw what
+    they computed from that very observation.
+    """
     seeds = list(seeds)
     results: list[EpisodeResult] = []
     bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
@@ -84,6 +92,8 @@ def run_episodes(
         policy = make_policy(policy_name, env, seed)
         obs, info = env.reset(seed=seed)
         policy.reset()
+        if on_reset is not None:
+            on_reset(seed, obs, info)
         total, steps, done = 0.0, 0, False
         if video is not None:
             video.add(env.render())
@@ -99,6 +109,8 @@ def run_episodes(
         if hasattr(policy, "close"):
             policy.close()
         results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total))
+        if on_end is not None:
+            on_end(results[-1])
         bar.set_postfix(success=f"{np.mean([r.success for r in results]):.2f}")
     return results
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import gymnasium as gym
 
+from embodied.agent.record import Recorder, load_recording
+from embodied.agent.ride import MemoryRider
 from embodied.agent.rollout import VideoWriter, run_episodes, summarize
 from embodied.envs.base import options_from
 from embodied.tasks import TASKS, get_task
+from embodied.viz.build import build_timeline
+from embodied.viz.html import write_page
+from embodied.viz.video import OverlayVideo
 
 
 def tasks(args: argparse.Namespace) -> list[dict] | None:
@@ -32,16 +38,40 @@ def run(args: argparse.Namespace) -> dict | None:
     options = options_from(cls.Options, args.option, entry.name)  # validates before building the scene
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    overlay = getattr(args, "overlay", None)
+    record = getattr(args, "record", None)
+    if overlay and not args.video:
+        raise ValueError("--overlay draws on the video: give --video out.mp4 too")
+    if getattr(args, "keyframe_every", 1) < 1:
+        raise ValueError(f"--keyframe-every must be >= 1, got {args.keyframe_every}")
+    ride = bool(record or overlay)  # perception + memory need the camera images
     env = gym.make(
         entry.env_id,
-        images=False,
+        images=ride,
+        image_size=getattr(args, "image_size", 96),
+        render_every=getattr(args, "render_every", 1),
         render_mode="rgb_array" if args.video else None,
         **dataclasses.asdict(options),
     )
-    video = VideoWriter(args.video, fps=env.metadata.get("render_fps", 20)) if args.video else None
+    seeds = range(args.seed, args.seed + args.episodes)
+    video = rider = recorder = None
     try:
-        results = run_episodes(env, args.policy, range(args.seed, args.seed + args.episodes), video=video)
+        if record:
+            run_info = {"task": entry.name, "suite": entry.suite, "policy": args.policy,
+                        "options": dataclasses.asdict(options), "seeds": list(seeds)}
+            recorder = Recorder(record, run_info, env, keyframe_every=args.keyframe_every)
+        if ride:
+            rider = MemoryRider(env, recorder)
+        if args.video:
+            video = VideoWriter(args.video, fps=env.metadata.get("render_fps", 20))
+            if overlay:
+                video = OverlayVideo(video, rider, navigation=entry.suite == "navigation")
+        hooks = dict(on_reset=rider.reset, on_step=rider.step, on_end=rider.end) if rider else {}
+        results = run_episodes(env, args.policy, seeds, video=video, **hooks)
     finally:
+        # Also on Ctrl-C: the video gets the frames so far, the recording its last state.
+        if recorder is not None:
+            recorder.close()
         if video is not None:
             video.close()
         env.close()
@@ -55,6 +85,8 @@ def run(args: argparse.Namespace) -> dict | None:
     )
     if args.video:
         summary["video"] = args.video
+    if record:
+        summary["record"] = record
     if not args.json:
         print(
             f"{entry.name} policy={args.policy} episodes={summary['n_episodes']} "
@@ -63,8 +95,40 @@ def run(args: argparse.Namespace) -> dict | None:
         )
         if args.video:
             print(f"video: {args.video}")
+        if record:
+            print(f"recording: {record} (view it with: embodied viz {record} -o viewer.html)")
         return None
     return summary
+
+
+def viz(args: argparse.Namespace) -> dict | None:
+    """A recording (``run --record DIR``) as one self-contained HTML page."""
+    recording = load_recording(args.dir, args.episode)
+    timeline = build_timeline(recording, max_stops=args.max_stops, max_keyframes=args.max_keyframes)
+    out = Path(args.output) if args.output else recording.path / "viewer.html"
+    write_page(timeline, out)
+    result = {
+        "page": str(out),
+        "episode": str(recording.path),
+        "mb": round(out.stat().st_size / 2**20, 2),
+        "stops": len(timeline.frames),
+        "nodes": len(timeline.nodes),
+        "events": len(timeline.events),
+        "keyframes": len(timeline.keyframes),
+    }
+    if not args.json:
+        print(
+            f"viewer: {out} ({result['mb']:.2f} MB; {result['stops']} stops, {result['nodes']} nodes, "
+            f"{result['events']} events, {result['keyframes']} keyframes) from {recording.path}"
+        )
+        return None
+    return result
+
+
+def bench_viz(args: argparse.Namespace) -> dict | None:
+    from embodied.viz.bench import bench_viz_command  # playwright loads only when asked for
+
+    return bench_viz_command(args)
 
 
 def demo(args: argparse.Namespace) -> dict | None:

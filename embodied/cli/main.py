@@ -2,9 +2,12 @@
 
     embodied tasks [--json]
     embodied run --task NAME --policy expert|random|memoryless [--episodes N] [--seed S]
-                 [--option key=value ...] [--video out.mp4] [--json]
+                 [--option key=value ...] [--video out.mp4 [--overlay graph]]
+                 [--record DIR [--keyframe-every N]] [--image-size PX] [--render-every K] [--json]
+    embodied viz DIR [-o out.html] [--episode K] [--json]
     embodied bench env [--task NAME] [--json]
     embodied bench memory [--task NAME] [--json]
+    embodied bench viz [--steps N] [--objects N] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied demo [--episodes N] [--video demo.mp4]
 """
@@ -50,8 +53,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i uses seed+i")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
     p.add_argument("--video", help="write an mp4 of the episodes")
+    p.add_argument(
+        "--overlay",
+        choices=["graph"],
+        help="graph: draw the remembered scene graph over the video (navigation: plus a memory map panel)",
+    )
+    p.add_argument("--record", metavar="DIR", help="save memory, events and camera keyframes for `embodied viz`")
+    p.add_argument("--keyframe-every", type=int, default=10, metavar="N", help="steps between recorded keyframes")
+    p.add_argument("--image-size", type=int, default=96, help="camera size (px) for perception (--record/--overlay)")
+    p.add_argument("--render-every", type=int, default=1, help="perceive every K-th step (--record/--overlay)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)
+
+    p = sub.add_parser("viz", help="a recording (run --record DIR) as one offline HTML scene-graph viewer")
+    p.add_argument("dir", help="recording folder (or one of its episode_NNN folders)")
+    p.add_argument("-o", "--output", help="HTML file to write (default: the episode folder's viewer.html)")
+    p.add_argument("--episode", type=int, default=0, help="which episode of a multi-episode recording")
+    p.add_argument("--max-stops", type=int, default=300, help="most slider stops (sampled at event times)")
+    p.add_argument("--max-keyframes", type=int, default=240, help="most camera images embedded in the page")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.viz)
 
     p = sub.add_parser("bench", help="speed benchmarks")
     bench_sub = p.add_subparsers(dest="target", required=True)
@@ -68,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=memory_cmds.bench_memory)
+    b = bench_sub.add_parser("viz", help="viewer page size and time to interactive (headless Chromium)")
+    b.add_argument("--steps", type=int, default=10_000, help="length of the synthetic run")
+    b.add_argument("--objects", type=int, default=50)
+    b.add_argument("--keyframes", type=int, default=500, help="keyframe images in the synthetic recording")
+    b.add_argument("--runs", type=int, default=3, help="page loads timed (the median is reported)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--keep", metavar="DIR", help="keep the synthetic recording and page here")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=commands.bench_viz)
 
     p = sub.add_parser("eval-memory", help="ask memory each task's recall question after expert episodes")
     p.add_argument("--task", action="append", help="task to evaluate (repeatable; default: all)")

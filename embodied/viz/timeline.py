@@ -1,8 +1,9 @@
 """The viewer's data model: the scene graph sampled over an episode.
 
 A ``Timeline`` is what the HTML page draws. It is built from a recording
-(memory + keyframes) and is plain JSON: node descriptions once, then per
-sampled time only the node states and edges at that moment.
+(memory + keyframes, see ``embodied.viz.build``) and is plain JSON: node
+descriptions once, then per sampled time only the node states and edges at
+that moment.
 
 Units: positions in metres (world frame), times in control steps.
 """
@@ -17,7 +18,7 @@ class NodeInfo:
     """Static description of a graph node."""
 
     label: str  # e.g. "red block"
-    kind: str  # object | container | surface | place | room | agent
+    kind: str  # object | container | articulated | surface | place | room | agent
     rgb: tuple[float, float, float] = (0.6, 0.6, 0.6)
 
 
@@ -28,6 +29,7 @@ class NodeState:
     position: tuple[float, float, float]
     visible: bool = True
     inside: str | None = None  # id of the container holding it, if any
+    status: str = ""  # memory's status: visible | occluded | out_of_view | hidden | missing | held ...
 
 
 @dataclass
@@ -40,7 +42,7 @@ class Frame:
 @dataclass
 class Event:
     t: int
-    op: str  # ADD / UPDATE / DELETE / NOOP or a named event
+    op: str  # ADD / UPDATE / DELETE
     node: str | None
     text: str
 
@@ -60,25 +62,31 @@ class Timeline:
     events: list[Event] = field(default_factory=list)
     path: list[tuple[int, float, float, float]] = field(default_factory=list)  # robot (t, x, y, z)
     keyframes: list[Keyframe] = field(default_factory=list)
+    info: dict = field(default_factory=dict)  # task, seed, steps, ... shown in the header
 
     def to_json(self) -> dict:
-        """Compact JSON: frames store node states as [x, y, z, visible, inside]."""
+        """Compact JSON; the page is sized by this, so lists replace repeated keys.
+
+        frames[i].nodes[id] = [x, y, z, visible, inside, status]; events are
+        [t, op, node, text]; path points [t, x, y, z]. Millimetres are plenty.
+        """
         return {
             "title": self.title,
+            "info": self.info,
             "nodes": {k: asdict(v) for k, v in self.nodes.items()},
             "frames": [
                 {
                     "t": f.t,
                     "nodes": {
-                        k: [round(s.position[0], 4), round(s.position[1], 4), round(s.position[2], 4),
-                            int(s.visible), s.inside]
+                        k: [round(s.position[0], 3), round(s.position[1], 3), round(s.position[2], 3),
+                            int(s.visible), s.inside, s.status]
                         for k, s in f.nodes.items()
                     },
                     "edges": [list(e) for e in f.edges],
                 }
                 for f in self.frames
             ],
-            "events": [asdict(e) for e in self.events],
-            "path": [[t, round(x, 4), round(y, 4), round(z, 4)] for t, x, y, z in self.path],
+            "events": [[e.t, e.op, e.node, e.text] for e in self.events],
+            "path": [[t, round(x, 3), round(y, 3), round(z, 3)] for t, x, y, z in self.path],
             "keyframes": [asdict(k) for k in self.keyframes],
         }
