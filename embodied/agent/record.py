@@ -60,11 +60,18 @@ VERSION = 1
 EPISODE_RE = re.compile(r"^episode_(\d{3,})$")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync, rename into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a recording is meant to be shared
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
@@ -216,18 +223,23 @@ class Recorder:
         self._last_flush = self.meta["steps"]
         entry = self.run["episodes"][-1]
         entry.update(steps=self.meta["steps"], complete=self.meta["complete"], success=self.meta["success"])
-        log = self.memory.log
-        events = "".join(
-            json.dumps({"t": e.t, "op": e.op, "node": e.node, "tag": e.tag, "data": e.to_list()[4]}) + "\n"
-            for e in log.events
-        )
         with _sigint_held():
-            self.memory.save(self.dir / "memory.json")
-            atomic_write(self.dir / "events.jsonl", events)
-            self.meta["events"] = len(log.events)
-            self.meta["memory_t"] = self.memory.t
-            atomic_write(self.dir / "meta.json", _dumps(self.meta))
+            save_episode(self.dir, self.memory, self.meta)
             atomic_write(self.root / "run.json", _dumps(self.run))
+
+
+def save_episode(folder: Path, memory: SpatialMemory, meta: dict) -> None:
+    """memory.json, events.jsonl, then meta.json (it names the others, so it goes last)."""
+    log = memory.log
+    events = "".join(
+        json.dumps({"t": e.t, "op": e.op, "node": e.node, "tag": e.tag, "data": e.to_list()[4]}) + "\n"
+        for e in log.events
+    )
+    memory.save(folder / meta["files"]["memory"])
+    atomic_write(folder / meta["files"]["events"], events)
+    meta["events"] = len(log.events)
+    meta["memory_t"] = memory.t
+    atomic_write(folder / "meta.json", _dumps(meta))
 
 
 # --- reading ------------------------------------------------------------------------
