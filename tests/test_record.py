@@ -186,7 +186,7 @@ def test_overlay_draws_remembered_nodes_on_the_cameras():
 
 
 def test_navigation_overlay_adds_a_memory_map():
-    plain, drawn, memory = _overlaid("ObjectRevisit-v0", 8, delay=1, objects=4)
+    plain, drawn, _ = _overlaid("ObjectRevisit-v0", 8, delay=1, objects=4)
     assert drawn.shape == (plain.shape[0], plain.shape[1] + plain.shape[0], 3)
     panel = drawn[:, plain.shape[1]:]
     assert panel.std() > 5  # nodes and path on the map background

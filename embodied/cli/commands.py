@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict | None:
             video = VideoWriter(args.video, fps=env.metadata.get("render_fps", 20))
             if overlay:
                 video = OverlayVideo(video, rider, navigation=entry.suite == "navigation")
-        hooks = dict(on_reset=rider.reset, on_step=rider.step, on_end=rider.end) if rider else {}
+        hooks = {"on_reset": rider.reset, "on_step": rider.step, "on_end": rider.end} if rider else {}
         results = run_episodes(env, args.policy, seeds, video=video, **hooks)
     finally:
         # Also on Ctrl-C: the video gets the frames so far, the recording its last state.

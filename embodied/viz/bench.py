@@ -37,7 +37,7 @@ def _top_view(memory, t: int, size: int, extent: float) -> np.ndarray:
     image = Image.new("RGB", (size, size), (200, 190, 170))
     draw = ImageDraw.Draw(image)
     state = memory.log.state_at(t)
-    for node, a in state.items():
+    for a in state.values():
         if a.get("kind") != "object" or "position" not in a:
             continue
         x, y = a["position"][:2]
@@ -128,6 +128,7 @@ def bench_viz(
             "page_mb": round(mb, 2),
             "target_mb": TARGET_MB,
             "page": str(page) if keep else None,
+            "plotly_trimmed": "__embodiedLazy" in page.read_text(encoding="utf-8"),
         }
         if browser:
             from embodied.viz.browser import chromium, load_metrics

@@ -68,7 +68,7 @@ def _describe(event: dict) -> str:
         x, y, z = data["position"]
         parts.append(f"at ({x:.2f}, {y:.2f}, {z:.2f})")
     for key in ("status", "inside", "state", "held"):
-        if key in data:
+        if key in data and data[key] != event["tag"]:  # "occluded status=occluded" says it twice
             parts.append(f"{key}={data[key] if data[key] not in ('', None) else '-'}")
     if event["op"] == "DELETE" and data.get("into"):
         parts.append(f"into {data['into']}")
