@@ -57,6 +57,22 @@ def test_cue_is_gone_at_recall(name):
     env.close()
 
 
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_recall_starts_at_the_same_step_whatever_the_cue(name):
+    """The goal's step must not leak the cue: every cue the task draws starts recall at one step."""
+    env = gym.make(TASKS[name].env_id, images=False)
+    env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    cues = [env.unwrapped._sample_cue(rng) for _ in range(6)]
+    starts = set()
+    for cue in cues:
+        observation_at_recall(env, 5, cue)
+        starts.add(env.unwrapped.t)
+    assert len({repr(c) for c in cues}) >= 2, "the draws should give different cues"
+    assert len(starts) == 1, f"recall starts at steps {sorted(starts)} for cues {cues}"
+    env.close()
+
+
 @pytest.mark.parametrize("bad", [np.full(5, np.nan), np.array([0, 0, np.inf, 0, 0]), np.zeros(4), np.zeros((5, 1))])
 def test_bad_action_raises_with_expected_shape(bad):
     env = gym.make("embodied/PutBlockBack-v0", images=False)

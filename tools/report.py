@@ -125,6 +125,39 @@ def viz_line(out: Path) -> list[str]:
     ]
 
 
+CAPTIONS = {
+    "runs": """
+`embodied run --task NAME --policy expert|memoryless|random --episodes 100 --json`,
+seeds 0–99, default knobs. *Chance* is the task's formula; *memoryless
+expert* is the scripted expert acting on a guessed cue (it measures chance);
+*random* samples uniform actions.
+""",
+    "env": """
+`embodied bench env --json`: control steps per second with random actions,
+without images and with every camera at 128×128 RGB + depth + segmentation,
+and the bare cost of rendering one observation (all cameras).
+""",
+    "eval": """
+`embodied eval-memory --episodes 100 --json` (masks, ids shuffled every frame)
+and `embodied eval-memory --mode geometric --task NAME ... --episodes 100 --json`
+(no masks; manipulation only). Recall: the memory's answer to the task's
+question at the first recall step is right. Accuracy, against simulator truth
+over whole expert episodes, masks mode: the median object position error and
+on/in relation precision and recall (medians over episodes), and duplicated
+or merged objects summed over all 100 episodes.
+""",
+    "memory": """
+`embodied bench memory --json`: perception + memory update on a recorded
+expert episode (200 frames, rendering excluded); queries, snapshots and size
+on a synthetic 10k-step run with 50 objects, one moving at a time.
+""",
+    "viz": """
+`embodied bench viz --json`: the page of a synthetic 10k-step, 50-object
+recording, built and loaded three times in headless Chromium.
+""",
+}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
@@ -134,15 +167,16 @@ def main(argv: list[str]) -> int:
         print(f"report: {out} is not a folder of measurements (run tools/measure.sh first)", file=sys.stderr)
         return 2
     sections = [
-        ("Experts and baselines", runs_table(out)),
-        ("Environment speed", env_table(out)),
-        ("Memory answers the recall question", eval_table(out)),
-        ("Memory speed and size", memory_bench_lines(out)),
-        ("Viewer", viz_line(out)),
+        ("Experts and baselines", runs_table(out), CAPTIONS["runs"]),
+        ("Environment speed", env_table(out), CAPTIONS["env"]),
+        ("Memory answers the recall question", eval_table(out), CAPTIONS["eval"]),
+        ("Memory speed and size", memory_bench_lines(out), CAPTIONS["memory"]),
+        ("Viewer", viz_line(out), CAPTIONS["viz"]),
     ]
-    for title, lines in sections:
+    for title, lines, caption in sections:
         if lines:
             print(f"### {title}\n")
+            print(caption.strip() + "\n")
             print("\n".join(lines) + "\n")
     return 0
 

@@ -3,7 +3,9 @@
 observe  The tour (env-driven, agent actions ignored). In the mover's room,
          after the usual full turn, the robot faces the object, the env
          lifts it and carries it to another spot in that room (4 s) while the
-         robot turns to follow it, then watches it at the new spot.
+         robot turns to follow it, watches it at the new spot, and turns
+         back; every step count is fixed, so the goal's step does not
+         depend on the spots.
 delay    ``delay`` steps at the dock (actions still ignored).
 recall   "go to the <colour> <class>" (``query="now"``) or "go to where the
          <colour> <class> was first seen" (``query="first"``). Nothing is in
@@ -100,7 +102,7 @@ class MovedObject(NavigationEnv):
     def _tour_in_room(self, tour: TourBuilder, room: int) -> None:
         if room != self.mover_room:
             return
-        eye = tour.pose[:2].copy()
+        eye, yaw = tour.pose[:2].copy(), float(tour.pose[2])
         tour.face(self._glide(0.0)[:2], steps=FACE_STEPS)
         tour.hold(WATCH_STEPS)
         tour.mark("move")
@@ -110,6 +112,9 @@ class MovedObject(NavigationEnv):
             delta = np.clip((want - tour.pose[2] + np.pi) % (2 * np.pi) - np.pi, -0.12, 0.12)
             tour.turn(float(delta), steps=1)
         tour.face(self._glide(1.0)[:2], steps=AFTER_STEPS)
+        # Back to the heading the robot came in with, in a fixed number of steps: the rest of the tour,
+        # and so the step at which the goal appears, must not depend on where the object went.
+        tour.turn_to(yaw, steps=FACE_STEPS)
 
     def _script(self, phase: str, k: int) -> None:
         if phase == "observe":
