@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import embodied
 from embodied.experts import make_expert
 from embodied.tasks import TASKS
-from tests.helpers import assert_same_observation, observation_at_recall, run_expert
+from tests.helpers import assert_same_observation, observation_at_recall
 
 TASK_NAMES = sorted(TASKS)
 

@@ -67,3 +67,29 @@ def test_moved_object_where_it_was_first_seen():
         stop_at_recall=True,
     )
     assert report.correct, report.answer
+
+
+def _seed_with_lit_colour(colour: str) -> int:
+    import gymnasium as gym
+
+    env = gym.make("embodied/SequenceRecall-v0", images=False)
+    try:
+        for seed in range(200):
+            env.reset(seed=seed)
+            if env.unwrapped.lit_colour == colour:
+                return seed
+    finally:
+        env.close()
+    raise AssertionError(f"no seed lights the buttons {colour}")
+
+
+@pytest.mark.parametrize("colour", ["white", "yellow", "cyan", "orange"])
+def test_button_order_whatever_the_light_colour(colour):
+    """A white light on a grey button keeps the colour name "grey": memory must see the brightness change."""
+    seed = _seed_with_lit_colour(colour)
+    report = run_episode(
+        "SequenceRecall-v0", seed, PerceptionConfig(shuffle_ids=True, seed=seed), accuracy=False, stop_at_recall=True
+    )
+    assert report.correct, f"{colour} light, seed {seed}: {report.answer}"
+    tags = {e.tag for b in report.memory.find(cls="button") for e in report.memory.log.of_node(b)}
+    assert {"brightened", "dimmed"} <= tags

@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied.envs.cameras import CameraRig
-from embodied.envs.scene import Entity, SceneBuilder
+from embodied.envs.scene import Entity
 
 PHASES = ("observe", "delay", "recall")
 TEXT_CHARSET = string.ascii_letters + string.digits + " .,;:'-_()/#?!"

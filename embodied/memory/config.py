@@ -69,6 +69,9 @@ class MemoryConfig:
     move_gate: float = 0.15  # m; an unmatched detection may continue a same-class track this close
     reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
     colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
+    # A camera that sees a still object this many times brighter (or dimmer) than it last did saw a light
+    # go on (off): logged even when the colour name stays (a white light on a grey button).
+    brightness_ratio: float = 1.4
     strict_class: bool = True  # masks mode: classes must match; geometric mode shape classes may differ
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     log_tol: float = 0.01  # m; position change that is written to the event log

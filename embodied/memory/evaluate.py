@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
 
 from embodied.experts import make_expert
 from embodied.memory.accuracy import AccuracyRecorder
@@ -148,6 +149,7 @@ def eval_memory(
     accuracy: bool = True,
     perception: dict | None = None,
     stop_at_recall: bool = False,
+    progress: bool = True,
 ) -> dict:
     """Recall-question success and memory accuracy per task (JSON-ready).
 
@@ -168,7 +170,8 @@ def eval_memory(
             skipped.append(entry.name)
             continue
         reports = []
-        for k in range(episodes):
+        bar = tqdm(range(episodes), desc=f"eval-memory {entry.name}", disable=not progress, leave=False)
+        for k in bar:
             config = PerceptionConfig(
                 mode=mode, shuffle_ids=shuffle_ids and mode == "masks", seed=seed + k, **(perception or {})
             )
@@ -185,6 +188,8 @@ def eval_memory(
                     stop_at_recall=stop_at_recall,
                 )
             )
+            bar.set_postfix(recall=f"{np.mean([r.correct for r in reports if r.correct is not None] or [0]):.2f}")
+        bar.close()
         rows.append(_summarise(entry.name, cls, reports))
     return {
         "settings": {

@@ -18,6 +18,9 @@ import numpy as np
 from embodied.memory.memory import SpatialMemory
 from embodied.perception.colour import COLOUR_NAMES, colour_distance
 
+# Event tags of a colour change: a new colour name, or a light going on / off (see tracker).
+COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
+
 
 def goal_colour(goal: dict | None) -> str | None:
     """The colour name the goal text mentions (None if none)."""
@@ -129,7 +132,7 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
     panels = memory.find(cls="cue_panel")
     if not panels:
         # No panel class in the vocabulary: whatever changed colour and is not a block.
-        changed = {e.node for e in memory.log.of_tag("recoloured")}
+        changed = {e.node for tag in COLOUR_TAGS for e in memory.log.of_tag(tag)}
         panels = sorted(n for n in changed if n in memory.graph and memory.graph.nodes[n]["cls"] != "block")
     colours = []
     for panel in panels:
@@ -153,15 +156,10 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
 
 
 def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
-    """In which order did the buttons light up? Their brightening events, in time order."""
-    lit = []
-    for button in memory.find(cls="button"):
-        events = memory.log.of_node(button)
-        base = max(events[0].data["rgb"])  # dark at first sight
-        for e in events[1:]:
-            if "rgb" in e.data and max(e.data["rgb"]) > base + 0.1:
-                lit.append((e.t, button))
-    lit.sort()
+    """In which order did the buttons light up? Their "brightened" events (a camera saw the
+    still button turn much brighter), in time order; both cameras seeing one flash count once."""
+    lit = sorted((e.t, button) for button in memory.find(cls="button") for e in memory.log.of_node(button)
+                 if e.tag == "brightened")
     order = [b for k, (_, b) in enumerate(lit) if k == 0 or lit[k - 1][1] != b]
     return {
         "answer": [memory.graph.nodes[b]["position"] for b in order] or None,

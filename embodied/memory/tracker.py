@@ -23,7 +23,7 @@ import numpy as np
 from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
-from embodied.perception.colour import colour_distance, same_colour
+from embodied.perception.colour import colour_distance, colour_name, same_colour
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
@@ -33,6 +33,14 @@ UNSEEN_REID = ("missing", "out_of_view", "hidden")
 
 def _vec(a) -> tuple[float, float, float]:
     return (float(a[0]), float(a[1]), float(a[2]))
+
+
+def _brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) -> int:
+    """+1 if one camera now sees the object ``ratio`` times brighter than before, -1 if dimmer, else 0."""
+    if before is None:
+        return 0
+    now, then = max(float(rgb.max()), 1e-3), max(float(before.max()), 1e-3)
+    return 1 if now > ratio * then else -1 if then > ratio * now else 0
 
 
 class Tracking:
@@ -62,16 +70,20 @@ class Tracking:
         last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
         size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
         # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
+        # Colour of each node's last view from this camera (nan: none, or no colour kept).
+        seen_rgb = np.array(
+            [v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views], dtype=np.float64
+        ).reshape(-1, 3)
         ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
         velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
-        return nodes, lo, hi, cls, colour, rgb, surface, last, size, velocity * ahead[:, None], velocity
+        return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
 
     def _associate(
         self, dets: list[ObjectObservation], taken_here: set
     ) -> list[tuple[ObjectObservation, str | None, float]]:
         """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
-        nodes, lo, hi, cls, colour, rgb, surface, last, size, drift, velocity = self._table(
+        nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, drift, velocity = self._table(
             dets[0].camera if dets else ""
         )
         pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
@@ -89,16 +101,24 @@ class Tracking:
             if cfg.strict_class:
                 ok = np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
+            # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
+            # detection is judged against this camera's own last look where there is one.
+            known = ~np.isnan(seen_rgb[:, 0])
+            as_before = known[None] & (_colour_distance_matrix(d_rgb, np.nan_to_num(seen_rgb)) < cfg.colour_tolerance)
+            d_value = np.maximum(d_rgb.max(axis=1), 1e-3)[:, None]
+            as_bright = np.abs(np.log(d_value / np.maximum(np.nan_to_num(seen_rgb).max(axis=1), 1e-3)[None]))
+            as_before &= as_bright < np.log(cfg.brightness_ratio)
             col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
                 _colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
-            )
+            ) | as_before
             touching = gap < 0.05
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
             n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
             same = ok & (np.sqrt(((last[None] - d_c[:, None]) ** 2).sum(axis=2)) < 0.004)
             same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
-            same &= np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
+            same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
+            same &= np.where(known[None], as_before, same_name)
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
                 pairs.append((3.0, i, nodes[j], SETTLED))
@@ -159,7 +179,8 @@ class Tracking:
         if surface and kind == "object":
             kind = "surface"
         track = Track(surface=surface, t_obs=t, rigid=not surface and det.label not in ARTICULATED_CLASSES)
-        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera))
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera),
+                    np.asarray(det.rgb, dtype=np.float64))
         track.views[det.camera] = view
         if surface:
             track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel)
@@ -207,7 +228,8 @@ class Tracking:
             self.log.noops += 1
             return
         self.changed.add(node)
-        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera))
+        det_rgb = np.asarray(det.rgb, dtype=np.float64)
+        view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera), det_rgb)
         old_center = track.center.copy()
         if a["kind"] == "container":
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
@@ -215,6 +237,9 @@ class Tracking:
         changed = False
         shift = 0.0
         prev = None
+        before = track.views.get(cam)
+        before_rgb = None if before is None else before.rgb  # the view may be updated in place below
+        light = 0 if track.surface else _brightness_step(det_rgb, before_rgb, cfg.brightness_ratio)
         if track.surface:
             track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel):
@@ -248,8 +273,11 @@ class Tracking:
                 changed = True
             else:
                 prev.t = t
+                prev.rgb = det_rgb
             if changed:
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+            if moved or shift > cfg.move_tol or a["held"]:
+                light = 0  # a moving object's shading changes with its pose; only a still one "lights up"
         changes: dict = {}
         if not a["visible"]:
             changes.update(visible=True, status="visible", unseen_since=-1, inside="")
@@ -270,8 +298,19 @@ class Tracking:
             > cfg.log_tol
         ):
             changes.update(position=_vec(centre), box_min=_vec(track.box_min), box_max=_vec(track.box_max))
-        if det.colour != a["colour"] and colour_distance(det.rgb, np.asarray(a["rgb"])) > cfg.colour_tolerance:
-            changes.update(colour=det.colour, rgb=_vec(np.round(det.rgb.astype(np.float64), 4)))
+        # A colour change is what one camera sees change. A camera's first look at an object only shows
+        # it from another side (cameras disagree on colour), which is no change of the object.
+        if (
+            before_rgb is not None
+            and det.colour != colour_name(before_rgb)
+            and colour_distance(det_rgb, before_rgb) > cfg.colour_tolerance
+            and det.colour != a["colour"]
+        ):
+            changes.update(colour=det.colour, rgb=_vec(np.round(det_rgb, 4)))
+        elif light:
+            # Far brighter or dimmer in the same hue: a light went on or off, or the object went into
+            # shade. The name is kept (a white block in a drawer is still the white block).
+            changes.update(rgb=_vec(np.round(det_rgb, 4)))
         a["n_obs"] += 1
         a["last_seen"] = t
         if changes:
@@ -282,8 +321,8 @@ class Tracking:
                 if "visible" in changes
                 else "moved"
                 if motion
-                else "recoloured"
-                if "colour" in changes
+                else ("brightened" if light > 0 else "dimmed" if light < 0 else "recoloured")
+                if "rgb" in changes
                 else "refined"
             )
             if "visible" in changes:

@@ -28,6 +28,7 @@ class View:
     n_points: int  # valid pixels of the detection
     t: int
     eye_z: float = np.inf  # m, height of the camera that took it
+    rgb: np.ndarray | None = None  # (3,) mean colour in [0, 1] as this camera saw it; None if unknown
 
     def to_json(self) -> dict:
         return {
@@ -38,6 +39,7 @@ class View:
             "n_points": self.n_points,
             "t": self.t,
             "eye_z": None if not np.isfinite(self.eye_z) else float(self.eye_z),
+            "rgb": None if self.rgb is None else [float(c) for c in self.rgb],
         }
 
     @classmethod
@@ -51,6 +53,7 @@ class View:
             int(d["n_points"]),
             int(d["t"]),
             np.inf if d.get("eye_z") is None else float(d["eye_z"]),
+            None if d.get("rgb") is None else np.asarray(d["rgb"], dtype=np.float64),
         )
 
 
