@@ -213,3 +213,44 @@ def test_queries_name_objects_by_colour_and_class():
     assert memory.where_was(red, -1) is None
     assert memory.history(red)[0]["op"] == "ADD"
     assert memory.summary()["nodes"]["object"] == 2
+
+
+def test_a_track_lost_and_picked_up_close_by_stays_one_object():
+    """A view that throws the object 25 cm off (a bad mask, a fast move) starts no second object."""
+    memory = SpatialMemory()
+    vase = dict(label="vase", colour="red", size=(0.06, 0.06, 0.1))
+    for t in range(4):
+        memory.update(frame(t, [detection((0.40, 0.0, 0.05), **vase)]))
+    for t in range(4, 8):
+        memory.update(frame(t, [detection((0.40, 0.25, 0.05), **vase)]))
+    vases = memory.find(cls="vase")
+    assert len(vases) == 1, [memory.graph.nodes[v]["position"] for v in vases]
+    assert memory.graph.nodes[vases[0]]["position"][1] == pytest.approx(0.25, abs=0.01)
+    assert memory.where_was(vases[0], 2)[1] == pytest.approx(0.0, abs=0.01)
+
+
+def test_cameras_that_disagree_on_a_colour_do_not_flip_it():
+    """One camera sees an orange block yellowish (a highlight): the block stays orange, with no
+    colour events, until a camera sees its colour really change."""
+    from embodied.memory.recall import COLOUR_TAGS
+    from embodied.perception.types import Frame
+    from tests.memory_helpers import view
+
+    memory = SpatialMemory()
+    top, side = down_camera(), down_camera(0.45, 0.05, 1.2)
+
+    def both(t, top_colour, side_colour):
+        dets = [detection((0.4, 0.0, 0.02), colour=top_colour, camera="top", t=t),
+                detection((0.4, 0.0, 0.02), colour=side_colour, camera="side", t=t)]
+        pts = [dets[0].points.astype(float)]
+        memory.update(Frame(t, dets, [view(top, pts, name="top"), view(side, pts, name="side")]))
+
+    for t in range(5):
+        both(t, "orange", "yellow")
+    (block,) = memory.find(cls="block")
+    assert memory.graph.nodes[block]["colour"] == "orange"
+    assert not [e for e in memory.log.of_node(block) if e.tag in COLOUR_TAGS]
+    for t in range(5, 8):
+        both(t, "blue", "blue")
+    assert memory.graph.nodes[block]["colour"] == "blue"
+    assert [e.t for e in memory.log.of_node(block) if e.tag in COLOUR_TAGS] == [5]

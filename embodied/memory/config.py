@@ -67,6 +67,10 @@ class MemoryConfig:
     assoc_voxel: float = 0.025  # m; a detection point overlaps an object if a point of it lies within one voxel
     min_overlap: float = 0.25  # fraction of detection points; below this it is not the same place
     move_gate: float = 0.15  # m; an unmatched detection may continue a same-class track this close
+    # A node first seen at most this many steps after a same-class, same-colour node was last seen,
+    # this close to it, and never seen together with it, is that node picked up again.
+    handoff_steps: int = 3
+    handoff_gate: float = 0.5  # m
     reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
     colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
     # A camera that sees a still object this many times brighter (or dimmer) than it last did saw a light
@@ -74,6 +78,9 @@ class MemoryConfig:
     brightness_ratio: float = 1.4
     strict_class: bool = True  # masks mode: classes must match; geometric mode shape classes may differ
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
+    # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
+    # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).
+    move_tol_pixels: float = 1.0
     log_tol: float = 0.01  # m; position change that is written to the event log
     max_object_points: int = 256  # fused cloud cap per object
     # Visibility: a remembered point is "seen through" if the depth image reads

@@ -59,6 +59,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.changed: set[str] = set()
         self.frames = 0
         self._eyes: dict[str, float] = {}  # camera -> height (m) in the current frame
+        self._optics: dict[str, tuple[np.ndarray, float]] = {}  # camera -> (position (3,) m, focal length px)
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -117,6 +118,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.frames += 1
         self.changed: set[str] = set()  # nodes whose geometry changed this frame
         self._eyes = {v.name: float(v.cam_to_world[2, 3]) for v in frame.views}
+        self._optics = {v.name: (v.cam_to_world[:3, 3], float(v.K[0, 0])) for v in frame.views}
         seen: set[str] = set()
         by_camera: dict[str, list] = {}
         for det in frame.objects:

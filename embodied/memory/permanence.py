@@ -9,7 +9,9 @@ Objects that vanish inside a container's box (a ball under a cup, a block in
 a shutting drawer) are recorded ``inside`` it, status ``hidden``.
 
 Duplicates: a node seen this frame is merged into an older one of its class
-when both describe one thing and no camera ever saw both at once.
+when both describe one thing and no camera ever saw both at once: their
+points overlap, or the old track was lost just before the new one started,
+close by (a hand-off).
 """
 
 from __future__ import annotations
@@ -76,15 +78,24 @@ class Permanence:
                 if tn.surface or to.surface:
                     same = np.prod(w) >= 0.5 * small
                 else:
-                    same = overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5 and same_colour(
+                    same = same_colour(
                         a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]), cfg.colour_tolerance
-                    )
+                    ) and (overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5 or self._handoff(old, new, touched))
                 if same:
                     keep, drop = (old, new) if b["first_seen"] <= a["first_seen"] else (new, old)
                     self._merge(keep, drop, t)
                     if drop == new:
                         break
                     a, tn = self._graph.nodes[new], self.tracks[new]
+
+    def _handoff(self, old: str, new: str, touched: set) -> bool:
+        """A track lost and picked up again as a new node: ``old`` stopped being seen just before
+        ``new`` first was (a bad view moved it off, or a mask was cut at the image edge), close by."""
+        cfg = self.config
+        a, b = self._graph.nodes[new], self._graph.nodes[old]
+        gap = a["first_seen"] - b["last_seen"]
+        near = np.linalg.norm(self.tracks[new].center - self.tracks[old].center) < cfg.handoff_gate
+        return old not in touched and 0 < gap <= cfg.handoff_steps and bool(near)
 
     def _merge(self, keep: str, drop: str, t: int) -> None:
         """Fold ``drop`` into ``keep`` (the older node keeps its history) and delete ``drop``."""

@@ -168,6 +168,14 @@ class Tracking:
         return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
 
     # --- track updates ------------------------------------------------------
+    def _pixel_size(self, camera: str, point: np.ndarray) -> float:
+        """Metres one pixel of ``camera`` spans at ``point`` (0 if the camera is unknown)."""
+        optics = self._optics.get(camera)
+        if optics is None:
+            return 0.0
+        position, focal = optics
+        return float(np.linalg.norm(np.asarray(point) - position)) / max(focal, 1e-6)
+
     def _eye_z(self, camera: str) -> float:
         """Height (m) of a camera of the current frame; inf if unknown."""
         return self._eyes.get(camera, np.inf)
@@ -237,6 +245,7 @@ class Tracking:
         changed = False
         shift = 0.0
         prev = None
+        creep = 0.003
         before = track.views.get(cam)
         before_rgb = None if before is None else before.rgb  # the view may be updated in place below
         light = 0 if track.surface else _brightness_step(det_rgb, before_rgb, cfg.brightness_ratio)
@@ -247,7 +256,12 @@ class Tracking:
                 changed = True
         else:
             prev = track.views.get(cam)
-            ref, tol = (prev.center, cfg.move_tol) if prev is not None else (track.center, 2.5 * cfg.move_tol)
+            pixel = cfg.move_tol_pixels * self._pixel_size(cam, det.center)
+            tol = max(cfg.move_tol, pixel)
+            # Below one pixel a shift is noise where pixels are coarser than move_tol (far objects);
+            # up close, a few millimetres a step is a slow push.
+            creep = pixel if pixel > cfg.move_tol else 0.003
+            ref, tol = (prev.center, tol) if prev is not None else (track.center, 2.5 * tol)
             shift = float(np.linalg.norm(det.center - ref))
             # Held objects and moving parts (a drawer sliding shut shows less of itself) change
             # their views for real; for the rest a much smaller view means occlusion.
@@ -276,7 +290,7 @@ class Tracking:
                 prev.rgb = det_rgb
             if changed:
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
-            if moved or shift > cfg.move_tol or a["held"]:
+            if moved or shift > tol or a["held"]:
                 light = 0  # a moving object's shading changes with its pose; only a still one "lights up"
         changes: dict = {}
         if not a["visible"]:
@@ -315,7 +329,7 @@ class Tracking:
         a["last_seen"] = t
         if changes:
             # Motion: a big jump, or the same camera saw it shift (a new camera's view only refines).
-            motion = moved or (prev is not None and shift > 0.003 and "position" in changes)
+            motion = moved or (prev is not None and shift > creep and "position" in changes)
             tag = (
                 "seen"
                 if "visible" in changes
