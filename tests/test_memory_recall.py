@@ -39,14 +39,15 @@ def test_put_block_back_start_pose_within_2cm_with_shuffled_ids():
     assert report.correct and np.all(np.isfinite(start))
 
 
-def test_geometric_mode_recalls_the_start_pose_without_masks():
+@pytest.mark.parametrize("task", ["PutBlockBack-v0", "RememberColor-v0", "SequenceRecall-v0"])
+def test_geometric_mode_recalls_without_masks_or_classes(task):
+    """No masks and no class labels: the block by colour, the screen and the buttons by their colour changes."""
     config = PerceptionConfig(mode="geometric", seed=0)
     from embodied.memory import MemoryConfig
 
-    report = run_episode(
-        "PutBlockBack-v0", 0, config, MemoryConfig(strict_class=False), accuracy=False, stop_at_recall=True
-    )
+    report = run_episode(task, 0, config, MemoryConfig(strict_class=False), accuracy=False, stop_at_recall=True)
     assert report.correct, report.answer
+    assert not report.memory.find(cls="block") and not report.memory.find(cls="button")
 
 
 def test_eval_memory_reports_success_and_accuracy():

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from embodied.memory.memory import SpatialMemory
-from embodied.perception.colour import COLOUR_NAMES, colour_distance
+from embodied.perception.colour import COLOUR_NAMES, colour_distance, colour_name
 
 # Event tags of a colour change: a new colour name, or a light going on / off (see tracker).
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
@@ -129,11 +129,11 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
     """Which colour did the screen show? The most saturated colour the panel was seen with;
     the answer is the block closest to it in colour (names can differ: the panel's grey stand
     dulls its mean colour)."""
+    changed = {e.node for tag in COLOUR_TAGS for e in memory.log.of_tag(tag) if e.node in memory.graph}
     panels = memory.find(cls="cue_panel")
     if not panels:
         # No panel class in the vocabulary: whatever changed colour and is not a block.
-        changed = {e.node for tag in COLOUR_TAGS for e in memory.log.of_tag(tag)}
-        panels = sorted(n for n in changed if n in memory.graph and memory.graph.nodes[n]["cls"] != "block")
+        panels = sorted(n for n in changed if memory.graph.nodes[n]["cls"] != "block")
     colours = []
     for panel in panels:
         for e in memory.log.of_node(panel):
@@ -142,7 +142,9 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
     if not colours:
         return {"answer": None}
     cue_rgb, cue_name = max(colours, key=lambda c: _saturation(c[0]))
-    blocks = memory.find(cls="block")
+    cue_name = cue_name or colour_name(np.asarray(cue_rgb))
+    # Without class labels (geometric perception) the blocks are the objects that never changed colour.
+    blocks = memory.find(cls="block") or [n for n in memory.find(kind="object") if n not in changed]
     if not blocks:
         return {"answer": None, "cue_colour": cue_name}
     block = min(blocks, key=lambda b: colour_distance(memory.graph.nodes[b]["rgb"], cue_rgb))
@@ -158,8 +160,9 @@ def answer_remember_color(memory: SpatialMemory, goal: dict | None) -> dict:
 def answer_sequence_recall(memory: SpatialMemory, goal: dict | None) -> dict:
     """In which order did the buttons light up? Their "brightened" events (a camera saw the
     still button turn much brighter), in time order; both cameras seeing one flash count once."""
-    lit = sorted((e.t, button) for button in memory.find(cls="button") for e in memory.log.of_node(button)
-                 if e.tag == "brightened")
+    # Without class labels (geometric perception) anything that lit up is a button.
+    buttons = memory.find(cls="button") or sorted({e.node for e in memory.log.of_tag("brightened")} & set(memory.graph))
+    lit = sorted((e.t, button) for button in buttons for e in memory.log.of_node(button) if e.tag == "brightened")
     order = [b for k, (_, b) in enumerate(lit) if k == 0 or lit[k - 1][1] != b]
     return {
         "answer": [memory.graph.nodes[b]["position"] for b in order] or None,
