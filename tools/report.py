@@ -128,9 +128,15 @@ def viz_line(out: Path) -> list[str]:
 CAPTIONS = {
     "runs": """
 `embodied run --task NAME --policy expert|memoryless|random --episodes 100 --json`,
-seeds 0–99, default knobs. *Chance* is the task's formula; *memoryless
-expert* is the scripted expert acting on a guessed cue (it measures chance);
-*random* samples uniform actions.
+seeds 0–99, default knobs. *Chance* is the task's formula for an agent that
+acts perfectly with no memory. *Memoryless expert* measures it: the scripted
+expert with a cue guessed at the first recall step. *Random* samples uniform
+actions; it fails even where chance is 33%, because it lacks the skill
+(grasping, pressing), not only the memory. In the apartment the memoryless
+expert still knows the layout it toured, so it is an upper bound there:
+MovedObject's move stays among at most three spots of one room (hence about
+1/3, against 1/13 for an agent that remembers nothing), and MultiGoal's
+counts only the first goal.
 """,
     "env": """
 `embodied bench env --json`: control steps per second with random actions,
@@ -140,8 +146,10 @@ and the bare cost of rendering one observation (all cameras).
     "eval": """
 `embodied eval-memory --episodes 100 --json` (masks, ids shuffled every frame)
 and `embodied eval-memory --mode geometric --task NAME ... --episodes 100 --json`
-(no masks; manipulation only). Recall: the memory's answer to the task's
-question at the first recall step is right. Accuracy, against simulator truth
+(no masks, no class labels; manipulation only). Recall: the memory's answer
+to the task's question at the first recall step is right. Geometric mode
+has no notion of drawers or cups yet (it labels clusters by size), so the
+drawer and cup questions cannot be answered there yet. Accuracy, against simulator truth
 over whole expert episodes, masks mode: the median object position error and
 on/in relation precision and recall (medians over episodes), and duplicated
 or merged objects summed over all 100 episodes.
