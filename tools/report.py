@@ -23,14 +23,17 @@ def _load(path: Path):
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
+    if x is None:
+        return "-"
+    return f"{100 * x:.2f}%" if 0 < x < 0.001 else f"{100 * x:.1f}%"
 
 
 def runs_table(out: Path) -> list[str]:
     rows = []
-    for path in sorted(out.glob("run_*_expert.json")):
-        task = path.name.removeprefix("run_").removesuffix("_expert.json")
-        expert = _load(path)
+    tasks = [path.name.removeprefix("run_").removesuffix("_expert.json") for path in out.glob("run_*_expert.json")]
+    order = [r["task"] for r in _load(out / "bench_env.json") or []]  # registry order, where known
+    for task in sorted(tasks, key=lambda t: (order.index(t) if t in order else len(order), t)):
+        expert = _load(out / f"run_{task}_expert.json")
         random = _load(out / f"run_{task}_random.json")
         memoryless = _load(out / f"run_{task}_memoryless.json")
         n = expert["n_episodes"]
@@ -148,8 +151,8 @@ and the bare cost of rendering one observation (all cameras).
 and `embodied eval-memory --mode geometric --task NAME ... --episodes 100 --json`
 (no masks, no class labels; manipulation only). Recall: the memory's answer
 to the task's question at the first recall step is right. Geometric mode
-has no notion of drawers or cups yet (it labels clusters by size), so the
-drawer and cup questions cannot be answered there yet. Accuracy, against simulator truth
+has no notion of drawers or cups yet (it labels clusters by size), so it
+cannot answer the drawer and cup questions. Accuracy, against simulator truth
 over whole expert episodes, masks mode: the median object position error and
 on/in relation precision and recall (medians over episodes), and duplicated
 or merged objects summed over all 100 episodes.
