@@ -2,7 +2,7 @@
 
 Per camera, detections are matched one-to-one to remembered nodes, greedily
 by score:
-  settled  same class and colour name, same centre (4 mm) and size as this
+  settled  same class, same centre (4 mm), size and colour as this
            camera's last view of the node                   score 3
   overlap  same class, compatible colour, >= min_overlap of the detection's
            points within one voxel of the node's points     score 1 + overlap
@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
+from embodied.memory.gating import brightness_step, colour_distance_matrix, footprint_overlap
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name, same_colour
@@ -33,14 +34,6 @@ UNSEEN_REID = ("missing", "out_of_view", "hidden")
 
 def _vec(a) -> tuple[float, float, float]:
     return (float(a[0]), float(a[1]), float(a[2]))
-
-
-def _brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) -> int:
-    """+1 if one camera now sees the object ``ratio`` times brighter than before, -1 if dimmer, else 0."""
-    if before is None:
-        return 0
-    now, then = max(float(rgb.max()), 1e-3), max(float(before.max()), 1e-3)
-    return 1 if now > ratio * then else -1 if then > ratio * now else 0
 
 
 class Tracking:
@@ -104,12 +97,12 @@ class Tracking:
             # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
             # detection is judged against this camera's own last look where there is one.
             known = ~np.isnan(seen_rgb[:, 0])
-            as_before = known[None] & (_colour_distance_matrix(d_rgb, np.nan_to_num(seen_rgb)) < cfg.colour_tolerance)
+            as_before = known[None] & (colour_distance_matrix(d_rgb, np.nan_to_num(seen_rgb)) < cfg.colour_tolerance)
             d_value = np.maximum(d_rgb.max(axis=1), 1e-3)[:, None]
             as_bright = np.abs(np.log(d_value / np.maximum(np.nan_to_num(seen_rgb).max(axis=1), 1e-3)[None]))
             as_before &= as_bright < np.log(cfg.brightness_ratio)
             col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
-                _colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
+                colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
             ) | as_before
             touching = gap < 0.05
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
@@ -127,7 +120,7 @@ class Tracking:
                 ov = 0.0
                 if touching[i, j]:
                     if surface[j] or big[i]:
-                        ov = _footprint_overlap(det, lo[j], hi[j])
+                        ov = footprint_overlap(det, lo[j], hi[j])
                     else:
                         ov = overlap(det.points, self.tracks[node].keys, cfg.assoc_voxel)
                 if ov >= cfg.min_overlap and col_ok[i, j]:
@@ -248,7 +241,7 @@ class Tracking:
         creep = 0.003
         before = track.views.get(cam)
         before_rgb = None if before is None else before.rgb  # the view may be updated in place below
-        light = 0 if track.surface else _brightness_step(det_rgb, before_rgb, cfg.brightness_ratio)
+        light = 0 if track.surface else brightness_step(det_rgb, before_rgb, cfg.brightness_ratio)
         if track.surface:
             track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.max_object_points, cfg.assoc_voxel):
@@ -382,28 +375,6 @@ class Tracking:
             a = self._graph.nodes[node]
             if a["inside"] == container and not a["visible"] and bottom > self.tracks[node].box_max[2] + 0.005:
                 self._set(node, t, "uncovered", {"inside": "", "status": "unseen"})
-
-
-def _colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``colour_distance`` between every row of a (D,3) and of b (N,3): (D,N)."""
-    na = np.maximum(a.max(axis=1), 1e-3)
-    nb = np.maximum(b.max(axis=1), 1e-3)
-    d = np.sqrt((((a / na[:, None])[:, None] - (b / nb[:, None])[None]) ** 2).sum(axis=2))
-    return d * 0.7 + np.abs(na[:, None] - nb[None]) * 0.3
-
-
-def _footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
-    """Fraction of a big detection's box inside a support's accumulated box (grown 2 cm).
-
-    Supports and furniture are seen in pieces (a table's near half, a wall
-    segment, the lower part of a fridge); the node's box is the union of the
-    pieces seen so far, so a new piece of the same thing lies in or against it.
-    Thin sides get a 5 mm minimum so slivers (a pad mostly hidden under a
-    block) still count.
-    """
-    dlo, dhi = det.box_min - 0.0025, det.box_max + 0.0025
-    w = np.clip(np.minimum(dhi, hi + 0.02) - np.maximum(dlo, lo - 0.02), 0, None)
-    return float(np.prod(w) / np.prod(dhi - dlo))
 
 
 def _confidence(n_obs: int, status: str) -> float:

@@ -1,0 +1,37 @@
+"""Per-pair tests the tracker gates detections with: colour, brightness, footprint overlap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.perception.types import ObjectObservation
+
+
+def brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) -> int:
+    """+1 if one camera now sees the object ``ratio`` times brighter than before, -1 if dimmer, else 0."""
+    if before is None:
+        return 0
+    now, then = max(float(rgb.max()), 1e-3), max(float(before.max()), 1e-3)
+    return 1 if now > ratio * then else -1 if then > ratio * now else 0
+
+
+def colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``colour_distance`` between every row of a (D,3) and of b (N,3): (D,N)."""
+    na = np.maximum(a.max(axis=1), 1e-3)
+    nb = np.maximum(b.max(axis=1), 1e-3)
+    d = np.sqrt((((a / na[:, None])[:, None] - (b / nb[:, None])[None]) ** 2).sum(axis=2))
+    return d * 0.7 + np.abs(na[:, None] - nb[None]) * 0.3
+
+
+def footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Fraction of a big detection's box inside a support's accumulated box (grown 2 cm).
+
+    Supports and furniture are seen in pieces (a table's near half, a wall
+    segment, the lower part of a fridge); the node's box is the union of the
+    pieces seen so far, so a new piece of the same thing lies in or against it.
+    Thin sides get a 5 mm minimum so slivers (a pad mostly hidden under a
+    block) still count.
+    """
+    dlo, dhi = det.box_min - 0.0025, det.box_max + 0.0025
+    w = np.clip(np.minimum(dhi, hi + 0.02) - np.maximum(dlo, lo - 0.02), 0, None)
+    return float(np.prod(w) / np.prod(dhi - dlo))
