@@ -23,6 +23,15 @@ def colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return d * 0.7 + np.abs(na[:, None] - nb[None]) * 0.3
 
 
+def looks_as_before(rgb: np.ndarray, seen: np.ndarray, tolerance: float, ratio: float) -> np.ndarray:
+    """(D,N) bool: detection colour (D,3) matches each node's last look from this camera (N,3; NaN
+    rows: no look yet, never a match), in hue within ``tolerance`` and in brightness within ``ratio``."""
+    known = ~np.isnan(seen[:, 0])
+    seen = np.nan_to_num(seen)
+    value = np.log(np.maximum(rgb.max(axis=1), 1e-3))[:, None] - np.log(np.maximum(seen.max(axis=1), 1e-3))[None]
+    return known[None] & (colour_distance_matrix(rgb, seen) < tolerance) & (np.abs(value) < np.log(ratio))
+
+
 def footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) -> float:
     """Fraction of a big detection's box inside a support's accumulated box (grown 2 cm).
 

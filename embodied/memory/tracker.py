@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
-from embodied.memory.gating import brightness_step, colour_distance_matrix, footprint_overlap
+from embodied.memory.gating import brightness_step, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name, same_colour
@@ -62,11 +62,11 @@ class Tracking:
         views = [tr.views.get(camera) for tr in tracks]
         last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
         size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
-        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
         # Colour of each node's last view from this camera (nan: none, or no colour kept).
         seen_rgb = np.array(
             [v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views], dtype=np.float64
         ).reshape(-1, 3)
+        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
         ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
         velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
@@ -96,11 +96,7 @@ class Tracking:
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
             # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
             # detection is judged against this camera's own last look where there is one.
-            known = ~np.isnan(seen_rgb[:, 0])
-            as_before = known[None] & (colour_distance_matrix(d_rgb, np.nan_to_num(seen_rgb)) < cfg.colour_tolerance)
-            d_value = np.maximum(d_rgb.max(axis=1), 1e-3)[:, None]
-            as_bright = np.abs(np.log(d_value / np.maximum(np.nan_to_num(seen_rgb).max(axis=1), 1e-3)[None]))
-            as_before &= as_bright < np.log(cfg.brightness_ratio)
+            as_before = looks_as_before(d_rgb, seen_rgb, cfg.colour_tolerance, cfg.brightness_ratio)
             col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
                 colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
             ) | as_before
@@ -111,7 +107,7 @@ class Tracking:
             same = ok & (np.sqrt(((last[None] - d_c[:, None]) ** 2).sum(axis=2)) < 0.004)
             same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
             same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
-            same &= np.where(known[None], as_before, same_name)
+            same &= np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
                 pairs.append((3.0, i, nodes[j], SETTLED))
@@ -248,7 +244,7 @@ class Tracking:
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
                 changed = True
         else:
-            prev = track.views.get(cam)
+            prev = before
             pixel = cfg.move_tol_pixels * self._pixel_size(cam, det.center)
             tol = max(cfg.move_tol, pixel)
             # Below one pixel a shift is noise where pixels are coarser than move_tol (far objects);
