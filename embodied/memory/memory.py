@@ -26,7 +26,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from embodied.memory.agent import AgentTracking
+from embodied.memory.agent import AGENT, AgentTracking
 from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
@@ -227,6 +227,14 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         for u, v, k in want - have:
             self._graph.add_edge(u, v, key=k, rel=k)
         self._edges_dirty = False
+
+    # --- the agent's own notes -----------------------------------------------------------
+    def note(self, t: int, tag: str, text: str) -> None:
+        """Log what the agent did or decided (plan, skill_failed, replan, ...) as an event of the
+        agent node at step ``t`` (clamped so the log stays in time order)."""
+        if AGENT not in self._graph:
+            return
+        self.log.append(max(int(t), self.log.last_t, self.t), UPDATE, AGENT, tag, {"note": str(text)})
 
     # --- persistence (see embodied.memory.persistence) ----------------------------------
     def save(self, path) -> Path:

@@ -68,6 +68,7 @@ class Queries:
             "room": self.room_of(node),
             "last_seen": a.get("last_seen", -1),
             "state": a.get("state", ""),
+            "held": bool(a.get("held", False)),
         }
 
     def where_was(self, obj: str, t: int) -> tuple[float, float, float] | None:

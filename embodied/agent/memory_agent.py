@@ -1,0 +1,209 @@
+"""MemoryAgent: perceive -> remember -> plan -> act, on sensors alone.
+
+    agent = MemoryAgent(labels)            # labels: the detector's vocabulary, instance id -> class
+    agent.reset()
+    action = agent.act(obs)                # every control step
+    agent.memory, agent.plan, agent.current_call, agent.plan_text()
+
+Each step the observation is perceived (``embodied.perception``) and folded
+into a :class:`~embodied.memory.SpatialMemory`. Whenever the goal text changes
+it is parsed (``embodied.planner.grammar``) and planned from memory
+(``embodied.planner.Planner``) into skill calls, which run one after another
+through the skill library (scripted skills by default; learned heads implement
+the same :class:`~embodied.agent.skills.Skill` protocol). After each call the
+planner checks its effect in memory; a failure is retried, then replanned from
+memory, a bounded number of times, and each is logged as a memory event.
+
+Ablations: ``wipe_at_recall`` gives the agent a fresh memory at the first
+recall step (it knows only what it senses from then on); ``blank_observe``
+feeds perception blank frames while the goal's phase is 0 (observe).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embodied.agent.skills.arm import arm_skills
+from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.perception import Perceiver, PerceptionConfig
+from embodied.planner.calls import SkillCall
+from embodied.planner.grammar import Goal, parse
+from embodied.planner.planner import Planner
+from embodied.planner.resolver import ResolutionError
+
+RECALL = 2
+ARM_PROPRIO, BASE_PROPRIO = 22, 5
+
+
+@dataclass
+class AgentConfig:
+    perception: PerceptionConfig = field(default_factory=lambda: PerceptionConfig(shuffle_ids=True))
+    memory: MemoryConfig | None = None
+    max_retries: int = 2  # per call, before replanning
+    max_replans: int = 3  # per goal, before giving up
+    wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
+    blank_observe: bool = False  # ablation: perception sees blank frames during observe
+    settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
+
+
+class MemoryAgent:
+    """A :class:`policies.Policy`: ``reset()``, then ``act(obs) -> action`` each step."""
+
+    def __init__(self, labels: dict[int, str], config: AgentConfig | None = None, skills: dict | None = None,
+                 planner: Planner | None = None):
+        self.labels = dict(labels)
+        self.config = config or AgentConfig()
+        self.planner = planner or Planner()
+        self._skills_given = skills
+        self.reset()
+
+    # --- policy protocol -------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> None:
+        cfg = self.config
+        if seed is not None:
+            cfg.perception.seed = int(seed)
+        self.perceive = Perceiver(self.labels, cfg.perception)
+        self.memory = SpatialMemory(cfg.memory)
+        self.skills = self._skills_given if self._skills_given is not None else dict(arm_skills())
+        self.t = 0
+        self.goal_text: str | None = None
+        self.goal: Goal | None = None
+        self.target_rgb = None
+        self.plan: list[SkillCall] = []  # the calls still to run, current first
+        self.done_calls: list[SkillCall] = []
+        self.current_call: SkillCall | None = None
+        self.skill = None
+        self.log: list[dict] = []  # what happened: plans, skill ends, failures, replans
+        self.attempts = 0
+        self.replans = 0
+        self._settle = 0
+        self._since = 0
+        self._phase = 0
+        self._action_dim: int | None = None
+        self._idle = None
+
+    def act(self, obs: dict[str, Any]) -> np.ndarray:
+        if self._action_dim is None:
+            dim = np.asarray(obs["proprio"]).shape[0]
+            self._action_dim = 5 if dim == ARM_PROPRIO else 2
+            self._idle = np.zeros(self._action_dim, dtype=np.float32)
+            if self._action_dim == 5:
+                self._idle[4] = 1.0  # gripper open
+        self._remember(obs)
+        self._follow_goal(obs)
+        if self.skill is not None and (self.skill.done or self.skill.failed):
+            if self._settle > 0:
+                self._settle -= 1
+                return self._hold_action()
+            self._finish_skill(obs)
+        if self.skill is None:
+            self._start_next(obs)
+        if self.skill is None:
+            return self._hold_action()
+        action = np.asarray(self.skill.act(obs), dtype=np.float32)
+        if self.skill.done or self.skill.failed:
+            self._settle = self.config.settle_steps
+        if self._action_dim == 5:
+            self._idle[4] = action[4]  # keep the gripper as the last skill left it
+        return action
+
+    # --- perception + memory ---------------------------------------------------------
+    def _remember(self, obs: dict) -> None:
+        phase = int(obs["goal"]["phase"])
+        if phase == RECALL and self._phase != RECALL and self.config.wipe_at_recall:
+            self.memory = SpatialMemory(self.config.memory)
+        self._phase = phase
+        if self.config.blank_observe and phase == 0:
+            obs = _blank(obs)
+        self.memory.update(self.perceive(obs, self.t))
+        self.t += 1
+
+    # --- planning --------------------------------------------------------------------
+    def _follow_goal(self, obs: dict) -> None:
+        text = obs["goal"]["text"]
+        if text == self.goal_text:
+            return
+        self.goal_text = text
+        self.goal = parse(text)
+        self.target_rgb = np.asarray(obs["goal"].get("target_rgb", np.zeros(3)), dtype=np.float64)
+        self.replans = 0
+        self.skill, self.current_call = None, None
+        self.done_calls = []
+        self._make_plan("plan")
+
+    def _make_plan(self, why: str) -> None:
+        try:
+            self.plan = self.planner.plan(self.goal, self.memory, self.target_rgb)
+        except ResolutionError as err:
+            self.plan = []
+            self._note("unresolved", str(err))
+            return
+        self.attempts = 0
+        if self.plan or why != "plan":
+            self._note(why, self.plan_text())
+
+    def _start_next(self, obs: dict) -> None:
+        if not self.plan:
+            self.current_call = None
+            return
+        call = self.planner.refresh(self.plan[0], self.memory, self.target_rgb)
+        self.plan[0] = call
+        skill = self.skills.get(call.skill)
+        if skill is None:
+            self._note("no_skill", f"no skill runs {call.skill!r}; have {sorted(self.skills)}")
+            self.plan = []
+            return
+        skill.start(call, obs)
+        self.skill, self.current_call = skill, call
+        self._since = self.t
+
+    def _finish_skill(self, obs: dict) -> None:
+        call, skill = self.current_call, self.skill
+        self.skill, self.current_call = None, None
+        ok = not skill.failed and self.planner.check(call, self.memory, self._since)
+        if ok:
+            self.done_calls.append(self.plan.pop(0))
+            self.attempts = 0
+            self._note("skill_done", str(call))
+            return
+        self.attempts += 1
+        self._note("skill_failed", f"{call} (attempt {self.attempts})")
+        dropped = call.skill == "place" and not self.memory.where_is(call.target)["held"] \
+            if call.target in self.memory.graph else False
+        if self.attempts <= self.config.max_retries and not dropped:
+            return  # the same call again, refreshed from memory when it starts
+        if self.replans >= self.config.max_replans:
+            self._note("gave_up", str(call))
+            self.plan = []
+            return
+        self.replans += 1
+        self._make_plan("replan")
+
+    # --- helpers ---------------------------------------------------------------------
+    def _hold_action(self) -> np.ndarray:
+        return self._idle.copy()
+
+    def _note(self, tag: str, text: str) -> None:
+        self.log.append({"t": self.t, "tag": tag, "text": text})
+        self.memory.note(self.t, tag, text)
+
+    def plan_text(self) -> str:
+        """The plan as numbered lines: done calls, the current one (>), the rest."""
+        lines = [f"  {k + 1}. {c}  [done]" for k, c in enumerate(self.done_calls)]
+        for k, c in enumerate(self.plan):
+            mark = ">" if k == 0 and self.skill is not None else " "
+            lines.append(f"{mark} {len(self.done_calls) + k + 1}. {c}")
+        head = f"goal: {self.goal_text}" if self.goal_text else "goal: -"
+        return "\n".join([head, *lines])
+
+
+def _blank(obs: dict) -> dict:
+    """The observation with every image zeroed (no colour, no depth return, no instances)."""
+    out = dict(obs)
+    for key, value in obs.items():
+        if key.startswith(("rgb/", "depth/", "segmentation/")):
+            out[key] = np.zeros_like(value)
+    return out

@@ -1,0 +1,216 @@
+"""The instruction grammar: goal text -> :class:`Goal`.
+
+Every task's goal text falls in this small grammar (words are lower-cased,
+commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
+
+    goal      := "put" ref "back where it" ("started" | "was")      -> put_back
+               | "put everything back where it was"                  -> put_back, everything
+               | "open" ref | "close" ref | "lift" ref | "touch" ref -> open / close / lift / touch
+               | "retrieve" ref | "pick up" ref                      -> retrieve
+               | "press" ref ["in the order they lit up"]            -> press
+               | "go to" ref                                         -> go_to (where it is now)
+               | "go to where" ref "was first seen"                  -> go_to (where it was first)
+               | ("watch" | "remember" | "follow" | "wait" | "get ready" | "close") ...
+                                                                     -> observe (nothing to do yet)
+    ref       := ("the" | "a") {adjective} noun {clause}
+    adjective := colour | "open" | "closed"
+    clause    := "that was" ("open" | "closed") "before"
+               | "that" ("hides" | "holds" | "covers") ref
+               | "that has the colour the" noun "showed"
+    noun      := a class word, singular or plural ("buttons": every one);
+                 "screen" means the cue panel
+
+"close the open drawer" is an action (close), not observation: the verb is
+followed by a ref. The grammar knows no task names: a new task whose text
+fits it needs no planner code. Text outside it raises :class:`GrammarError`,
+which says what the grammar understands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embodied.perception.colour import COLOUR_NAMES
+
+COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
+STATES = ("open", "closed")
+NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey"}
+OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")
+ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "observe")
+
+UNDERSTOOD = (
+    "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
+    "retrieve the <ref> | press the <ref>[ in the order they lit up] | go to the <ref> | "
+    "go to where the <ref> was first seen | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
+    "<class> [that was open|closed before | that hides/holds/covers the <ref> | "
+    "that has the colour the screen showed]"
+)
+
+
+class GrammarError(ValueError):
+    """An instruction outside the grammar; the message says what the grammar understands."""
+
+    def __init__(self, text: str, why: str):
+        super().__init__(f"cannot parse instruction {text!r}: {why}. Understood: {UNDERSTOOD}")
+        self.text = text
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A description of object(s) in memory."""
+
+    noun: str  # memory class ("block", "drawer", "cue_panel", ...) or "everything"
+    colour: str | None = None
+    plural: bool = False
+    state: str | None = None  # "open"/"closed" now
+    was_state: str | None = None  # "that was open before"
+    holds: Ref | None = None  # "that hides the ball"
+    colour_of: str | None = None  # "that has the colour the screen showed": the showing noun's class
+
+    def __str__(self) -> str:
+        words = [w for w in (self.state, self.colour) if w] + [self.noun + ("s" if self.plural else "")]
+        if self.was_state:
+            words.append(f"that was {self.was_state} before")
+        if self.holds is not None:
+            words.append(f"that holds the {self.holds}")
+        if self.colour_of:
+            words.append(f"that has the colour the {self.colour_of} showed")
+        return " ".join(words)
+
+
+@dataclass(frozen=True)
+class Goal:
+    action: str  # one of ACTIONS
+    ref: Ref | None = None
+    when: str = "now"  # "now" or "first": go to where it was first seen / put back where it started
+    order: str | None = None  # "lit": in the order they lit up
+    text: str = ""
+
+
+def parse(text: str) -> Goal:
+    """Parse one instruction; raises :class:`GrammarError` outside the grammar."""
+    if not isinstance(text, str) or not text.strip():
+        raise GrammarError(str(text), "the instruction is empty")
+    words = text.lower().replace(",", " ").replace(".", " ").split()
+    parser = _Parser(words, text)
+    goal = parser.goal()
+    return goal
+
+
+class _Parser:
+    def __init__(self, words: list[str], text: str):
+        self.words, self.text, self.k = words, text, 0
+
+    # --- token helpers ------------------------------------------------------------
+    def peek(self, n: int = 1) -> list[str]:
+        return self.words[self.k : self.k + n]
+
+    def accept(self, *phrase: str) -> bool:
+        if self.peek(len(phrase)) == list(phrase):
+            self.k += len(phrase)
+            return True
+        return False
+
+    def expect(self, *phrase: str) -> None:
+        if not self.accept(*phrase):
+            got = " ".join(self.words[self.k :]) or "the end"
+            raise GrammarError(self.text, f"expected {' '.join(phrase)!r} but found {got!r}")
+
+    def end(self) -> None:
+        if self.k != len(self.words):
+            raise GrammarError(self.text, f"unexpected words {' '.join(self.words[self.k:])!r}")
+
+    # --- rules -------------------------------------------------------------------
+    def goal(self) -> Goal:
+        text = self.text
+        for verb in OBSERVE_VERBS:
+            if self.accept(*verb.split()):
+                return Goal("observe", text=text)
+        if self.accept("put"):
+            if self.accept("everything"):
+                self.expect("back", "where", "it", "was")
+                self.end()
+                return Goal("put_back", Ref("everything", plural=True), when="first", text=text)
+            ref = self.ref()
+            self.expect("back", "where", "it")
+            if not (self.accept("started") or self.accept("was")):
+                raise GrammarError(text, "expected 'started' or 'was' after 'back where it'")
+            self.end()
+            return Goal("put_back", ref, when="first", text=text)
+        if self.accept("go", "to"):
+            if self.accept("where"):
+                ref = self.ref()
+                self.expect("was", "first", "seen")
+                self.end()
+                return Goal("go_to", ref, when="first", text=text)
+            ref = self.ref()
+            self.end()
+            return Goal("go_to", ref, text=text)
+        if self.accept("pick", "up") or self.accept("retrieve") or self.accept("fetch"):
+            ref = self.ref()
+            self.end()
+            return Goal("retrieve", ref, text=text)
+        if self.accept("press"):
+            ref = self.ref()
+            order = None
+            if self.accept("in", "the", "order", "they", "lit", "up"):
+                order = "lit"
+            self.end()
+            return Goal("press", ref, order=order, text=text)
+        for verb in ("open", "close", "lift", "touch"):
+            if self.accept(verb):
+                ref = self.ref()
+                self.end()
+                return Goal(verb, ref, text=text)
+        first = self.words[0] if self.words else ""
+        raise GrammarError(text, f"unknown verb {first!r}")
+
+    def ref(self) -> Ref:
+        if not (self.accept("the") or self.accept("a") or self.accept("an")):
+            raise GrammarError(self.text, f"expected 'the <object>' at {' '.join(self.words[self.k:])!r}")
+        colour = state = None
+        while self.peek() and (self.peek()[0] in COLOURS or self.peek()[0] in STATES):
+            word = self.words[self.k]
+            self.k += 1
+            if word in STATES:
+                state = word
+            else:
+                colour = "grey" if word == "gray" else word
+        if not self.peek():
+            raise GrammarError(self.text, "expected an object class after 'the'")
+        noun, plural = _singular(self.words[self.k])
+        self.k += 1
+        ref = Ref(noun, colour, plural, state)
+        while True:
+            if self.accept("that", "was"):
+                if not self.peek() or self.peek()[0] not in STATES:
+                    raise GrammarError(self.text, "expected 'open' or 'closed' after 'that was'")
+                was = self.words[self.k]
+                self.k += 1
+                self.expect("before")
+                ref = _with(ref, was_state=was)
+            elif self.peek(2) in (["that", "hides"], ["that", "holds"], ["that", "covers"], ["that", "contains"]):
+                self.k += 2
+                ref = _with(ref, holds=self.ref())
+            elif self.accept("that", "has", "the", "colour", "the") or self.accept("that", "has", "the", "color", "the"):
+                shower, _ = _singular(self.words[self.k]) if self.peek() else ("", False)
+                self.k += 1
+                self.expect("showed")
+                ref = _with(ref, colour_of=shower)
+            else:
+                return ref
+
+
+def _singular(word: str) -> tuple[str, bool]:
+    """(memory class, plural?) of a noun."""
+    word = NOUN_ALIASES.get(word, word)
+    for suffix, repl in (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("sses", "ss")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            return NOUN_ALIASES.get(word[: -len(suffix)] + repl, word[: -len(suffix)] + repl), True
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return NOUN_ALIASES.get(word[:-1], word[:-1]), True
+    return word, False
+
+
+def _with(ref: Ref, **changes) -> Ref:
+    return Ref(**{**ref.__dict__, **changes})

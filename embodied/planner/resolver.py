@@ -1,0 +1,163 @@
+"""Reference resolution: a :class:`~embodied.planner.grammar.Ref` -> memory node ids.
+
+One generic resolver for every goal, through the memory's public queries only
+(``find``, ``where_is``, ``where_was``, ``history``, ``objects_in``, ``when``,
+``last_seen``) and the node attributes of ``memory.graph`` (class, colour, rgb,
+box, number of observations). It never sees task names or simulator state.
+
+    r = Resolver(memory, target_rgb=goal["target_rgb"])
+    nodes = r.resolve(ref)        # best first; one node for a singular ref
+    xyz = r.position(node, "first")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.perception.colour import colour_distance
+from embodied.planner.grammar import Ref
+
+# Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
+COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
+PHYSICAL = ("object", "container", "articulated")
+
+
+class ResolutionError(LookupError):
+    """Nothing in memory fits a reference; the message names the reference."""
+
+
+class Resolver:
+    def __init__(self, memory, target_rgb=None):
+        self.memory = memory
+        rgb = None if target_rgb is None else np.asarray(target_rgb, dtype=np.float64)
+        self.target_rgb = rgb if rgb is not None and rgb.shape == (3,) and rgb.max() > 0 else None
+
+    # --- node facts ----------------------------------------------------------------
+    def attrs(self, node: str) -> dict:
+        return self.memory.graph.nodes[node]
+
+    def position(self, node: str, when: str = "now") -> np.ndarray:
+        """(3,) m: where the node is now, or where it was when first seen (``when="first"``)."""
+        if when == "first":
+            first = self.memory.history(node)[0]["t"]
+            pos = self.memory.where_was(node, first)
+            if pos is not None:
+                return np.asarray(pos, dtype=np.float64)
+        return np.asarray(self.memory.where_is(node)["position"], dtype=np.float64)
+
+    def size(self, node: str) -> np.ndarray:
+        a = self.attrs(node)
+        return np.asarray(a["box_max"], dtype=np.float64) - np.asarray(a["box_min"], dtype=np.float64)
+
+    def holder(self, node: str) -> str:
+        """The container the node is in (seen there or remembered there), "" if none."""
+        where = self.memory.where_is(node)
+        inside = where["in"]
+        if inside:
+            return inside[0]
+        return self.attrs(node).get("inside", "") or ""
+
+    # --- resolution ----------------------------------------------------------------
+    def candidates(self, ref: Ref) -> list[str]:
+        memory = self.memory
+        if ref.noun == "everything":
+            return [n for n in memory.find() if self.attrs(n)["kind"] == "object"]
+        nodes = memory.find(cls=ref.noun)
+        if not nodes and ref.colour_of is not None:
+            # Without class labels: any object; the ones that changed colour are the showers.
+            nodes = memory.find(kind="object")
+        if not nodes and ref.colour is not None:
+            # Without class labels (geometric perception) a small object of the colour stands in.
+            nodes = memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
+        return nodes
+
+    def resolve(self, ref: Ref) -> list[str]:
+        """Nodes that fit ``ref``, best first (a singular ref gets exactly one)."""
+        nodes = self.candidates(ref)
+        if not nodes:
+            raise ResolutionError(f"nothing in memory is a {ref.noun!r} (for {str(ref)!r})")
+        if ref.colour is not None:
+            nodes = self._by_colour(nodes, ref.colour)
+        if ref.state is not None:
+            nodes = [n for n in nodes if self.memory.where_is(n)["state"] == ref.state]
+            if not nodes:
+                raise ResolutionError(f"no {ref.noun} is {ref.state} now (for {str(ref)!r})")
+        if ref.was_state is not None:
+            durations = {n: self._time_in_state(n, ref.was_state) for n in nodes}
+            nodes = [n for n in sorted(nodes, key=lambda n: -durations[n]) if durations[n] > 0]
+            if not nodes:
+                raise ResolutionError(f"memory never saw a {ref.noun} {ref.was_state} (for {str(ref)!r})")
+        if ref.holds is not None:
+            nodes = self._holding(nodes, ref.holds)
+        if ref.colour_of is not None:
+            nodes = self._by_shown_colour(nodes, ref.colour_of)
+        if not ref.plural and ref.was_state is None and ref.holds is None and ref.colour_of is None:
+            # Among equals, the most observed one: a tracked object, not a fleeting duplicate.
+            nodes = sorted(nodes, key=lambda n: (-self.attrs(n)["n_obs"], n))
+        return nodes if ref.plural else nodes[:1]
+
+    def lit_order(self, nodes: list[str]) -> list[str]:
+        """The nodes in the order they lit up (their "brightened" events); each flash counts once."""
+        lit = sorted((t, n) for n in nodes for t in self.memory.when("brightened", n))
+        order = [n for k, (_, n) in enumerate(lit) if k == 0 or lit[k - 1][1] != n]
+        if not order:
+            raise ResolutionError("memory saw none of them light up")
+        return order
+
+    # --- helpers -------------------------------------------------------------------
+    def _by_colour(self, nodes: list[str], colour: str) -> list[str]:
+        named = [n for n in nodes if self.attrs(n).get("colour") == colour]
+        if named:
+            return named
+        if self.target_rgb is not None:
+            # A colour word the namer does not use (lime, ...): rank by the goal's own colour.
+            return sorted(nodes, key=lambda n: colour_distance(self.attrs(n)["rgb"], self.target_rgb))
+        if len({self.attrs(n).get("colour") for n in nodes}) <= 1:
+            return nodes
+        raise ResolutionError(f"no {colour} one among {nodes}")
+
+    def _time_in_state(self, node: str, state: str) -> int:
+        """Steps the node was remembered in ``state`` (from its state events)."""
+        total, since = 0, None
+        for e in self.memory.history(node):
+            s = e["data"].get("state")
+            if s == state and since is None:
+                since = e["t"]
+            elif s is not None and s != state and since is not None:
+                total += max(e["t"] - since, 1)
+                since = None
+        if since is not None:
+            total += max(self.memory.t - since, 1)
+        return total
+
+    def _holding(self, nodes: list[str], inner_ref: Ref) -> list[str]:
+        inner = self.resolve(inner_ref)[0]
+        inside = [n for n in nodes if inner in self.memory.objects_in(n)]
+        if inside:
+            return inside
+        holder = self.holder(inner)
+        if holder in nodes:
+            return [holder]
+        # Not remembered inside anything: the candidate nearest to where it was last seen.
+        p = self.position(inner)[:2]
+        return sorted(nodes, key=lambda n: float(np.linalg.norm(self.position(n)[:2] - p)))
+
+    def _by_shown_colour(self, nodes: list[str], shower_cls: str) -> list[str]:
+        """Nodes ranked by closeness to the most saturated colour the shower was seen with."""
+        memory = self.memory
+        changed = {n for n in memory.find() if any(memory.when(tag, n) for tag in COLOUR_TAGS)}
+        showers = memory.find(cls=shower_cls) or sorted(changed - set(nodes))
+        if not memory.find(cls=shower_cls):
+            # No class labels: the showers are what changed colour, the answers what never did.
+            showers = sorted(changed)
+            nodes = [n for n in nodes if n not in changed]
+        colours = [e["data"]["rgb"] for s in showers for e in memory.history(s) if "rgb" in e["data"]]
+        if not colours or not nodes:
+            raise ResolutionError(f"memory never saw the {shower_cls} show a colour")
+        shown = max(colours, key=_saturation)
+        return sorted(nodes, key=lambda n: colour_distance(self.attrs(n)["rgb"], shown))
+
+
+def _saturation(rgb) -> float:
+    rgb = np.asarray(rgb, dtype=np.float64)
+    return float((rgb.max() - rgb.min()) / max(rgb.max(), 1e-6))
