@@ -20,6 +20,7 @@ from embodied.planner.grammar import Ref
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
 PHYSICAL = ("object", "container", "articulated")
+HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 
 
 class ResolutionError(LookupError):
@@ -55,7 +56,18 @@ class Resolver:
         inside = where["in"]
         if inside:
             return inside[0]
-        return self.attrs(node).get("inside", "") or ""
+        inside = self.attrs(node).get("inside", "") or ""
+        if inside or where["visible"] or where["held"]:
+            return inside
+        # Out of sight and not recorded inside anything: the container it vanished next to.
+        p = self.position(node)[:2]
+        near = [
+            (float(np.linalg.norm(self.position(c)[:2] - p)), c)
+            for c in self.memory.find(kind="container")
+            if c != node
+        ]
+        near = [(d, c) for d, c in near if d <= HIDDEN_NEAR]
+        return min(near)[1] if near else ""
 
     # --- resolution ----------------------------------------------------------------
     def candidates(self, ref: Ref) -> list[str]:
