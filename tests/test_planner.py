@@ -1,0 +1,94 @@
+"""The instruction grammar, the generic resolver and the planner (no simulator needed for most)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from embodied.planner.calls import PARAM_DIM, SKILL_IDS, SkillCall
+from embodied.planner.grammar import GrammarError, Ref, parse
+from embodied.tasks import TASKS
+
+TASK_GOALS = {
+    "put the red block back where it started": ("put_back", "block", "red"),
+    "open the drawer that was open before": ("open", "drawer", None),
+    "close the open drawer": ("close", "drawer", None),
+    "retrieve the pink block": ("retrieve", "block", "pink"),
+    "lift the orange cup that hides the ball": ("lift", "cup", "orange"),
+    "touch the block that has the colour the screen showed": ("touch", "block", None),
+    "press the buttons in the order they lit up": ("press", "button", None),
+    "go to the red mug": ("go_to", "mug", "red"),
+    "go to where the lime teddy was first seen": ("go_to", "teddy", "lime"),
+    "put everything back where it was": ("put_back", "everything", None),
+}
+
+
+@pytest.mark.parametrize("text", sorted(TASK_GOALS))
+def test_every_task_goal_parses(text):
+    goal = parse(text)
+    action, noun, colour = TASK_GOALS[text]
+    assert goal.action == action and goal.ref.noun == noun and goal.ref.colour == colour
+
+
+def test_clauses_nest():
+    goal = parse("open the drawer that holds the blue block")
+    assert goal.ref.holds == Ref("block", "blue")
+    assert parse("lift the orange cup that hides the ball").ref.holds == Ref("ball")
+    assert parse("press the buttons in the order they lit up").order == "lit"
+    assert parse("press the buttons in the order they lit up").ref.plural
+    assert parse("go to where the red mug was first seen").when == "first"
+    assert parse("touch the block that has the colour the screen showed").ref.colour_of == "cue_panel"
+    assert parse("close the open drawer").ref.state == "open"
+
+
+@pytest.mark.parametrize("text", ["watch the red block", "follow the tour and remember what you see",
+                                  "wait at the dock", "get ready at the dock", "remember the colour the screen shows"])
+def test_observe_phrases_plan_nothing(text):
+    assert parse(text).action == "observe"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("dance with the robot", "unknown verb 'dance'"),
+        ("open", "expected 'the <object>'"),
+        ("go to the", "expected an object class"),
+        ("put the red block on the table", "expected 'back where it'"),
+        ("open the drawer quickly", "unexpected words 'quickly'"),
+        ("", "empty"),
+    ],
+)
+def test_unknown_instructions_say_what_is_understood(text, says):
+    with pytest.raises(GrammarError) as err:
+        parse(text)
+    assert says in str(err.value)
+    assert "Understood:" in str(err.value) and "go to the <ref>" in str(err.value)
+
+
+def test_every_registered_task_goal_is_in_the_grammar():
+    """The recall instruction of every task (read from a real reset) parses to an action."""
+    import gymnasium as gym
+
+    for name, entry in sorted(TASKS.items()):
+        env = gym.make(entry.env_id, images=False)
+        env.reset(seed=0)
+        text = env.unwrapped._instruction("recall")
+        assert parse(text).action != "observe", (name, text)
+        parse(env.unwrapped._instruction("observe"))  # observe phrases parse too
+        env.close()
+
+
+def test_skill_call_params_round_trip():
+    call = SkillCall("open", "drawer_1", (0.55, 0.1, 0.05), math.pi, (0.05, 0.17, 0.06), "drawer")
+    p = call.params()
+    assert p.shape == (PARAM_DIM,) and p.dtype == np.float32
+    assert np.allclose(p, [0.55, 0.1, 0.05, math.pi, 0.05, 0.17, 0.06, 1.0])
+    assert SkillCall.from_dict(call.to_dict()) == call
+    assert call.skill_id == SKILL_IDS["open"]
+    assert SkillCall("navigate", xyz=(1, 2, 0)).params()[7] == 0.0  # no yaw
+    with pytest.raises(ValueError, match="unknown skill 'fly'"):
+        SkillCall("fly")
+    with pytest.raises(ValueError, match="finite"):
+        SkillCall("place", xyz=(np.nan, 0, 0))
