@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from embodied.agent.rollout import POLICIES
+from embodied.eval.rollout import POLICIES
 from embodied.cli import bench, commands, memory_cmds
 
 
