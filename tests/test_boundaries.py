@@ -118,7 +118,7 @@ def test_walk_covers_the_agent_side():
         assert expected in names
 
 
-BAD = '''\
+BAD = """\
 import numpy as np
 from embodied.memory.config import MemoryConfig
 from .tracks import Track
@@ -135,7 +135,7 @@ if TYPE_CHECKING:
     from embodied import experts, viz
     from embodied.tasksfoo import nothing
 mod = importlib.import_module("embodied.envs.workcell")
-'''
+"""
 
 
 def test_checker_flags_violations():
