@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from embodied.eval.accuracy import exposed_boxes
 from embodied.memory import SpatialMemory
-from embodied.memory.accuracy import exposed_boxes
 from embodied.memory.config import MemoryConfig
 from embodied.memory.spatial import relations
 from tests.memory_helpers import detection, frame

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embodied.memory.evaluate import eval_memory, run_episode
-from embodied.memory.recall import QUESTIONS
+from embodied.eval.evaluate import eval_memory, run_episode
+from embodied.eval.recall import QUESTIONS
 from embodied.perception import PerceptionConfig
 from embodied.tasks import TASKS
 

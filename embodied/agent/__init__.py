@@ -1,5 +1,10 @@
-"""The agent loop: run policies in tasks and collect what happened."""
+"""The agent side: what acts on observations alone (perception, memory, skills).
 
-from embodied.agent.rollout import EpisodeResult, make_policy, run_episodes
+Nothing here imports the simulator side (``embodied.tasks``, ``embodied.experts``,
+``embodied.envs``); running policies in tasks and checking against the
+simulator's truth is ``embodied.eval``. Import the submodules directly:
 
-__all__ = ["EpisodeResult", "make_policy", "run_episodes"]
+    embodied.agent.ride     MemoryRider: perception + memory fed each episode's observations
+    embodied.agent.record   the recording format for the viewer: Recorder, load_recording
+    embodied.agent.skills   the Skill protocol
+"""

@@ -47,17 +47,23 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from embodied.agent.rollout import EpisodeResult
     from embodied.memory import SpatialMemory
 
 FORMAT = "embodied.recording"
 VERSION = 1
 EPISODE_RE = re.compile(r"^episode_(\d{3,})$")
+
+
+class EpisodeOutcome(Protocol):
+    """What a recording keeps of a finished episode (``embodied.eval.rollout.EpisodeResult`` is one)."""
+
+    steps: int
+    success: bool
 
 
 def _umask() -> int:
@@ -199,7 +205,7 @@ class Recorder:
         if t - self._last_flush >= self.flush_every:
             self.flush()
 
-    def end_episode(self, memory: SpatialMemory, result: EpisodeResult | None) -> None:
+    def end_episode(self, memory: SpatialMemory, result: EpisodeOutcome | None) -> None:
         self.memory = memory
         if result is not None:
             self.meta.update(steps=int(result.steps), complete=True, success=bool(result.success))

@@ -4,7 +4,10 @@
     run_episodes(env, "expert", seeds, on_reset=rider.reset, on_step=rider.step, on_end=rider.end)
     rider.memory  # the SpatialMemory of the current (or last) episode
 
-As in ``embodied.memory.evaluate.run_episode``: a fresh ``Perceiver`` (masks
+(``run_episodes`` is ``embodied.eval.rollout.run_episodes``; the rider itself
+sees observations only and imports nothing from the simulator side.)
+
+As in ``embodied.eval.evaluate.run_episode``: a fresh ``Perceiver`` (masks
 mode, instance ids shuffled every frame so they carry no identity) and a fresh
 ``SpatialMemory`` per episode, and images are perceived only on steps the env
 renders (``render_every``). Between renders the env repeats old images next
@@ -23,8 +26,7 @@ from embodied.memory import MemoryConfig, SpatialMemory
 from embodied.perception import Perceiver, PerceptionConfig
 
 if TYPE_CHECKING:
-    from embodied.agent.record import Recorder
-    from embodied.agent.rollout import EpisodeResult
+    from embodied.agent.record import EpisodeOutcome, Recorder
 
 
 class MemoryRider:
@@ -56,7 +58,7 @@ class MemoryRider:
     def step(self, obs: dict, info: dict) -> None:
         self._fold(obs, int(info["step"]))
 
-    def end(self, result: EpisodeResult) -> None:
+    def end(self, result: EpisodeOutcome) -> None:
         if self.recorder is not None and self.memory is not None:
             self.recorder.end_episode(self.memory, result)
 

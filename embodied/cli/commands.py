@@ -10,8 +10,8 @@ import gymnasium as gym
 
 from embodied.agent.record import Recorder, load_recording
 from embodied.agent.ride import MemoryRider
-from embodied.agent.rollout import VideoWriter, run_episodes, summarize
 from embodied.envs.base import options_from
+from embodied.eval.rollout import VideoWriter, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
 from embodied.viz.html import write_page

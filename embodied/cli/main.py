@@ -18,8 +18,8 @@ import argparse
 import json
 import sys
 
-from embodied.agent.rollout import POLICIES
 from embodied.cli import bench, commands, memory_cmds
+from embodied.eval.rollout import POLICIES
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from embodied.tasks import get_task
 
 
 def eval_memory(args: argparse.Namespace) -> dict | None:
-    from embodied.memory.evaluate import eval_memory as run_eval
+    from embodied.eval.evaluate import eval_memory as run_eval
 
     tasks = [get_task(name).name for name in args.task] if args.task else None
     if args.episodes < 1:
@@ -51,7 +51,7 @@ def _fmt(value, width: int = 7, digits: int = 3) -> str:
 
 
 def bench_memory(args: argparse.Namespace) -> dict | None:
-    from embodied.memory.bench import bench_memory as run_bench
+    from embodied.eval.bench import bench_memory as run_bench
 
     report = run_bench(
         task=get_task(args.task).name, frames=args.frames, steps=args.steps, objects=args.objects, seed=args.seed

@@ -2,11 +2,10 @@
 
 An answer function gets the memory and the public goal of the recall phase
 (``obs["goal"]``: its text names colours) and returns a dict with at least
-``"answer"``. A check function compares that answer with the simulator's
-``info["privileged"]`` and is used only in evaluation.
+``"answer"``. Checking that answer against the simulator's
+``info["privileged"]`` is evaluation and lives in ``embodied.eval.recall``.
 
     answer = answer_question(family, memory, goal)
-    correct = check_answer(family, answer, privileged)
 """
 
 from __future__ import annotations
@@ -199,73 +198,20 @@ def answer_go_to(memory: SpatialMemory, goal: dict | None) -> dict:
     return {"answer": pos, "node": node, "asked": f"{colour} {cls}", "status": memory.graph.nodes[node]["status"]}
 
 
-# --- checks (evaluation only: they read privileged state) ------------------------
-def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
-    if answer.get("answer") is None:
-        return False
-    return float(np.linalg.norm(np.asarray(answer["answer"]) - np.asarray(privileged["start_xy"]))) <= tolerance
-
-
-def _unit_index(position, unit_xy: np.ndarray) -> int:
-    # Units stand side by side along y; the lateral offset identifies the unit.
-    return int(np.argmin(np.abs(np.asarray(unit_xy)[:, 1] - float(position[1]))))
-
-
-def check_drawer(answer: dict, privileged: dict) -> bool:
-    if answer.get("answer") is None:
-        return False
-    return _unit_index(answer["answer"], privileged["unit_xy"]) == int(privileged["cue_drawer"])
-
-
-def check_shell_game(answer: dict, privileged: dict) -> bool:
-    if answer.get("answer") is None:
-        return False
-    cups = np.asarray(privileged["cup_pos"])[:, :2]
-    chosen = int(np.argmin(np.linalg.norm(cups - np.asarray(answer["answer"])[:2], axis=1)))
-    return chosen == int(privileged["ball_cup"])
-
-
-def check_remember_color(answer: dict, privileged: dict) -> bool:
-    if answer.get("answer") is None:
-        return False
-    blocks = np.asarray(privileged["block_pos"])[:, :2]
-    chosen = int(np.argmin(np.linalg.norm(blocks - np.asarray(answer["answer"])[:2], axis=1)))
-    return chosen == int(privileged["target"])
-
-
-def check_sequence_recall(answer: dict, privileged: dict) -> bool:
-    if not answer.get("answer"):
-        return False
-    xy = np.asarray(privileged["button_xy"])
-    order = [int(np.argmin(np.linalg.norm(xy - np.asarray(p)[:2], axis=1))) for p in answer["answer"]]
-    return order == [int(i) for i in privileged["sequence"]]
-
-
-def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
-    """The remembered place is within the task's reach radius of the goal (the env's success radius)."""
-    if answer.get("answer") is None:
-        return False
-    return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["goal"]["xy"])[:2])) <= reach
-
-
-QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
-    "PutBlockBack": (answer_put_block_back, check_put_block_back, "the block's start pose (xy within 2 cm)"),
-    "ReopenDrawer": (answer_reopen_drawer, check_drawer, "which drawer was open"),
-    "HiddenObject": (answer_hidden_object, check_drawer, "which drawer hides the block"),
-    "ShellGame": (answer_shell_game, check_shell_game, "which cup covers the ball"),
-    "RememberColor": (answer_remember_color, check_remember_color, "the cue colour (the block of that colour)"),
-    "SequenceRecall": (answer_sequence_recall, check_sequence_recall, "the order the buttons lit up"),
-    "ObjectRevisit": (answer_go_to, check_go_to, "where the goal object is (within 0.5 m)"),
-    "MovedObject": (answer_go_to, check_go_to, "where the moved object is now / was first seen (0.5 m)"),
-    "MultiGoal": (answer_go_to, check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
+ANSWERS: dict[str, Callable[[SpatialMemory, dict | None], dict]] = {
+    "PutBlockBack": answer_put_block_back,
+    "ReopenDrawer": answer_reopen_drawer,
+    "HiddenObject": answer_hidden_object,
+    "ShellGame": answer_shell_game,
+    "RememberColor": answer_remember_color,
+    "SequenceRecall": answer_sequence_recall,
+    "ObjectRevisit": answer_go_to,
+    "MovedObject": answer_go_to,
+    "MultiGoal": answer_go_to,
 }
 
 
 def answer_question(family: str, memory: SpatialMemory, goal: dict | None) -> dict:
-    if family not in QUESTIONS:
-        raise ValueError(f"no recall question for family {family!r}; known: {sorted(QUESTIONS)}")
-    return QUESTIONS[family][0](memory, goal)
-
-
-def check_answer(family: str, answer: dict, privileged: dict) -> bool:
-    return bool(QUESTIONS[family][1](answer, privileged))
+    if family not in ANSWERS:
+        raise ValueError(f"no recall question for family {family!r}; known: {sorted(ANSWERS)}")
+    return ANSWERS[family](memory, goal)

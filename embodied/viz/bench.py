@@ -1,7 +1,7 @@
 """``embodied bench viz``: the viewer page's size and time to interactive on a long episode.
 
 A synthetic recording stands in for a long run: the memory of
-``embodied.memory.bench.synthetic_run`` (10k steps, 50 objects, about one
+``embodied.eval.bench.synthetic_run`` (10k steps, 50 objects, about one
 logged change per step) plus keyframes from a top-down camera, drawn from
 the remembered positions at their step. It is written in the layout of
 ``embodied run --record`` and goes through the same loader and page builder
@@ -49,7 +49,7 @@ def _top_view(memory, t: int, size: int, extent: float) -> np.ndarray:
 
 def synthetic_recording(folder: Path, steps: int, objects: int, keyframes: int, seed: int = 0) -> dict:
     """Write a recording of a synthetic long run into ``folder`` (an episode folder). Returns timings."""
-    from embodied.memory.bench import synthetic_run
+    from embodied.eval.bench import synthetic_run
 
     t0 = time.perf_counter()
     memory, _ = synthetic_run(steps, objects, seed)

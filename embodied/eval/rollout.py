@@ -8,9 +8,9 @@ finishes the video with the frames recorded so far before re-raising.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import gymnasium as gym
 import imageio.v2 as imageio

@@ -19,11 +19,11 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
+from embodied.eval.accuracy import AccuracyRecorder
+from embodied.eval.recall import QUESTIONS, answer_question, check_answer
 from embodied.experts import make_expert
-from embodied.memory.accuracy import AccuracyRecorder
 from embodied.memory.config import MemoryConfig
 from embodied.memory.memory import SpatialMemory
-from embodied.memory.recall import QUESTIONS, answer_question, check_answer
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.tasks import TASKS, get_task
 
@@ -232,7 +232,7 @@ def memory_accuracy(task: str = "PutBlockBack-v0", episodes: int = 3, seed: int 
     """Accuracy of the memory against simulator truth over full expert episodes (a tool for the lead).
 
     Median object position error (m), on/in relation precision and recall,
-    duplicates and merges; see ``embodied.memory.accuracy``. ``kwargs`` go to
+    duplicates and merges; see ``embodied.eval.accuracy``. ``kwargs`` go to
     :func:`eval_memory` (image_size, render_every, mode, perception, ...).
     """
     row = eval_memory([task], episodes=episodes, seed=seed, accuracy=True, **kwargs)["tasks"]

@@ -1,0 +1,90 @@
+"""Each task family's recall question, checked against the simulator (evaluation only).
+
+The answers come from memory alone (``embodied.memory.recall``); a check
+function here compares an answer with the simulator's ``info["privileged"]``.
+
+    answer = answer_question(family, memory, goal)     # embodied.memory.recall
+    correct = check_answer(family, answer, privileged)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from embodied.memory.recall import ANSWERS, answer_question
+
+__all__ = ["CHECKS", "QUESTIONS", "answer_question", "check_answer"]
+
+
+def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
+    if answer.get("answer") is None:
+        return False
+    return float(np.linalg.norm(np.asarray(answer["answer"]) - np.asarray(privileged["start_xy"]))) <= tolerance
+
+
+def _unit_index(position, unit_xy: np.ndarray) -> int:
+    # Units stand side by side along y; the lateral offset identifies the unit.
+    return int(np.argmin(np.abs(np.asarray(unit_xy)[:, 1] - float(position[1]))))
+
+
+def check_drawer(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    return _unit_index(answer["answer"], privileged["unit_xy"]) == int(privileged["cue_drawer"])
+
+
+def check_shell_game(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    cups = np.asarray(privileged["cup_pos"])[:, :2]
+    chosen = int(np.argmin(np.linalg.norm(cups - np.asarray(answer["answer"])[:2], axis=1)))
+    return chosen == int(privileged["ball_cup"])
+
+
+def check_remember_color(answer: dict, privileged: dict) -> bool:
+    if answer.get("answer") is None:
+        return False
+    blocks = np.asarray(privileged["block_pos"])[:, :2]
+    chosen = int(np.argmin(np.linalg.norm(blocks - np.asarray(answer["answer"])[:2], axis=1)))
+    return chosen == int(privileged["target"])
+
+
+def check_sequence_recall(answer: dict, privileged: dict) -> bool:
+    if not answer.get("answer"):
+        return False
+    xy = np.asarray(privileged["button_xy"])
+    order = [int(np.argmin(np.linalg.norm(xy - np.asarray(p)[:2], axis=1))) for p in answer["answer"]]
+    return order == [int(i) for i in privileged["sequence"]]
+
+
+def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
+    """The remembered place is within the task's reach radius of the goal (the env's success radius)."""
+    if answer.get("answer") is None:
+        return False
+    return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["goal"]["xy"])[:2])) <= reach
+
+
+# family -> (check, what the check asks)
+CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
+    "PutBlockBack": (check_put_block_back, "the block's start pose (xy within 2 cm)"),
+    "ReopenDrawer": (check_drawer, "which drawer was open"),
+    "HiddenObject": (check_drawer, "which drawer hides the block"),
+    "ShellGame": (check_shell_game, "which cup covers the ball"),
+    "RememberColor": (check_remember_color, "the cue colour (the block of that colour)"),
+    "SequenceRecall": (check_sequence_recall, "the order the buttons lit up"),
+    "ObjectRevisit": (check_go_to, "where the goal object is (within 0.5 m)"),
+    "MovedObject": (check_go_to, "where the moved object is now / was first seen (0.5 m)"),
+    "MultiGoal": (check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
+}
+
+# family -> (answer from memory, check against the simulator, what is asked): the families
+# that memory can answer and the simulator can check.
+QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
+    family: (ANSWERS[family], check, question) for family, (check, question) in CHECKS.items() if family in ANSWERS
+}
+
+
+def check_answer(family: str, answer: dict, privileged: dict) -> bool:
+    return bool(QUESTIONS[family][1](answer, privileged))

@@ -1,0 +1,164 @@
+"""Layout boundaries: the agent side never imports the simulator side.
+
+Every ``.py`` file under the agent-side folders is parsed with ``ast``; each
+``import x`` and ``from x import y`` counts wherever it stands (module top,
+inside functions, under ``if TYPE_CHECKING:``), relative imports are resolved
+against the file's package, and ``importlib.import_module("x")`` /
+``__import__("x")`` with a literal name count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SIMULATOR = ("embodied.tasks", "embodied.experts", "embodied.envs")
+
+
+def module_name(path: Path) -> tuple[str, bool]:
+    """Dotted module name of a file under the repository root, and whether it is a package (``__init__``)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts.pop()
+    return ".".join(parts), is_package
+
+
+def _resolve(module: str | None, level: int, current: str, is_package: bool) -> str:
+    if level == 0:
+        return module or ""
+    package = current.split(".") if is_package else current.split(".")[:-1]
+    if level - 1 > len(package) - 1:
+        raise ImportError(f"relative import beyond the top package in {current}")
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def imported_modules(source: str, current: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, module) for every import in ``source``, the module of ``current`` doing the importing.
+
+    ``from x import y`` gives ``x.y`` (``y`` may be a submodule: ``from embodied import tasks``);
+    ``from x import *`` gives ``x``.
+    """
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node.module, node.level, current, is_package)
+            for alias in node.names:
+                out.append((node.lineno, base if alias.name == "*" else f"{base}.{alias.name}"))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                out.append((node.lineno, node.args[0].value))
+    return sorted(out)
+
+
+def _matches(module: str, forbidden: tuple[str, ...]) -> bool:
+    return any(module == f or module.startswith(f + ".") for f in forbidden)
+
+
+def violations_in(source: str, where: str, current: str, is_package: bool, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{where}:{line} imports {module}"
+        for line, module in imported_modules(source, current, is_package)
+        if _matches(module, forbidden)
+    ]
+
+
+def python_files(folders: tuple[str, ...]) -> list[Path]:
+    files = sorted(f for folder in folders for f in (ROOT / folder).rglob("*.py"))
+    assert files, f"no Python files under {folders}: the layout moved, update this test"
+    return files
+
+
+def violations(folders: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in python_files(folders):
+        current, is_package = module_name(path)
+        source = path.read_text(encoding="utf-8")
+        found += violations_in(source, str(path.relative_to(ROOT)), current, is_package, forbidden)
+    return found
+
+
+def _report(rule: str, found: list[str]) -> str:
+    return f"{rule}:\n  " + "\n  ".join(found)
+
+
+AGENT_SIDE = ("embodied/perception", "embodied/memory", "embodied/planner", "embodied/agent")
+
+
+def test_agent_side_never_imports_the_simulator():
+    found = violations(AGENT_SIDE, SIMULATOR)
+    assert not found, _report(
+        "perception, memory, planner and agent must not import embodied.tasks/experts/envs "
+        "(evaluation against the simulator goes in embodied/eval/)",
+        found,
+    )
+
+
+def test_memory_never_imports_viz():
+    found = violations(("embodied/memory",), ("embodied.viz",))
+    assert not found, _report("embodied.memory must not import embodied.viz", found)
+
+
+def test_policies_never_import_envs_or_tasks():
+    found = violations(("policies",), ("embodied.envs", "embodied.tasks"))
+    assert not found, _report("policies/ must not import embodied.envs or embodied.tasks", found)
+
+
+def test_walk_covers_the_agent_side():
+    names = {module_name(p)[0] for p in python_files((*AGENT_SIDE, "policies"))}
+    for expected in ("embodied.memory.memory", "embodied.perception", "embodied.agent.ride", "policies.base"):
+        assert expected in names
+
+
+BAD = """\
+import numpy as np
+from embodied.memory.config import MemoryConfig
+from .tracks import Track
+from . import spatial
+
+
+def later():
+    from ..tasks import get_task
+    import embodied.envs.base as base
+    return get_task, base
+
+
+if TYPE_CHECKING:
+    from embodied import experts, viz
+    from embodied.tasksfoo import nothing
+mod = importlib.import_module("embodied.envs.workcell")
+"""
+
+
+def test_checker_flags_violations():
+    assert imported_modules(BAD, "embodied.memory.fake")[:4] == [
+        (1, "numpy"),
+        (2, "embodied.memory.config.MemoryConfig"),
+        (3, "embodied.memory.tracks.Track"),
+        (4, "embodied.memory.spatial"),
+    ]
+    found = violations_in(BAD, "embodied/memory/fake.py", "embodied.memory.fake", False, SIMULATOR)
+    assert found == [
+        "embodied/memory/fake.py:8 imports embodied.tasks.get_task",
+        "embodied/memory/fake.py:9 imports embodied.envs.base",
+        "embodied/memory/fake.py:14 imports embodied.experts",
+        "embodied/memory/fake.py:16 imports embodied.envs.workcell",
+    ]
+    assert violations_in(BAD, "x.py", "embodied.memory.fake", False, ("embodied.viz",)) == [
+        "x.py:14 imports embodied.viz"
+    ]
+    # In a package's __init__, "." is the package itself.
+    assert imported_modules("from .tasks import X", "embodied", is_package=True) == [(1, "embodied.tasks.X")]
+    assert imported_modules("from .. import tasks", "embodied.agent.ride") == [(1, "embodied.tasks")]
+    clean = "from embodied.memory import SpatialMemory\nfrom .recall import ANSWERS\n"
+    assert violations_in(clean, "y.py", "embodied.memory.z", False, SIMULATOR) == []
+    with pytest.raises(ImportError):
+        imported_modules("from ... import x", "embodied.memory")
