@@ -35,6 +35,8 @@ KNOB_BELOW_TOP = 0.015  # m: a cup's knob is grasped just under the cup's top
 PRESS_BELOW_TOP = 0.002  # m: the arm settles a few mm short, so this pushes the cap ~9 mm
 TOUCH_ABOVE_TOP = 0.002  # m: fingertips reach 12 mm below the TCP: 1 cm into the top
 EMPTY_WIDTH = 0.006  # m: a gripper closed this far holds nothing
+STILL = 0.0007  # m per step: the TCP has stopped
+SETTLED_NEAR = 0.012  # m: a stopped TCP this close to its waypoint has reached it
 
 
 @dataclass
@@ -91,7 +93,8 @@ class WaypointSkill:
         self.call = call
         self.queue = deque(self.waypoints(call, obs))
         self._done = self._failed = False
-        self._elapsed = self._held = self._steps = 0
+        self._elapsed = self._held = self._steps = self._still = 0
+        self._last_pos = None
         _, _, width = tcp_state(obs["proprio"])
         self._grip = OPEN if width > 0.07 else CLOSED
 
@@ -109,17 +112,23 @@ class WaypointSkill:
             return action
         pos, yaw, width = tcp_state(obs["proprio"])
         wp = self.queue[0]
+        if wp.check_grasp and width < EMPTY_WIDTH:
+            self._failed = True  # closed on nothing: the object slipped, was knocked out or never there
+            return action
         error = np.asarray(wp.pos) - pos
         action[:3] = np.clip(error / POS_STEP, -wp.speed, wp.speed)
         if wp.yaw is not None:
             action[3] = np.clip((_equivalent_yaw(wp.yaw, yaw) - yaw) / YAW_STEP, -1, 1)
         action[4] = self._grip = wp.grip
         self._elapsed += 1
-        if np.linalg.norm(error) < wp.tol or self._elapsed >= wp.timeout:
+        # The servos settle a few mm short of low targets: close by and no longer moving counts as there.
+        moved = np.linalg.norm(pos - self._last_pos) if self._last_pos is not None else 1.0
+        self._last_pos = pos
+        self._still = self._still + 1 if moved < STILL else 0
+        settled = self._still >= 3 and np.linalg.norm(error) < SETTLED_NEAR
+        if np.linalg.norm(error) < wp.tol or settled or self._elapsed >= wp.timeout:
             self._held += 1
             if self._held > wp.hold:
-                if wp.check_grasp and width < EMPTY_WIDTH:
-                    self._failed = True  # closed on nothing: the object slipped or was never there
                 self.queue.popleft()
                 self._elapsed = self._held = 0
         if not self.queue and not self._failed:
