@@ -77,6 +77,7 @@ class MemoryAgent:
         self.current_call: SkillCall | None = None
         self.skill = None
         self.log: list[dict] = []  # what happened: plans, skill ends, failures, replans
+        self.trace: list[dict] = []  # {"t", "call"}: the running call from step t on (None: idle)
         self.attempts = 0
         self.replans = 0
         self._settle = 0
@@ -159,10 +160,12 @@ class MemoryAgent:
         skill.start(call, obs)
         self.skill, self.current_call = skill, call
         self._since = self.t
+        self.trace.append({"t": self.t - 1, "call": call.to_dict(), "text": str(call)})
 
     def _finish_skill(self, obs: dict) -> None:
         call, skill = self.current_call, self.skill
         self.skill, self.current_call = None, None
+        self.trace.append({"t": self.t - 1, "call": None, "text": ""})
         ok = not skill.failed and self.planner.check(call, self.memory, self._since)
         if ok:
             self.done_calls.append(self.plan.pop(0))
@@ -189,6 +192,17 @@ class MemoryAgent:
     def _note(self, tag: str, text: str) -> None:
         self.log.append({"t": self.t, "tag": tag, "text": text})
         self.memory.note(self.t, tag, text)
+
+    def plan_record(self) -> dict:
+        """JSON-plain: the goal, the plan now, the log (plans, skill ends, failures, replans) and the
+        trace of which call ran from which step (``t`` is the step of the observation acted on)."""
+        return {
+            "goal": self.goal_text,
+            "plan": [c.to_dict() for c in self.plan],
+            "done": [c.to_dict() for c in self.done_calls],
+            "log": list(self.log),
+            "trace": list(self.trace),
+        }
 
     def plan_text(self) -> str:
         """The plan as numbered lines: done calls, the current one (>), the rest."""

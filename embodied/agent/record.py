@@ -167,6 +167,10 @@ class Recorder:
         self.meta: dict = {}
         self.memory: SpatialMemory | None = None
         self._last_keyframe = self._last_flush = 0
+        self.policy = None  # the episode's policy; an agent's plan log is saved with the episode
+
+    def set_policy(self, policy) -> None:
+        self.policy = policy
 
     # --- episodes ---------------------------------------------------------------
     def begin_episode(self, seed: int, memory: SpatialMemory) -> None:
@@ -182,7 +186,7 @@ class Recorder:
             "complete": False,
             "success": None,
             "cameras": self.cameras,
-            "files": {"memory": "memory.json", "events": "events.jsonl"},
+            "files": {"memory": "memory.json", "events": "events.jsonl", "plan": "plan.json"},
             "keyframes": [],
         }
         self.run["episodes"].append({"dir": self.dir.name, "seed": int(seed), "steps": 0, "complete": False})
@@ -230,6 +234,8 @@ class Recorder:
         entry = self.run["episodes"][-1]
         entry.update(steps=self.meta["steps"], complete=self.meta["complete"], success=self.meta["success"])
         with _sigint_held():
+            if hasattr(self.policy, "plan_record"):
+                atomic_write(self.dir / self.meta["files"]["plan"], _dumps(self.policy.plan_record()))
             save_episode(self.dir, self.memory, self.meta)
             atomic_write(self.root / "run.json", _dumps(self.run))
 

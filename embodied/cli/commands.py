@@ -14,6 +14,7 @@ from embodied.envs.base import options_from
 from embodied.eval.rollout import VideoWriter, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
+from embodied.viz.caption import PlanCaption
 from embodied.viz.html import write_page
 from embodied.viz.video import OverlayVideo
 
@@ -45,9 +46,10 @@ def run(args: argparse.Namespace) -> dict | None:
     if getattr(args, "keyframe_every", 1) < 1:
         raise ValueError(f"--keyframe-every must be >= 1, got {args.keyframe_every}")
     ride = bool(record or overlay)  # perception + memory need the camera images
+    agent = args.policy.startswith("agent")
     env = gym.make(
         entry.env_id,
-        images=ride,
+        images=ride or agent,
         image_size=getattr(args, "image_size", 96),
         render_every=getattr(args, "render_every", 1),
         render_mode="rgb_array" if args.video else None,
@@ -66,7 +68,12 @@ def run(args: argparse.Namespace) -> dict | None:
             video = VideoWriter(args.video, fps=env.metadata.get("render_fps", 20))
             if overlay:
                 video = OverlayVideo(video, rider, navigation=entry.suite == "navigation")
+            if agent:
+                video = PlanCaption(video)
         hooks = {"on_reset": rider.reset, "on_step": rider.step, "on_end": rider.end} if rider else {}
+        policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder) if p is not None]
+        if policies:
+            hooks["on_policy"] = lambda policy: [p.set_policy(policy) for p in policies]
         results = run_episodes(env, args.policy, seeds, video=video, **hooks)
     finally:
         # Also on Ctrl-C: the video gets the frames so far, the recording its last state.

@@ -17,11 +17,16 @@ import imageio.v2 as imageio
 import numpy as np
 from tqdm import tqdm
 
+from embodied.agent.memory_agent import AgentConfig, MemoryAgent
 from embodied.experts import make_expert
 from embodied.experts.memoryless import MemorylessExpert
+from embodied.perception import PerceptionConfig
 from policies import RandomPolicy
 
-POLICIES = ("expert", "random", "memoryless")
+POLICIES = ("expert", "random", "memoryless", "agent")
+# Agent variants for ablations: "agent:wiped" forgets at the first recall step,
+# "agent:blank" perceives blank frames during the observe phase.
+AGENT_VARIANTS = {"agent": {}, "agent:wiped": {"wipe_at_recall": True}, "agent:blank": {"blank_observe": True}}
 
 
 @dataclass
@@ -36,14 +41,23 @@ class EpisodeResult:
         return asdict(self)
 
 
+def make_agent(env: gym.Env, seed: int | None = None, **knobs) -> MemoryAgent:
+    """The memory agent for ``env``'s task. It gets the detector's vocabulary (instance id -> class),
+    nothing else of the simulator; perception is seeded per episode (shuffled instance ids)."""
+    config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), **knobs)
+    return MemoryAgent(env.unwrapped.labels, config)
+
+
 def make_policy(name: str, env: gym.Env, seed: int | None = None):
+    if name in AGENT_VARIANTS:
+        return make_agent(env, seed, **AGENT_VARIANTS[name])
     if name == "expert":
         return make_expert(env)
     if name == "random":
         return RandomPolicy(env, seed=seed)
     if name == "memoryless":
         return MemorylessExpert(env, seed=seed)
-    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")
+    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES + tuple(AGENT_VARIANTS))}")
 
 
 class VideoWriter:
@@ -77,9 +91,11 @@ def run_episodes(
     on_step: Callable[[dict, dict], None] | None = None,
     on_reset: Callable[[int, dict, dict], None] | None = None,
     on_end: Callable[[EpisodeResult], None] | None = None,
+    on_policy: Callable[[object], None] | None = None,
 ) -> list[EpisodeResult]:
     """Run one episode per seed.
 
+    ``on_policy(policy)`` gets each episode's fresh policy (video captions, plan records),
     ``on_reset(seed, obs, info)`` sees each first observation, ``on_step(obs, info)``
     every later one, ``on_end(result)`` each finished episode. The hooks run before
     the video frame of the same step is added, so a video overlay can draw what
@@ -90,6 +106,8 @@ def run_episodes(
     bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
     for seed in bar:
         policy = make_policy(policy_name, env, seed)
+        if on_policy is not None:
+            on_policy(policy)
         obs, info = env.reset(seed=seed)
         policy.reset()
         if on_reset is not None:
