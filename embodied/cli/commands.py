@@ -184,3 +184,27 @@ class _SizedVideo:
         h, w = min(frame.shape[0], self.HEIGHT), min(frame.shape[1], self.WIDTH)
         canvas[:h, :w] = frame[:h, :w]
         self.writer.add(canvas)
+
+
+def ablate(args: argparse.Namespace) -> dict | None:
+    """The ablation table (see ``embodied.eval.ablate``)."""
+    from embodied.eval.ablate import COLUMNS
+    from embodied.eval.ablate import ablate as run_ablate
+
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    tasks = [get_task(name).name for name in args.task] or None
+    if args.option and (not tasks or len(tasks) != 1):
+        raise ValueError("--option sets a knob of one task: give exactly one --task with it")
+    options = {}
+    if args.option:
+        entry = get_task(tasks[0])
+        options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
+    columns = tuple(args.column) or COLUMNS
+    report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=not args.json)
+    if args.json:
+        return report
+    print(f"{'task':<20} " + " ".join(f"{c:>12}" for c in columns) + f" {'chance':>8}")
+    for row in report["tasks"]:
+        print(f"{row['task']:<20} " + " ".join(f"{row[c]:>12.1%}" for c in columns) + f" {row['chance']:>8.1%}")
+    return None

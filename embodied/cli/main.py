@@ -8,6 +8,7 @@
     embodied bench env [--task NAME] [--json]
     embodied bench memory [--task NAME] [--json]
     embodied bench viz [--steps N] [--objects N] [--json]
+    embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied demo [--episodes N] [--video demo.mp4]
 """
@@ -98,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--keep", metavar="DIR", help="keep the synthetic recording and page here")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=commands.bench_viz)
+
+    p = sub.add_parser("ablate", help="expert vs agent vs wiped-memory and blank-cue agents vs chance, per task")
+    p.add_argument("--task", action="append", default=[], help="task name (repeat); default: every task")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
+    p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
+                   "agent:wiped, agent:blank); default: all")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.ablate)
 
     p = sub.add_parser("eval-memory", help="ask memory each task's recall question after expert episodes")
     p.add_argument("--task", action="append", help="task to evaluate (repeatable; default: all)")

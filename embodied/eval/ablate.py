@@ -1,0 +1,51 @@
+"""Ablations in one table: expert, agent, agent with memory wiped at recall, agent with a blank
+cue (blank frames while observing), and the chance rate, per task.
+
+    rows = ablate(["PutBlockBack-v0"], episodes=20, seed=1000)
+
+Every column runs the same seeds. The agent columns run perception on every
+step (images on, ``image_size`` px); the expert column runs without images.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import gymnasium as gym
+
+from embodied.eval.rollout import run_episodes, summarize
+from embodied.tasks import TASKS, get_task
+
+COLUMNS = ("expert", "agent", "agent:wiped", "agent:blank")
+
+
+def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int = 96,
+           columns: tuple[str, ...] = COLUMNS, options: dict | None = None, progress: bool = True) -> dict:
+    names = [get_task(t).name for t in tasks] if tasks else list(TASKS)
+    for column in columns:
+        if column not in COLUMNS:
+            raise ValueError(f"unknown ablation column {column!r}; known: {', '.join(COLUMNS)}")
+    rows = []
+    for name in names:
+        entry = get_task(name)
+        cls = entry.env_class()
+        opts = cls.Options(**(options or {}))
+        row = {"task": name, "suite": entry.suite, "chance": cls.chance_rate(opts), "episodes": episodes}
+        seeds = range(seed, seed + episodes)
+        for column in columns:
+            env = gym.make(entry.env_id, images=column != "expert", image_size=image_size,
+                           **dataclasses.asdict(opts))
+            t0 = time.perf_counter()
+            try:
+                results = run_episodes(env, column, seeds, progress=progress)
+            finally:
+                env.close()
+            elapsed = time.perf_counter() - t0
+            summary = summarize(results)
+            row[column] = summary["success_rate"]
+            row[f"{column}_steps"] = summary["mean_steps"]
+            row[f"{column}_steps_per_s"] = sum(r.steps for r in results) / max(elapsed, 1e-9)
+            row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
+        rows.append(row)
+    return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "tasks": rows}
