@@ -158,7 +158,7 @@ def test_checker_flags_violations():
     # In a package's __init__, "." is the package itself.
     assert imported_modules("from .tasks import X", "embodied", is_package=True) == [(1, "embodied.tasks.X")]
     assert imported_modules("from .. import tasks", "embodied.agent.ride") == [(1, "embodied.tasks")]
-    clean = "from embodied.memory import SpatialMemory\nfrom .recall import ANSWERS\n"
+    clean = "from embodied.memory import SpatialMemory\nfrom .config import MemoryConfig\n"
     assert violations_in(clean, "y.py", "embodied.memory.z", False, SIMULATOR) == []
     with pytest.raises(ImportError):
         imported_modules("from ... import x", "embodied.memory")

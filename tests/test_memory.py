@@ -232,7 +232,7 @@ def test_a_track_lost_and_picked_up_close_by_stays_one_object():
 def test_cameras_that_disagree_on_a_colour_do_not_flip_it():
     """One camera sees an orange block yellowish (a highlight): the block stays orange, with no
     colour events, until a camera sees its colour really change."""
-    from embodied.memory.recall import COLOUR_TAGS
+    from embodied.planner.resolver import COLOUR_TAGS
     from embodied.perception.types import Frame
     from tests.memory_helpers import view
 

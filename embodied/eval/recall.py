@@ -1,9 +1,11 @@
 """Each task family's recall question, checked against the simulator (evaluation only).
 
-The answers come from memory alone (``embodied.memory.recall``); a check
-function here compares an answer with the simulator's ``info["privileged"]``.
+The answers come from memory alone, through the planner: the goal is parsed,
+resolved and planned as the agent does (``embodied.planner.answer``), with no
+per-family code. A check function here compares an answer with the
+simulator's ``info["privileged"]``.
 
-    answer = answer_question(family, memory, goal)     # embodied.memory.recall
+    answer = answer_question(family, memory, goal)     # the planner's answer; family picks the check
     correct = check_answer(family, answer, privileged)
 """
 
@@ -13,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from embodied.memory.recall import ANSWERS, answer_question
+from embodied.planner.answer import plan_answer
 
 __all__ = ["CHECKS", "QUESTIONS", "answer_question", "check_answer"]
 
@@ -21,7 +23,7 @@ __all__ = ["CHECKS", "QUESTIONS", "answer_question", "check_answer"]
 def check_put_block_back(answer: dict, privileged: dict, tolerance: float = 0.02) -> bool:
     if answer.get("answer") is None:
         return False
-    return float(np.linalg.norm(np.asarray(answer["answer"]) - np.asarray(privileged["start_xy"]))) <= tolerance
+    return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["start_xy"]))) <= tolerance
 
 
 def _unit_index(position, unit_xy: np.ndarray) -> int:
@@ -79,11 +81,17 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "MultiGoal": (check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
 }
 
-# family -> (answer from memory, check against the simulator, what is asked): the families
-# that memory can answer and the simulator can check.
+# family -> (answer from memory, check against the simulator, what is asked); the answer is
+# the same planner for every family.
 QUESTIONS: dict[str, tuple[Callable, Callable, str]] = {
-    family: (ANSWERS[family], check, question) for family, (check, question) in CHECKS.items() if family in ANSWERS
+    family: (plan_answer, check, question) for family, (check, question) in CHECKS.items()
 }
+
+
+def answer_question(family: str, memory, goal: dict | None) -> dict:
+    if family not in QUESTIONS:
+        raise ValueError(f"no recall check for family {family!r}; known: {sorted(QUESTIONS)}")
+    return plan_answer(memory, goal)
 
 
 def check_answer(family: str, answer: dict, privileged: dict) -> bool:

@@ -71,6 +71,13 @@ class Planner:
                 SkillCall("place", node, tuple(goal_xyz), 0.0, tuple(r.size(node)), note),
             ]
         if goal.action == "go_to":
+            # Several nodes can look alike (a lost track leaves a stale one): where it is now is the
+            # latest sighting; where it was first seen is the earliest.
+            alike = r.resolve(Ref(**{**ref.__dict__, "plural": True}))
+            if goal.when == "first":
+                node = min(alike, key=lambda n: (r.memory.history(n)[0]["t"], n))
+            else:
+                node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
             return [self.navigate(r, node, goal.when, note)]
         raise ValueError(f"no plan for action {goal.action!r}")
 

@@ -75,13 +75,16 @@ class Resolver:
         if ref.noun == "everything":
             return [n for n in memory.find() if self.attrs(n)["kind"] == "object"]
         nodes = memory.find(cls=ref.noun)
-        if not nodes and ref.colour_of is not None:
-            # Without class labels: any object; the ones that changed colour are the showers.
-            nodes = memory.find(kind="object")
-        if not nodes and ref.colour is not None:
-            # Without class labels (geometric perception) a small object of the colour stands in.
-            nodes = memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
-        return nodes
+        if nodes:
+            return nodes
+        # Without class labels (geometric perception) the class word cannot select: a small object
+        # of the named colour stands in, and a plural or colour-shown ref ranges over every object
+        # (its clause, such as "in the order they lit up", then does the selecting).
+        if ref.colour is not None:
+            return memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
+        if ref.plural or ref.colour_of is not None:
+            return memory.find(kind="object") + memory.find(kind="articulated")
+        return []
 
     def resolve(self, ref: Ref) -> list[str]:
         """Nodes that fit ``ref``, best first (a singular ref gets exactly one)."""
