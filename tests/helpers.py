@@ -12,7 +12,7 @@ def run_expert(env: gym.Env, seed: int, max_steps: int | None = None) -> tuple[d
     """Run the task's expert for one episode; returns the last info and the step count."""
     obs, info = env.reset(seed=seed)
     expert = make_expert(env)
-    limit = max_steps or env.spec.max_episode_steps
+    limit = max_steps or env.unwrapped.horizon
     for step in range(1, limit + 1):
         obs, _, terminated, truncated, info = env.step(expert.act(obs))
         if terminated or truncated:

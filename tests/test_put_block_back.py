@@ -60,7 +60,7 @@ def test_placing_elsewhere_fails(env):
 def test_random_policy_fails(env):
     obs, info = env.reset(seed=0)
     rng = np.random.default_rng(0)
-    for _ in range(env.spec.max_episode_steps):
+    for _ in range(env.unwrapped.horizon):
         obs, _, terminated, truncated, info = env.step(rng.uniform(-1, 1, 5))
         if terminated or truncated:
             break

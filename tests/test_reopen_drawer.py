@@ -58,7 +58,7 @@ def test_opening_the_wrong_drawer_fails(env):
 def test_random_policy_fails(env):
     env.reset(seed=0)
     rng = np.random.default_rng(0)
-    for _ in range(env.spec.max_episode_steps):
+    for _ in range(env.unwrapped.horizon):
         _, _, terminated, truncated, info = env.step(rng.uniform(-1, 1, 5))
         if terminated or truncated:
             break

@@ -103,9 +103,13 @@ class MemoryTaskEnv(gym.Env):
         cameras: tuple[str, ...] = (),
         render_every: int = 1,
         images: bool = True,
+        base_horizon: int | None = None,
         **knobs: Any,
     ):
         self.options = options_from(self.Options, knobs, type(self).__name__)
+        # The episode's step limit: the registered horizon at default knobs, plus whatever a longer
+        # delay adds (a 10x delay must not eat the recall phase). None: no limit.
+        self.horizon = None if base_horizon is None else int(base_horizon) + self.extra_delay()
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if render_every < 1:
@@ -189,9 +193,14 @@ class MemoryTaskEnv(gym.Env):
         """Simulator ground truth for experts, success checks and tests only."""
         raise NotImplementedError
 
+    def extra_delay(self) -> int:
+        """Steps the ``delay`` knob adds over its default (0 for tasks without one)."""
+        default = getattr(type(self).Options(), "delay", None)
+        return max(0, int(getattr(self.options, "delay", 0)) - int(default)) if default is not None else 0
+
     @property
     def max_steps(self) -> int:
-        return self.spec.max_episode_steps if self.spec and self.spec.max_episode_steps else 10**9
+        return self.horizon if self.horizon is not None else 10**9
 
     # --- gymnasium API -------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -232,8 +241,9 @@ class MemoryTaskEnv(gym.Env):
         if self.phase == "recall" and not (self.success or self.failure):
             self.success, self.failure = self._evaluate()
         terminated = bool(self.success or self.failure)
+        truncated = not terminated and self.horizon is not None and self.t >= self.horizon
         reward = 1.0 if self.success else 0.0
-        return self._observation(), reward, terminated, False, self._info()
+        return self._observation(), reward, terminated, truncated, self._info()
 
     def _validate(self, action) -> np.ndarray:
         expected = self.action_space.shape

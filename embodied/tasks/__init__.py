@@ -51,7 +51,9 @@ TASKS: dict[str, TaskEntry] = {}
 def register(entry: TaskEntry) -> None:
     TASKS[entry.name] = entry
     if entry.env_id not in gym.registry:
-        gym.register(id=entry.env_id, entry_point=entry.entry_point, max_episode_steps=entry.max_episode_steps)
+        # The env truncates itself at its horizon (the default one plus any longer delay), so
+        # gymnasium's TimeLimit is not used; see MemoryTaskEnv.horizon.
+        gym.register(id=entry.env_id, entry_point=entry.entry_point, kwargs={"base_horizon": entry.max_episode_steps})
 
 
 def get_task(name: str) -> TaskEntry:
