@@ -139,23 +139,30 @@ def bench_viz(args: argparse.Namespace) -> dict | None:
 
 
 def demo(args: argparse.Namespace) -> dict | None:
-    """Every task's expert for a few episodes; the first episode of each goes in the video."""
+    """Every task, a few episodes of the memory agent (or the expert); the first episode of each
+    goes in the video, with the agent's plan under the frames."""
+    policy = getattr(args, "policy", "agent")
+    agent = policy.startswith("agent")
     video = VideoWriter(args.video, fps=20) if args.video else None
     rows = []
     try:
         for entry in TASKS.values():
-            env = gym.make(entry.env_id, images=False, render_mode="rgb_array" if video else None)
+            env = gym.make(entry.env_id, images=agent, image_size=96, render_mode="rgb_array" if video else None)
             try:
-                first = run_episodes(env, "expert", [0], video=_SizedVideo(video) if video else None, progress=False)
-                rest = run_episodes(env, "expert", range(1, args.episodes), progress=False)
+                framed = _SizedVideo(video) if video else None
+                if framed is not None and agent:
+                    framed = PlanCaption(framed)
+                hooks = {"on_policy": framed.set_policy} if isinstance(framed, PlanCaption) else {}
+                first = run_episodes(env, policy, [0], video=framed, progress=False, **hooks)
+                rest = run_episodes(env, policy, range(1, args.episodes), progress=False)
             finally:
                 env.close()
             summary = summarize(first + rest)
-            summary.update(task=entry.name, chance_rate=entry.env_class().default_chance_rate())
+            summary.update(task=entry.name, policy=policy, chance_rate=entry.env_class().default_chance_rate())
             rows.append(summary)
             if not args.json:
                 print(
-                    f"{entry.name:<20} expert success {summary['success_rate']:.2f} over "
+                    f"{entry.name:<20} {policy} success {summary['success_rate']:.2f} over "
                     f"{summary['n_episodes']} episodes (chance {summary['chance_rate']:.3f})",
                     flush=True,
                 )
@@ -172,15 +179,19 @@ def demo(args: argparse.Namespace) -> dict | None:
 class _SizedVideo:
     """Pads frames of different tasks to one size so they share one mp4."""
 
-    HEIGHT, WIDTH = 240, 480
+    HEIGHT, WIDTH = 240, 560
 
     def __init__(self, writer: VideoWriter):
         self.writer = writer
 
+    def close(self) -> None:
+        pass  # the shared writer is closed once, after every task
+
     def add(self, frame) -> None:
         import numpy as np
 
-        canvas = np.zeros((self.HEIGHT, self.WIDTH, 3), np.uint8)
+        height = self.HEIGHT + max(0, frame.shape[0] - self.HEIGHT)  # a plan caption below the view
+        canvas = np.zeros((max(height, 360), self.WIDTH, 3), np.uint8)
         h, w = min(frame.shape[0], self.HEIGHT), min(frame.shape[1], self.WIDTH)
         canvas[:h, :w] = frame[:h, :w]
         self.writer.add(canvas)

@@ -10,7 +10,7 @@
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
-    embodied demo [--episodes N] [--video demo.mp4]
+    embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4]
 """
 
 from __future__ import annotations
@@ -125,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=memory_cmds.eval_memory)
 
-    p = sub.add_parser("demo", help="scripted experts on every memory task, with a video")
-    p.add_argument("--episodes", type=int, default=5)
+    p = sub.add_parser("demo", help="the memory agent (or the expert) on every memory task, with a video")
+    p.add_argument("--episodes", type=int, default=3)
+    p.add_argument("--policy", default="agent", choices=["agent", "expert"])
     p.add_argument("--video", default="demo.mp4")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)

@@ -1,0 +1,37 @@
+"""Print the README's agent tables from ``tools/measure_agent.sh`` output.
+
+    python3 tools/report_agent.py out/agent
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(root: str) -> None:
+    root_path = Path(root)
+    rows = []
+    for path in sorted(root_path.glob("ablate_*.json")):
+        report = json.loads(path.read_text())
+        row = report["tasks"][0]
+        delay_path = root_path / path.name.replace("ablate_", "delay10_")
+        if delay_path.exists():
+            row["delay10"] = json.loads(delay_path.read_text())["tasks"][0]["agent"]
+        rows.append(row)
+    if not rows:
+        sys.exit(f"no ablate_*.json in {root}")
+    print("| task | expert | agent | memory wiped at recall | blank cue | chance | agent, 10x delay | agent steps/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        cells = [f"{100 * r[c]:.0f}%" if c in r else "-" for c in ("expert", "agent", "agent:wiped", "agent:blank")]
+        delay = f"{100 * r['delay10']:.0f}%" if "delay10" in r else "-"
+        speed = f"{r['agent_steps_per_s']:.0f}" if "agent_steps_per_s" in r else "-"
+        print(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
+    agent = [r["agent"] for r in rows if "agent" in r]
+    print(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "out/agent")
