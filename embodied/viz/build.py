@@ -193,7 +193,7 @@ def build_timeline(
     memory = recording.memory
     log = memory.log
     last_t = max(memory.t, 0)
-    plan = plan_data(recording.plan) if getattr(recording, "plan", None) else None
+    plan = plan_data(recording.plan) if getattr(recording, "plan", None) is not None else None
     stops = sample_stops(list(log.times), last_t, max_stops)
     if plan is not None:  # where a skill starts or ends is worth a stop of its own
         stops = sorted(set(stops) | set(_plan_stops(plan, last_t, max(1, max_stops // 4))))
