@@ -98,6 +98,8 @@ def test_agent_recording_puts_its_plan_in_the_page(agent_rec, tmp_path):
     first = next(e for e in recorded["trace"] if e["call"])
     assert [first["t"], first["call"]["skill"], first["call"]["target"], first["text"]] in [r[:4] for r in plan["trace"]]
     assert first["t"] in [f["t"] for f in data["frames"]]  # a skill start is a slider stop
+    small = build_timeline(rec, max_stops=12, max_keyframes=2)
+    assert len(small.frames) <= 12 and small.plan == plan  # plan stops count against max_stops
 
 
 def test_plan_text_parses_into_calls_with_done_marks(agent_rec):

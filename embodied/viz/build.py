@@ -153,6 +153,8 @@ def _plan_stops(plan: dict, last_t: int, limit: int) -> list[int]:
     """Step times where the plan changes (a call starts or ends, a plan is made), at most ``limit``."""
     times = sorted({min(max(int(t), 0), last_t) for t in [r[0] for r in plan["trace"]] + [p[0] for p in plan["log"]]})
     if len(times) > limit:
+        if limit < 1:
+            return []
         times = [times[k] for k in np.unique(np.linspace(0, len(times) - 1, limit).round().astype(int))]
     return times
 
@@ -194,9 +196,9 @@ def build_timeline(
     log = memory.log
     last_t = max(memory.t, 0)
     plan = plan_data(recording.plan) if getattr(recording, "plan", None) is not None else None
-    stops = sample_stops(list(log.times), last_t, max_stops)
-    if plan is not None:  # where a skill starts or ends is worth a stop of its own
-        stops = sorted(set(stops) | set(_plan_stops(plan, last_t, max(1, max_stops // 4))))
+    # Where a skill starts or ends is worth a stop of its own: up to a quarter of the stops.
+    fixed = _plan_stops(plan, last_t, max_stops // 4) if plan is not None else []
+    stops = sorted(set(sample_stops(list(log.times), last_t, max(2, max_stops - len(fixed)))) | set(fixed))
     infos: dict[str, NodeInfo] = {}
     frames: list[Frame] = []
     for t in stops:
