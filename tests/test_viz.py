@@ -39,6 +39,7 @@ def test_page_is_one_offline_file(page_file, capsys):
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)  # nothing loaded from elsewhere
     data = json.loads(re.search(r'<script id="timeline" type="application/json">(.*?)</script>', text, re.DOTALL).group(1))
     assert data["frames"] and data["keyframes"] and data["events"]
+    assert data["plan"] is None  # an expert writes no plan.json; the page is built without one
     assert any(n["label"].endswith("block") for n in data["nodes"].values())
 
 

@@ -18,6 +18,14 @@ Directory layout (one subdirectory per episode, even for a single episode)::
         events.jsonl            the memory's event log, one JSON object a line:
                                 {"t", "op", "node", "tag", "data"}
         keyframes/000040_scene.jpg   camera RGB at step 40 (JPEG), per camera
+        plan.json               only for policies that plan (the memory agent,
+                                ``MemoryAgent.plan_record``): {"goal", "plan",
+                                "done", "log": [{"t", "tag", "text"}], "trace":
+                                [{"t", "call" (null: idle), "text"}]}; log tags
+                                plan/replan hold the whole plan as text, the
+                                others (skill_done, skill_failed, gave_up,
+                                unresolved, ...) are outcomes; trace says which
+                                skill call runs from step t on
 
 Units: metres in the world frame (z up), times in control steps. Keyframes
 are the observation images (``image_size``) of steps the env rendered, at
@@ -266,6 +274,7 @@ class Recording:
     memory: SpatialMemory
     events: list[dict]  # events.jsonl
     keyframes: list[dict]  # meta's keyframes, each with "path" (absolute) added
+    plan: dict | None = None  # plan.json (a planning agent's goal, plan log and skill trace); None if absent
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -348,4 +357,25 @@ def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
         if not image.is_file():
             raise ValueError(f"keyframe image not found: {image} (listed in {folder / 'meta.json'})")
         keyframes.append({**k, "path": image})
-    return Recording(folder, meta, memory, events, keyframes)
+    return Recording(folder, meta, memory, events, keyframes, _read_plan(folder / meta["files"].get("plan", "plan.json")))
+
+
+def _read_plan(path: Path) -> dict | None:
+    """plan.json, checked; None when the policy wrote none (only planning agents do)."""
+    if not path.exists():
+        return None
+    plan = _read_json(path, "plan")
+    for key, need in (("log", {"t", "tag", "text"}), ("trace", {"t", "call"})):
+        entries = plan.get(key, [])
+        if not isinstance(entries, list):
+            raise ValueError(f"plan file {path} is corrupt: {key!r} must be a list")
+        for number, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not need <= entry.keys() or not isinstance(entry["t"], int):
+                raise ValueError(f"plan file {path} is corrupt: {key}[{number}] must be an object with "
+                                 f"{', '.join(sorted(need))} (t an integer step)")
+            call = entry.get("call")
+            if key == "trace" and call is not None and not (isinstance(call, dict) and "skill" in call):
+                raise ValueError(f"plan file {path} is corrupt: trace[{number}].call must be null or a skill call")
+    if not isinstance(plan.get("goal", ""), (str, type(None))):
+        raise ValueError(f"plan file {path} is corrupt: 'goal' must be a string")
+    return plan

@@ -7,6 +7,11 @@ stops) and half evenly in time (quiet stretches still get some). Each stop
 is the memory's own ``snapshot(t)``, so what the page shows at a stop is
 exactly what the memory would have answered then.
 
+A planning agent's ``plan.json`` (see ``embodied.agent.record``) adds the
+plan: every plan/replan, the outcomes and the running skill call over time
+(:func:`plan_data`); its times become slider stops too, so the slider stops
+where a skill starts or ends.
+
     timeline = build_timeline(load_recording("rec/"))
     write_page(timeline, "out.html")
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -82,6 +88,77 @@ def _thin(path: list[tuple[int, tuple]], limit: int) -> list[tuple[int, float, f
     return [(int(t), float(p[0]), float(p[1]), float(p[2])) for t, p in path]
 
 
+_PLAN_LINE = re.compile(r"^[ >] +(\d+)\. (.*?)(  \[done\])?$")  # MemoryAgent.plan_text's call lines
+
+
+def call_key(text: str) -> str:
+    """What identifies a call in a plan across re-resolution: ``"pick(red block"``.
+
+    ``str(SkillCall)`` is ``skill(note @ x, y, z, yaw ...)``; the position after ``@``
+    changes when the call is refreshed from memory as it starts, the rest does not.
+    """
+    return text.split(" @ ")[0]
+
+
+def _parse_plan(text: str) -> tuple[str | None, list[list]]:
+    """A plan/replan log entry's text -> (goal, [[call text, key, done], ...])."""
+    goal, items = None, []
+    for line in str(text).splitlines():
+        if line.startswith("goal: "):
+            goal = line[len("goal: "):] if line != "goal: -" else None
+            continue
+        m = _PLAN_LINE.match(line)
+        if m:
+            items.append([m.group(2), call_key(m.group(2)), bool(m.group(3))])
+        elif line.strip():  # a line in a shape this does not know: shown as it is
+            items.append([line.strip(), None, False])
+    return goal, items
+
+
+def plan_data(plan: dict, limit: int = 2_000) -> dict:
+    """``plan.json`` as the page draws it (small: the agent logs a few entries per goal).
+
+    Returns ``{"goal", "plans", "log", "trace"}`` with ``plans`` [t, tag, goal,
+    items, log index] for each plan/replan entry (items [text, key, done] in plan
+    order, done when the plan text says so), ``log`` [t, tag, text] for every
+    entry (plan/replan summarised: their calls are in ``plans``), and ``trace``
+    [t, skill, target, text, key] of the call running from step t on (skill null:
+    idle; one entry per step, the last one). The newest ``limit`` log and trace
+    entries are kept.
+    """
+    log = sorted(plan.get("log") or [], key=lambda e: e["t"])[-limit:]  # stable: same-step order kept
+    plans, rows = [], []
+    for index, entry in enumerate(log):
+        tag, text = str(entry["tag"]), str(entry.get("text", ""))
+        if tag in ("plan", "replan"):
+            goal, items = _parse_plan(text)
+            plans.append([int(entry["t"]), tag, goal, items, index])
+            text = f"{len(items)} call{'s' if len(items) != 1 else ''}: " + ", ".join(
+                it[0].split("(")[0] for it in items) if items else "empty plan"
+        rows.append([int(entry["t"]), tag, text])
+    trace: list[list] = []
+    for entry in sorted(plan.get("trace") or [], key=lambda e: e["t"]):
+        call = entry.get("call")
+        text = str(entry.get("text") or "") if call else ""
+        row = [int(entry["t"]), call["skill"], call.get("target") or None, text, call_key(text)] if call \
+            else [int(entry["t"]), None, None, "", None]
+        if trace and trace[-1][0] == row[0]:
+            trace[-1] = row  # two changes in one step (a call ends, the next starts): the last holds
+        else:
+            trace.append(row)
+    return {"goal": plan.get("goal"), "plans": plans, "log": rows, "trace": trace[-limit:]}
+
+
+def _plan_stops(plan: dict, last_t: int, limit: int) -> list[int]:
+    """Step times where the plan changes (a call starts or ends, a plan is made), at most ``limit``."""
+    times = sorted({min(max(int(t), 0), last_t) for t in [r[0] for r in plan["trace"]] + [p[0] for p in plan["log"]]})
+    if len(times) > limit:
+        if limit < 1:
+            return []
+        times = [times[k] for k in np.unique(np.linspace(0, len(times) - 1, limit).round().astype(int))]
+    return times
+
+
 def _keyframes(recording: Recording, limit: int) -> list[Keyframe]:
     """Up to ``limit`` images, spread evenly over time; all cameras of a chosen step together."""
     from PIL import Image, UnidentifiedImageError
@@ -117,7 +194,11 @@ def build_timeline(
 ) -> Timeline:
     memory = recording.memory
     log = memory.log
-    stops = sample_stops(list(log.times), max(memory.t, 0), max_stops)
+    last_t = max(memory.t, 0)
+    plan = plan_data(recording.plan) if getattr(recording, "plan", None) is not None else None
+    # Where a skill starts or ends is worth a stop of its own: up to a quarter of the stops.
+    fixed = _plan_stops(plan, last_t, max_stops // 4) if plan is not None else []
+    stops = sorted(set(sample_stops(list(log.times), last_t, max(2, max_stops - len(fixed)))) | set(fixed))
     infos: dict[str, NodeInfo] = {}
     frames: list[Frame] = []
     for t in stops:
@@ -159,4 +240,5 @@ def build_timeline(
         path=_thin(memory.trajectory("agent") if "agent" in log.by_node else [], max_path),
         keyframes=_keyframes(recording, max_keyframes),
         info=info,
+        plan=plan,
     )

@@ -63,12 +63,15 @@ class Timeline:
     path: list[tuple[int, float, float, float]] = field(default_factory=list)  # robot (t, x, y, z)
     keyframes: list[Keyframe] = field(default_factory=list)
     info: dict = field(default_factory=dict)  # task, seed, steps, ... shown in the header
+    # A planning agent's plan over time (see ``embodied.viz.build.plan_data``); None for other policies.
+    plan: dict | None = None
 
     def to_json(self) -> dict:
         """Compact JSON; the page is sized by this, so lists replace repeated keys.
 
         frames[i].nodes[id] = [x, y, z, visible, inside, status]; events are
         [t, op, node, text]; path points [t, x, y, z]. Millimetres are plenty.
+        ``plan`` is already plain JSON (null when the recording has none).
         """
         return {
             "title": self.title,
@@ -89,4 +92,5 @@ class Timeline:
             "events": [[e.t, e.op, e.node, e.text] for e in self.events],
             "path": [[t, round(x, 3), round(y, 3), round(z, 3)] for t, x, y, z in self.path],
             "keyframes": [asdict(k) for k in self.keyframes],
+            "plan": self.plan,
         }

@@ -1,6 +1,7 @@
 // Scene-graph viewer: draws one sampled frame (slider stop) of the timeline at a time.
 // Trace order is fixed (tests and the benchmark read traces by name): seen, unseen / contained,
-// relations, relation labels, robot path, robot, history (+ extent, axes in the projected view).
+// relations, relation labels, robot path, robot, history (+ extent, axes in the projected view),
+// skill target (last: the running skill call's target node, empty when there is none or it is not drawn).
 // Node traces carry customdata [id, x, y, z] with world coordinates (m) whatever the view.
 (function () {
   const data = JSON.parse(document.getElementById("timeline").textContent);
@@ -222,6 +223,73 @@
     $("evcount").textContent = `(${n})`;
   }
 
+  // The plan panel (data.plan: see embodied/viz/build.py plan_data): the latest plan/replan at or
+  // before the moment, its calls numbered, the running one highlighted and those before it done.
+  const plan = data.plan;
+  function planState(t) {
+    const nLog = upto(plan.log, t, (e) => e[0]);
+    const pi = upto(plan.plans, t, (p) => p[0]) - 1, ti = upto(plan.trace, t, (e) => e[0]) - 1;
+    const running = ti >= 0 && plan.trace[ti][1] ? plan.trace[ti] : null; // [t, skill, target, text, key]
+    const version = pi >= 0 ? plan.plans[pi] : null; // [t, tag, goal, items [text, key, done], log index]
+    const items = version ? version[3] : [];
+    let done = items.filter((it) => it[2]).length, run = -1;
+    const marked = done;
+    if (version) for (let i = version[4] + 1; i < nLog; i++) if (plan.log[i][1] === "skill_done") done++;
+    if (running) { // calls run in plan order: the running one is the first match not yet done
+      const find = (from) => { for (let i = from; i < items.length; i++) if (items[i][1] === running[4]) return i; return -1; };
+      run = find(Math.min(done, items.length));
+      if (run < 0) run = find(marked);
+      if (run >= 0) done = run;
+    }
+    return { nLog, version, items, done: Math.min(done, items.length), run, running };
+  }
+  let planEls = null;
+  if (plan) {
+    const box = $("plan");
+    box.className = ""; box.innerHTML =
+      '<div id="goal"></div><div id="skill"></div><ol id="plansteps"></ol><div id="plansource" class="muted"></div>' +
+      '<ul id="outcomes"></ul>';
+    planEls = { goal: $("goal"), skill: $("skill"), steps: $("plansteps"), source: $("plansource"), outcomes: $("outcomes") };
+  }
+  function showPlan(t, st) {
+    const el = planEls, v = st.version;
+    const first = plan.plans.length ? plan.plans[0][0] : null;
+    el.goal.innerHTML = v ? `<b>Goal:</b> ${esc(v[2] || plan.goal || "-")}`
+      : `<b>Goal:</b> <span class="muted">${plan.goal ? esc(plan.goal) + (first != null ? ` (planned at t=${first})` : "") : "-"}</span>`;
+    el.skill.innerHTML = st.running ? `<b>Running:</b> <span class="call">${esc(st.running[3])}</span>`
+      : `<b>Running:</b> <span class="muted">no skill (idle)</span>`;
+    el.skill.dataset.skill = st.running ? st.running[3] : "";
+    el.steps.textContent = "";
+    st.items.forEach((it, i) => {
+      const li = document.createElement("li");
+      li.textContent = it[0];
+      if (i === st.run) li.className = "running";
+      else if (i < st.done) li.className = "done";
+      el.steps.appendChild(li);
+    });
+    el.source.textContent = v ? `${v[1]} at t=${v[0]}, ${st.items.length} call${st.items.length === 1 ? "" : "s"}`
+      : "no plan yet at this step";
+    el.outcomes.textContent = "";
+    for (let i = Math.max(0, st.nLog - 50); i < st.nLog; i++) {
+      const [et, tag, text] = plan.log[i];
+      const li = document.createElement("li");
+      li.className = tag;
+      li.textContent = `t=${et} ${tag}: ${text}`;
+      el.outcomes.appendChild(li);
+    }
+    el.outcomes.scrollTop = el.outcomes.scrollHeight;
+  }
+
+  function targetTrace(frame, st, proj) { // a ring around the running call's target, if the memory drew it
+    const id = st && st.running ? st.running[2] : null;
+    const s = id ? frame.nodes[id] : null;
+    graph.dataset.skillTarget = s ? id : "";
+    return trace("markers", { mode: "markers+text", ...points(s ? [xyz(s)] : [], proj), name: "skill target",
+      text: s ? [st.running[1]] : [], textposition: "bottom center", textfont: { size: 11, color: "#c60" },
+      customdata: s ? [[id, s[0], s[1], s[2]]] : [], hoverinfo: "skip",
+      marker: { size: 20, color: "rgb(230,130,0)", symbol: "circle-open", line: { color: "rgb(230,130,0)", width: 3 } } });
+  }
+
   let current = 0;
   function draw(index) {
     current = index;
@@ -231,6 +299,8 @@
     const traces = [nodeTrace(frame, true, proj), nodeTrace(frame, false, proj), ...edgeTraces(frame, proj),
                     ...robotTraces(frame, proj), selectedTrace(proj)];
     if (!webgl) traces.push(...frameTrace(proj));
+    const st = plan ? planState(frame.t) : null;
+    traces.push(targetTrace(frame, st, proj));
     const done = Plotly.react(graph, traces, layoutNow(), { responsive: true, displaylogo: false });
     $("tlabel").textContent = frame.t;
     const seen = traces[0].x.length, unseen = traces[1].x.length;
@@ -239,6 +309,7 @@
     graph.dataset.frameIndex = String(index);
     showEvents(frame.t);
     showKeyframes(frame.t);
+    if (plan) showPlan(frame.t, st);
     return done;
   }
 
