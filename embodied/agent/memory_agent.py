@@ -190,8 +190,9 @@ class MemoryAgent:
         return self._idle.copy()
 
     def _note(self, tag: str, text: str) -> None:
-        self.log.append({"t": self.t, "tag": tag, "text": text})
-        self.memory.note(self.t, tag, text)
+        t = self.t - 1  # the step of the observation being acted on (self.t counts folded frames)
+        self.log.append({"t": t, "tag": tag, "text": text})
+        self.memory.note(t, tag, text)
 
     def plan_record(self) -> dict:
         """JSON-plain: the goal, the plan now, the log (plans, skill ends, failures, replans) and the

@@ -205,6 +205,7 @@ class Recorder:
     def frame(self, t: int, obs: dict, memory: SpatialMemory) -> None:
         """A perceived step: take keyframes when due, save now and then."""
         self.meta["steps"] = int(t)
+        self.memory = memory  # a policy may swap its memory mid-episode (the wiped-memory ablation)
         if self._last_keyframe is None or t - self._last_keyframe >= self.keyframe_every:
             self._last_keyframe = t
             for cam in self.cameras:

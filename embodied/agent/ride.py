@@ -44,6 +44,11 @@ class MemoryRider:
         self.obs: dict | None = None  # the latest observation (extrinsics are current on every step)
         self.t = 0
         self.seed = 0
+        self.policy = None  # a policy with its own memory (the MemoryAgent) is recorded from that memory
+
+    def set_policy(self, policy) -> None:
+        """Record the policy's own memory when it keeps one: one memory, the agent's own ids and notes."""
+        self.policy = policy if isinstance(getattr(policy, "memory", None), SpatialMemory) else None
 
     def reset(self, seed: int, obs: dict, info: dict) -> None:
         if self.recorder is not None and self.memory is not None and self.recorder.open:
@@ -66,7 +71,11 @@ class MemoryRider:
         self.obs, self.t = obs, t
         if t % self.render_every:
             return
-        self.memory.update(self.perceiver(obs, t))
+        if self.policy is not None:
+            # The agent folds each observation in when it acts on it, one step after this hook.
+            self.memory = self.policy.memory
+        else:
+            self.memory.update(self.perceiver(obs, t))
         if self.recorder is not None:
             self.recorder.frame(t, obs, self.memory)
 

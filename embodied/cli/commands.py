@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> dict | None:
             if agent:
                 video = PlanCaption(video)
         hooks = {"on_reset": rider.reset, "on_step": rider.step, "on_end": rider.end} if rider else {}
-        policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder) if p is not None]
+        policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder, rider) if p is not None]
         if policies:
             hooks["on_policy"] = lambda policy: [p.set_policy(policy) for p in policies]
         results = run_episodes(env, args.policy, seeds, video=video, **hooks)
