@@ -18,7 +18,8 @@ import numpy as np
 
 from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
 from embodied.tasks.reopen_drawer import push_shut, pull_open
-from embodied.tasks.shell_game import KNOB_GRASP_Z, lift_knob
+from embodied.envs.workcell import BLOCK_HALF
+from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
 
 # How far the expert pulls a drawer (it opens ~1 cm less: the fingers start off
 # the bar). Enough to expose an object 6 cm behind the front; more would bring
@@ -27,7 +28,10 @@ PULL = 0.11
 CARRY_HIGH = 0.16  # TCP while carrying an object: its bottom clears cup knobs (0.1)
 CUP_HIGH = 0.22  # TCP while carrying a cup: its rim clears blocks, knobs and housings
 CUP_DROP = 0.008  # let a cup go this far above the table rather than press it into it
-GRASP_LOW = 0.016  # how far below an object's centre the TCP aims to grasp
+# The collision pads span the TCP height +-12 mm. The arm settles 5-8 mm above
+# low targets, so the TCP aims 5 mm below an object's centre, but never below
+# 9 mm over its support: pads pressed onto the table jam and cannot close.
+GRASP_LOW, PAD_FLOOR = 0.005, 0.009
 
 Skill = Callable[[], list[Waypoint]]
 
@@ -44,20 +48,17 @@ def carry_cup(cup: np.ndarray, target_xy: np.ndarray) -> list[Waypoint]:
     ]
 
 
-def pick(source: np.ndarray, high: float) -> list[Waypoint]:
-    """Top-down grasp of an object whose centre is at ``source``, lifted to ``high``.
+def pick(source: np.ndarray, half: float, high: float) -> list[Waypoint]:
+    """Top-down grasp of an object (centre ``source``, half height ``half``), lifted to ``high``.
 
     PutBlockBack's ``pick_and_place`` with tolerances the arm can meet near the
-    table (it settles 5-8 mm above low targets): with its 4 mm tolerance every
-    low waypoint ran into its timeout. The TCP aims below the centre (the
-    fingertips end 5 mm above it) so the pads close on the lower half; it
-    counts as there once level with the centre and keeps sinking while closing.
+    table: with its 4 mm tolerance every low waypoint ran into its timeout.
     """
     x, y, z = source
-    low = np.array([x, y, z - GRASP_LOW])
+    low = np.array([x, y, max(z - GRASP_LOW, z - half + PAD_FLOOR)])
     return [
         Waypoint(np.array([x, y, high]), OPEN, 0.0, tol=0.012),
-        Waypoint(low, OPEN, 0.0, tol=GRASP_LOW, hold=1, speed=0.8),
+        Waypoint(low, OPEN, 0.0, tol=0.008, hold=1, speed=0.8),
         Waypoint(low, CLOSED, 0.0, tol=1.0, hold=5),
         Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.012),
     ]
@@ -122,10 +123,13 @@ class RearrangeExpert(ScriptedExpert):
                 before.append(lambda c=c: carry_cup(env.privileged()["cup_pos"][c], env.privileged()["park_xy"][c]))
                 after.append(lambda c=c: carry_cup(env.privileged()["cup_pos"][c], env.privileged()["cup_xy"][c]))
         # Place is planned once the object is up: it reads how the object hangs in the grip.
-        return before + [lambda: pick(self._pos(o), CARRY_HIGH), lambda: self._carry(o, goal), lambda: self._lower(o, goal)] + after
+        return before + [lambda: pick(self._pos(o), self._half(o), CARRY_HIGH), lambda: self._carry(o, goal), lambda: self._lower(o, goal)] + after
 
     def _pos(self, o: int) -> np.ndarray:
         return self.env.privileged()["objects"][o]["pos"]
+
+    def _half(self, o: int) -> float:
+        return BALL_R if self.env.privileged()["objects"][o]["cls"] == "ball" else BLOCK_HALF
 
     def _carry(self, o: int, goal: int) -> list[Waypoint]:
         x, y, _ = self.env.rest_pose(goal, o)
