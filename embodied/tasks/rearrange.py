@@ -39,10 +39,12 @@ from embodied.tasks.hidden_object import IN_DRAWER_X, TRAY_TOP, arc
 from embodied.tasks.reopen_drawer import JITTER, DrawerRow
 from embodied.tasks.shell_game import BALL_R, _add_feet
 
-# Rows: nearer the base the arm folds to its elbow limit at carry height; past
-# x ~0.37 a drawer the expert opened has its handle over the table in its lane
-# (a block put down there would land on the bar).
-SPOT_X, SPOT_Y = (0.285, 0.345), (-0.28, -0.14, 0.0, 0.14, 0.28)
+# Rows: nearer the base (x < ~0.29 on the robot's axis) the arm folds to its
+# elbow limit at carry height. The drawer row stands 3 cm further out than in
+# ReopenDrawer so that an opened drawer's handle stays clear of the outer row
+# (a block put down under the bar would land on it).
+SPOT_X, SPOT_Y = (0.30, 0.36), (-0.28, -0.14, 0.0, 0.14, 0.28)
+ROW_BACK = np.array([0.03, 0.0])
 SPOT_JITTER = np.array([0.003, 0.01])  # spots stay >= 6 cm apart, so 3 cm tolerance discs never overlap
 N_SPOTS, N_DRAWERS, N_CUPS = len(SPOT_X) * len(SPOT_Y), 2, 2
 N_PLACES = N_SPOTS + N_DRAWERS + N_CUPS
@@ -233,7 +235,7 @@ class Rearrange(DrawerRow, WorkcellEnv):
         for o, p in self.cue:
             self.start[o] = p
         self.moves = [(o, p, self.final[o]) for o, p in self.cue]  # (object, from, to), in object order
-        self.shift_row(self.layout_shift)
+        self.shift_row(self.layout_shift + ROW_BACK)
         self.paint_drawers(COLORS[self.drawer_colour])
         for c in range(N_CUPS):
             self.paint(f"cup{c}", COLORS[self.cup_colour])

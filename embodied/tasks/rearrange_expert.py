@@ -26,6 +26,7 @@ from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
 # the handle over the nearer table spots.
 PULL = 0.11
 CARRY_HIGH = 0.16  # TCP while carrying an object: its bottom clears cup knobs (0.1)
+LOWER_FROM = 0.05  # the held object's centre this high over its goal before the last descent
 CUP_HIGH = 0.22  # TCP while carrying a cup: its rim clears blocks, knobs and housings
 CUP_DROP = 0.008  # let a cup go this far above the table rather than press it into it
 # The collision pads span the TCP height +-12 mm. The arm settles 5-8 mm above
@@ -73,8 +74,10 @@ def lower(target: np.ndarray, offset: np.ndarray, high: float) -> list[Waypoint]
     """
     x, y = np.asarray(target[:2]) - offset
     down = np.array([x, y, target[2] - 0.003])
+    # The correction is made on the way down: near the base on the robot's axis
+    # the arm cannot reach carry height a centimetre closer in (elbow limit).
     return [
-        Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.004, hold=1, speed=0.5),
+        Waypoint(np.array([x, y, target[2] + LOWER_FROM]), CLOSED, 0.0, tol=0.005, hold=1, speed=0.6),
         Waypoint(down, CLOSED, 0.0, tol=0.008, hold=2, speed=0.5),
         Waypoint(down, OPEN, 0.0, tol=1.0, hold=3),
         Waypoint(np.array([x, y, high]), OPEN, 0.0, tol=0.012),
