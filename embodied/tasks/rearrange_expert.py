@@ -26,6 +26,7 @@ from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
 # the handle over the nearer table spots.
 PULL = 0.11
 CARRY_HIGH = 0.16  # TCP while carrying an object: its bottom clears cup knobs (0.1)
+CARRY_SPEED = 0.7
 LOWER_FROM = 0.05  # the held object's centre this high over its goal before the last descent
 CUP_HIGH = 0.22  # TCP while carrying a cup: its rim clears blocks, knobs and housings
 CUP_DROP = 0.008  # let a cup go this far above the table rather than press it into it
@@ -136,7 +137,8 @@ class RearrangeExpert(ScriptedExpert):
 
     def _carry(self, o: int, goal: int) -> list[Waypoint]:
         x, y, _ = self.env.rest_pose(goal, o)
-        return [Waypoint(np.array([x, y, CARRY_HIGH]), CLOSED, 0.0, tol=0.01, hold=2)]
+        # At full speed a block held off the pads' middle can slip out on a sharp turn.
+        return [Waypoint(np.array([x, y, CARRY_HIGH]), CLOSED, 0.0, tol=0.01, hold=2, speed=CARRY_SPEED)]
 
     def _lower(self, o: int, goal: int) -> list[Waypoint]:
         offset = self._pos(o)[:2] - self.env.arm.tcp_pos()[:2]
