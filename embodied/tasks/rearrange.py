@@ -55,7 +55,9 @@ PARK_XY = np.array([[0.46, -0.39], [0.46, 0.39]])
 HOVER = 0.12  # a cup lifted aside in the observe phase hangs this high (rim), in view
 SHOW_OPEN = 0.14  # how far the env opens a drawer to move an object in or out
 CARRY_Z = 0.14  # object centre while carried: clear of cups, drawer fronts and housings
-SHOW, PREP, CARRY, FINISH = 6, 6, 16, 6
+# Steps per displacement: prep (drawers open, cups lift aside), carry (half of
+# it travelling: at most ~6 cm a step across the table), finish (shut, cups down).
+SHOW, PREP, CARRY, FINISH = 6, 5, 20, 5
 SLOT = PREP + CARRY + FINISH
 BLOCK_COLOURS = tuple(c for c in COLORS if c != "yellow")  # the ball is yellow
 REST_SLACK = 0.006  # how far above its resting height an object may be and still count as resting
