@@ -117,7 +117,7 @@ class Rearrange(DrawerRow, WorkcellEnv):
     Options = RearrangeOptions
     chance = (
         "E_layout[1 / #cues]: #cues = C(n-1,k)·P(F,k) + C(n-1,k-1)·(F-Df)·P(F-1,k-1), "
-        "F = 14-n free places, Df free drawers (0.023% at defaults)"
+        "F = 14-n free places, Df free drawers (0.022% at defaults)"
     )
 
     @classmethod

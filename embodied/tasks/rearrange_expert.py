@@ -100,6 +100,7 @@ class RearrangeExpert(ScriptedExpert):
 
     def plan(self, phase: str) -> list[Waypoint]:
         self.skills: deque[Skill] = deque()
+        self.skill_names: list[str] = []
         if phase != "recall":
             return []
         from embodied.tasks.rearrange import place_index  # the env module imports this one
@@ -110,7 +111,6 @@ class RearrangeExpert(ScriptedExpert):
             here = place_index(obj["place"])
             if goal != here:
                 self.skills.extend(self._restore(o, here, goal))
-        self.n_skills = len(self.skills)
         return []
 
     def replan(self) -> list[Waypoint]:
@@ -122,21 +122,28 @@ class RearrangeExpert(ScriptedExpert):
 
     # --- skills --------------------------------------------------------------
     def _restore(self, o: int, here: int, goal: int) -> list[Skill]:
-        from embodied.tasks.rearrange import N_DRAWERS, N_SPOTS, is_cup, is_drawer
+        """Skills that bring object ``o`` from place ``here`` back to ``goal``; names go to ``skill_names``."""
+        from embodied.tasks.rearrange import N_DRAWERS, N_SPOTS, is_cup, is_drawer, place_name
 
-        env = self.env
-        before, after = [], []
+        env, obj = self.env, self.env.object_names[o]
+        before, after, names = [], [], []
         for p in (here, goal):
             if is_drawer(p):
                 d = p - N_SPOTS
                 before.append(lambda d=d: pull_open(env.hook_point(d), PULL))
                 after.append(lambda d=d: push_shut(env.hook_point(d), env.opening(d)))
+                names.append((f"open drawer{d}", f"shut drawer{d}"))
             elif is_cup(p):
                 c = p - N_SPOTS - N_DRAWERS
                 before.append(lambda c=c: carry_cup(env.privileged()["cup_pos"][c], env.privileged()["park_xy"][c]))
                 after.append(lambda c=c: carry_cup(env.privileged()["cup_pos"][c], env.privileged()["cup_xy"][c]))
-        # Place is planned once the object is up: it reads how the object hangs in the grip.
-        return before + [lambda: pick(self._pos(o), self._half(o), CARRY_HIGH), lambda: self._carry(o, goal), lambda: self._lower(o, goal)] + after
+                names.append((f"lift cup{c} aside", f"put cup{c} back"))
+        self.skill_names += [a for a, _ in names] + [f"pick {obj}", f"place {obj} at {place_name(goal)}"]
+        self.skill_names += [b for _, b in names]
+        # The place skill is two steps: the descent is planned once the object is over
+        # its goal, from how it hangs in the grip then.
+        pick_it = lambda: pick(self._pos(o), self._half(o), CARRY_HIGH)  # noqa: E731
+        return before + [pick_it, lambda: self._carry(o, goal), lambda: self._lower(o, goal)] + after
 
     def _pos(self, o: int) -> np.ndarray:
         return self.env.privileged()["objects"][o]["pos"]
