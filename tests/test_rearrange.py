@@ -75,11 +75,11 @@ def test_a_wrong_place_fails(env):
 
 def test_observe_shows_the_moves_along_a_path():
     env = gym.make("embodied/Rearrange-v0", images=False, k=3)
-    obs, info = env.reset(seed=4)
+    _, info = env.reset(seed=4)
     moved = [o for o, obj in enumerate(info["privileged"]["objects"]) if obj["moved"]]
     track = [np.array([info["privileged"]["objects"][o]["pos"] for o in moved])]
     while info["phase"] == "observe":
-        obs, _, _, _, info = env.step(np.zeros(5, dtype=np.float32))
+        _, _, _, _, info = env.step(np.zeros(5, dtype=np.float32))
         track.append(np.array([info["privileged"]["objects"][o]["pos"] for o in moved]))
     track = np.array(track)  # (steps, movers, 3)
     start = np.array([info["privileged"]["objects"][o]["start_pos"] for o in moved])
@@ -129,8 +129,15 @@ def test_chance_formula_counts_the_cues():
 
 @pytest.mark.parametrize(
     "knobs, name",
-    [({"k": 0}, "k"), ({"n_objects": 6, "k": 7}, "k"), ({"n_objects": 4, "k": 5}, "k"), ({"n_objects": 3}, "n_objects"),
-     ({"n_objects": 7}, "n_objects"), ({"tolerance": 0.1}, "tolerance"), ({"delay": -1}, "delay")],
+    [
+        ({"k": 0}, "k"),
+        ({"n_objects": 6, "k": 7}, "k"),
+        ({"n_objects": 4, "k": 5}, "k"),
+        ({"n_objects": 3}, "n_objects"),
+        ({"n_objects": 7}, "n_objects"),
+        ({"tolerance": 0.1}, "tolerance"),
+        ({"delay": -1}, "delay"),
+    ],
 )
 def test_knobs_are_checked(knobs, name):
     with pytest.raises(ValueError, match=name):

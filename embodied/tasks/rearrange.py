@@ -18,12 +18,14 @@ observe  ``SHOW`` steps of the start scene, then one ``SLOT`` per moved
          goes under lift aside (prep), the object is carried lift-travel-lower
          (carry), then the drawers shut and the cups come back down (finish).
 delay    ``delay`` steps, everything at rest in its final place.
+         Goal text: "watch where everything goes"; no target colour.
 recall   "put everything back where it was".
 
 Success: every object within ``tolerance`` (xy) of its original place and
 resting on the table there (or, for one that started in a drawer, resting
 inside that drawer), none touching the robot. Failure: an object or a cup
-falls off the table. Chance: see ``chance_rate``.
+falls off the table. Chance: see ``chance_rate``. Knobs: ``n_objects``
+(4..6), ``k`` (1..6, at most ``n_objects``), ``delay``, ``tolerance``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from embodied.tasks.shell_game import BALL_R, _add_feet
 # (a block put down under the bar would land on it).
 SPOT_X, SPOT_Y = (0.30, 0.36), (-0.28, -0.14, 0.0, 0.14, 0.28)
 ROW_BACK = np.array([0.03, 0.0])
-SPOT_JITTER = np.array([0.003, 0.01])  # spots stay >= 6 cm apart, so 3 cm tolerance discs never overlap
+# Seeded jitter along the rows only: spots stay >= 6 cm apart, so the 3 cm
+# tolerance discs of two places never overlap (the chance formula relies on it).
+SPOT_JITTER = np.array([0.0, 0.01])
 N_SPOTS, N_DRAWERS, N_CUPS = len(SPOT_X) * len(SPOT_Y), 2, 2
 N_PLACES = N_SPOTS + N_DRAWERS + N_CUPS
 # Cups stand beside the drawer row (lanes |y| < 0.19) and beyond the spots' reach
@@ -349,6 +353,6 @@ class Rearrange(DrawerRow, WorkcellEnv):
         return np.array([x + IN_DRAWER_X, y, TRAY_TOP + self._half[o]])
 
 
-from embodied.tasks.rearrange_expert import RearrangeExpert  # noqa: E402  (the expert reads only env methods)
+from embodied.tasks.rearrange_expert import RearrangeExpert
 
 Rearrange.Expert = RearrangeExpert

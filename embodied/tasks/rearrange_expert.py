@@ -12,13 +12,13 @@ drawer is open, a cup's only once it has been set down.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
-from embodied.tasks.reopen_drawer import push_shut, pull_open
 from embodied.envs.workcell import BLOCK_HALF
+from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
+from embodied.tasks.reopen_drawer import pull_open, push_shut
 from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
 
 # How far the expert pulls a drawer (it opens ~1 cm less: the fingers start off
@@ -26,8 +26,8 @@ from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
 # the handle over the nearer table spots.
 PULL = 0.11
 CARRY_HIGH = 0.16  # TCP while carrying an object: its bottom clears cup knobs (0.1)
-CARRY_SPEED = 0.7
-NEAR_X = 0.29
+CARRY_SPEED = 0.7  # a held object creeps along the pads faster in hard accelerations
+NEAR_X = 0.29  # nearer the base, on its axis, the arm folds into its elbow limit and stalls
 LOWER_FROM = 0.05  # the held object's centre this high over its goal before the last descent
 CUP_HIGH = 0.22  # TCP while carrying a cup: its rim clears blocks, knobs and housings
 CUP_DROP = 0.008  # let a cup go this far above the table rather than press it into it
@@ -75,17 +75,15 @@ def pick(source: np.ndarray, half: float, high: float) -> list[Waypoint]:
 def lower(target: np.ndarray, offset: np.ndarray, high: float) -> list[Waypoint]:
     """From above ``target``, set the held object down there and let go.
 
-    ``offset`` is where the object sits relative to the TCP (xy): a block held
-    by its upper half can hang tilted in the grip by a centimetre after the
-    carry, which would put it on a drawer's handle bar or out of tolerance.
+    ``offset`` is where the object sits relative to the TCP (xy): it can have
+    crept a centimetre or more along the pads during the carry, which would
+    put it on a drawer's handle bar or out of tolerance. The correction is
+    made on the way down (the arm reaches in nearer its base lower down) and
+    cut short at NEAR_X, which leaves the object at most ~1 cm out.
     """
     x, y = np.asarray(target[:2]) - offset
-    # Nearer the base than NEAR_X the arm folds into its elbow limit and stalls;
-    # a correction cut short there leaves the object a little out, well in tolerance.
     x = max(x, NEAR_X)
     down = np.array([x, y, target[2] - 0.003])
-    # The correction is made on the way down, out of the way of nothing in particular
-    # but easier for the arm than at carry height so close to its base.
     return [
         Waypoint(np.array([x, y, target[2] + LOWER_FROM]), CLOSED, 0.0, tol=0.005, hold=1, speed=0.6),
         Waypoint(down, CLOSED, 0.0, tol=0.008, hold=2, speed=0.5),
@@ -142,7 +140,7 @@ class RearrangeExpert(ScriptedExpert):
         self.skill_names += [b for _, b in names]
         # The place skill is two steps: the descent is planned once the object is over
         # its goal, from how it hangs in the grip then.
-        pick_it = lambda: pick(self._pos(o), self._half(o), CARRY_HIGH)  # noqa: E731
+        pick_it = lambda: pick(self._pos(o), self._half(o), CARRY_HIGH)
         return before + [pick_it, lambda: self._carry(o, goal), lambda: self._lower(o, goal)] + after
 
     def _pos(self, o: int) -> np.ndarray:
