@@ -79,6 +79,8 @@ _MANIPULATION = [
     ("ShellGame-v0", "embodied.tasks.shell_game:ShellGame", 300, "a ball is hidden under one of identical cups that swap places; lift that cup"),
     ("RememberColor-v0", "embodied.tasks.remember_color:RememberColor", 200, "a screen flashes the colour of one of several blocks; touch that block"),
     ("SequenceRecall-v0", "embodied.tasks.sequence_recall:SequenceRecall", 300, "buttons light up one after another; press them in the same order"),
+    ("Rearrange-v0", "embodied.tasks.rearrange:Rearrange", 2500,
+     "k objects are moved between table spots, drawers and cups; put everything back where it was"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
