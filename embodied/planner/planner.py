@@ -37,7 +37,7 @@ LIFTED = 0.04  # m: a lifted cup's centre above where it stood
 class Planner:
     """Deterministic, memory-only planning; no task names, no simulator state."""
 
-    def __init__(self, workspace_low=(0.25, -0.45), workspace_high=(0.65, 0.45)):
+    def __init__(self, workspace_low=(0.32, -0.45), workspace_high=(0.62, 0.45)):
         self.workspace_low = np.asarray(workspace_low, dtype=np.float64)
         self.workspace_high = np.asarray(workspace_high, dtype=np.float64)
 
@@ -108,8 +108,7 @@ class Planner:
         holder = r.holder(node)
         if not holder:
             return []
-        cls = r.attrs(holder)["cls"]
-        if cls == "drawer" or r.attrs(holder)["kind"] == "articulated":
+        if _is_drawer(r, holder):
             if r.memory.where_is(holder)["state"] == "open":
                 return []
             return [self.call("open", holder, r, f"drawer holding {r.attrs(node)['cls']}")]
@@ -117,41 +116,89 @@ class Planner:
         aside = self._free_spot(r, avoid=[node, holder])
         return [
             self.call("lift", holder, r, f"cup over {r.attrs(node)['cls']}"),
-            SkillCall("place", holder, tuple(aside), 0.0, tuple(r.size(holder)), "cup aside"),
+            SkillCall("place", holder, (aside[0], aside[1], r.position(holder)[2]), 0.0, tuple(r.size(holder)),
+                      "cup aside"),
         ]
 
     def _put_everything_back(self, r: Resolver) -> list[SkillCall]:
+        """Every object away from where it was first seen goes back there, one at a time: open the
+        drawer it is in or goes into, lift aside a cup over it or over its place, pick, place, then
+        shut the drawers this opened (an open drawer's handle reaches over the table)."""
+        objects = r.candidates(Ref("everything"))
+        moved = [n for n in objects if _displaced(r, n)]
+        # Spots a cup set aside must keep clear of: every object now and every place one goes back to.
+        keep_clear = [r.position(n)[:2] for n in objects] + [r.position(n, "first")[:2] for n in moved]
         plan: list[SkillCall] = []
-        moved = []
-        for n in r.candidates(Ref("everything")):
-            first, now = r.position(n, "first"), r.position(n)
-            if float(np.linalg.norm(first[:2] - now[:2])) > MOVED_TOL or abs(first[2] - now[2]) > MOVED_TOL:
-                moved.append(n)
         for n in moved:
             note = f"{r.attrs(n).get('colour', '')} {r.attrs(n)['cls']}".strip()
-            plan += self._uncover(n, r)
+            dest = r.position(n, "first")
+            opened: list[str] = []
+            for holder in (r.holder(n), self._container_at_first_sight(r, n)):
+                if holder and _is_drawer(r, holder) and holder not in opened:
+                    plan.append(self.call("open", holder, r, f"drawer for {note}"))
+                    opened.append(holder)
+            for cup in self._cups_over(r, n, dest):
+                aside = self._free_spot(r, keep_clear, near=r.position(cup)[:2])
+                keep_clear.append(aside[:2])
+                plan.append(self.call("lift", cup, r, f"cup over {note}"))
+                plan.append(SkillCall("place", cup, (aside[0], aside[1], r.position(cup)[2]), 0.0,
+                                      tuple(r.size(cup)), "cup aside"))
             plan.append(self.call("pick", n, r, note))
-            plan.append(SkillCall("place", n, tuple(r.position(n, "first")), 0.0, tuple(r.size(n)), note))
+            plan.append(SkillCall("place", n, tuple(dest), 0.0, tuple(r.size(n)), f"{note} back"))
+            plan += [self.call("close", d, r, "drawer") for d in opened]
         return plan
 
-    def _free_spot(self, r: Resolver, avoid: list[str], clearance: float = 0.1) -> np.ndarray:
-        """A table spot at least ``clearance`` from every remembered object (xy grid search)."""
-        others = [
-            r.position(n)[:2]
+    def _container_at_first_sight(self, r: Resolver, node: str) -> str:
+        """The container the node was in when first seen (from the graph as it stood then)."""
+        first = r.memory.history(node)[0]["t"]
+        then = r.memory.snapshot(first)
+        inside = [v for _, v, k in then.out_edges(node, keys=True) if k == "in"] if node in then else []
+        if inside:
+            return inside[0]
+        # Seen first as a drawer slid open: the drawer whose box held it then.
+        p = r.position(node, "first")
+        for d in r.memory.find(kind="container"):
+            if d in then and _is_drawer(r, d):
+                lo, hi = np.asarray(then.nodes[d]["box_min"]), np.asarray(then.nodes[d]["box_max"])
+                if np.all(p[:2] >= lo[:2] - 0.01) and np.all(p[:2] <= hi[:2] + 0.01):
+                    return d
+        return ""
+
+    def _cups_over(self, r: Resolver, node: str, dest: np.ndarray) -> list[str]:
+        """Cups covering the node now, or standing on the place it goes back to."""
+        cups = []
+        holder = r.holder(node)
+        if holder and not _is_drawer(r, holder):
+            cups.append(holder)
+        for c in r.memory.find(kind="container"):
+            if c in cups or _is_drawer(r, c) or c == node:
+                continue
+            if float(np.linalg.norm(r.position(c)[:2] - dest[:2])) < 0.04:
+                cups.append(c)
+        return cups
+
+    def _free_spot(self, r: Resolver, keep_clear=(), near=None, clearance: float = 0.09) -> np.ndarray:
+        """A table spot (xy grid search in the workspace) at least ``clearance`` from every remembered
+        object's footprint and from ``keep_clear`` points; the one nearest ``near`` among the clear."""
+        boxes = [
+            (np.asarray(r.attrs(n)["box_min"])[:2], np.asarray(r.attrs(n)["box_max"])[:2])
             for n in r.memory.find()
             if r.attrs(n)["kind"] in ("object", "container", "articulated", "surface")
-            and r.attrs(n)["cls"] not in ("table",)
-            and float(np.prod(r.size(n)[:2])) < 0.1
+            and float(np.prod(r.size(n)[:2])) < 0.2  # not the table itself
         ]
-        best, best_d = None, -1.0
-        for x in np.linspace(self.workspace_low[0], self.workspace_high[0], 9):
-            for y in np.linspace(self.workspace_low[1], self.workspace_high[1], 19):
+        points = [np.asarray(p, dtype=np.float64)[:2] for p in keep_clear]
+        near = np.asarray(near if near is not None else (self.workspace_low + self.workspace_high) / 2)[:2]
+        best, best_key = None, None
+        for x in np.linspace(self.workspace_low[0], self.workspace_high[0], 16):
+            for y in np.linspace(self.workspace_low[1], self.workspace_high[1], 31):
                 p = np.array([x, y])
-                d = min((float(np.linalg.norm(p - o)) for o in others), default=1.0)
-                d = min(d, 0.3) - 0.01 * abs(y)  # prefer spots near the middle among the clear ones
-                if d > best_d:
-                    best, best_d = p, d
-        if best is None or best_d < clearance - 0.05:
+                gaps = [_box_distance(p, lo, hi) for lo, hi in boxes] + [float(np.linalg.norm(p - q)) for q in points]
+                if min(gaps, default=1.0) < clearance:
+                    continue
+                key = float(np.linalg.norm(p - near))
+                if best_key is None or key < best_key:
+                    best, best_key = p, key
+        if best is None:
             raise ResolutionError("no free spot on the table to set something aside")
         return np.array([best[0], best[1], 0.0])
 
@@ -190,3 +237,18 @@ class Planner:
         if call.skill == "touch":
             return True
         return True
+
+
+def _is_drawer(r: Resolver, node: str) -> bool:
+    """A container that is part of a housing slides (a drawer); a free one is lifted (a cup)."""
+    return r.attrs(node)["cls"] == "drawer" or bool(r.memory.related(node, "part_of"))
+
+
+def _displaced(r: Resolver, node: str) -> bool:
+    first, now = r.position(node, "first"), r.position(node)
+    return float(np.linalg.norm(first[:2] - now[:2])) > MOVED_TOL or abs(first[2] - now[2]) > MOVED_TOL
+
+
+def _box_distance(p: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Distance (m) from the point ``p`` (2,) to the rectangle [lo, hi] (0 inside)."""
+    return float(np.linalg.norm(np.maximum(np.maximum(lo - p, p - hi), 0.0)))
