@@ -104,6 +104,7 @@ class MemoryAgent:
             self._start_next(obs)
         if self.skill is None:
             return self._hold_action()
+        self._retarget(obs)
         action = np.asarray(self.skill.act(obs), dtype=np.float32)
         if self.skill.done or self.skill.failed:
             self._settle = self.config.settle_steps
@@ -161,6 +162,14 @@ class MemoryAgent:
         self.skill, self.current_call = skill, call
         self._since = self.t
         self.trace.append({"t": self.t - 1, "call": call.to_dict(), "text": str(call)})
+
+    def _retarget(self, obs: dict) -> None:
+        """Hand the running skill its target's latest estimate (memory sharpens as the arm closes in)."""
+        if not hasattr(self.skill, "retarget") or not self.current_call.target:
+            return
+        fresh = self.planner.refresh(self.current_call, self.memory, self.target_rgb)
+        if fresh is not self.current_call and self.skill.retarget(fresh, obs):
+            self.current_call = self.plan[0] = fresh
 
     def _finish_skill(self, obs: dict) -> None:
         call, skill = self.current_call, self.skill

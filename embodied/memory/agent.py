@@ -115,15 +115,20 @@ class AgentTracking:
         g["closed"] = True  # came to rest part-closed: on an object, or on nothing
         if width <= cfg.grasp_min_width:
             return
-        best, best_d = "", cfg.grasp_radius
+        best, best_key = "", None
         for node in self._physical():
             a = self._graph.nodes[node]
             tr = self.tracks[node]
-            if a["kind"] not in ("object", "container") or tr.surface:
+            # Articulated parts (drawers) slide but are never carried off: a block held inside an
+            # open drawer is inside the drawer's box too, and the block is what the hand holds.
+            if a["kind"] not in ("object", "container") or tr.surface or a.get("articulated"):
                 continue
             d = float(np.linalg.norm(np.clip(tcp, tr.box_min, tr.box_max) - tcp))
-            if d < best_d:
-                best, best_d = node, d
+            if d >= cfg.grasp_radius:
+                continue
+            key = (d, float(np.linalg.norm(tr.center - tcp)))  # within the box, the nearest centre
+            if best_key is None or key < best_key:
+                best, best_key = node, key
         if best:
             g["holding"], g["grasp_width"] = best, width
             g["offset"] = _vec(self.tracks[best].center - tcp)

@@ -37,6 +37,7 @@ TOUCH_ABOVE_TOP = 0.002  # m: fingertips reach 12 mm below the TCP: 1 cm into th
 EMPTY_WIDTH = 0.006  # m: a gripper closed this far holds nothing
 STILL = 0.0007  # m per step: the TCP has stopped
 SETTLED_NEAR = 0.012  # m: a stopped TCP this close to its waypoint has reached it
+RETARGET_SHIFT = 0.005  # m: a target that moved less than this in memory keeps the old path
 
 
 @dataclass
@@ -92,11 +93,25 @@ class WaypointSkill:
             raise ValueError(f"{type(self).__name__} runs {self.name!r} calls, got {call.skill!r}")
         self.call = call
         self.queue = deque(self.waypoints(call, obs))
+        self.stage = 0  # waypoints passed
         self._done = self._failed = False
         self._elapsed = self._held = self._steps = self._still = 0
         self._last_pos = None
         _, _, width = tcp_state(obs["proprio"])
         self._grip = OPEN if width > 0.07 else CLOSED
+
+    retarget_stages = 0  # waypoints that may be re-aimed while memory refines the target (0: never)
+
+    def retarget(self, call: SkillCall, obs: dict) -> bool:
+        """Re-aim at ``call``'s fresher target while still approaching; True if the path changed."""
+        if self.stage >= self.retarget_stages or self._done or self._failed:
+            return False
+        if np.linalg.norm(np.subtract(call.xyz, self.call.xyz)) < RETARGET_SHIFT:
+            return False
+        path = self.waypoints(call, obs)[self.stage :]
+        self.call, self.queue = call, deque(path)
+        self._elapsed = self._held = 0
+        return True
 
     def act(self, obs: dict) -> np.ndarray:
         action = np.zeros(5, dtype=np.float32)
@@ -130,6 +145,7 @@ class WaypointSkill:
             self._held += 1
             if self._held > wp.hold:
                 self.queue.popleft()
+                self.stage += 1
                 self._elapsed = self._held = 0
         if not self.queue and not self._failed:
             self._done = True
@@ -140,6 +156,7 @@ class Pick(WaypointSkill):
     """Top-down grasp at the box centre, then lift (to ``extra["lift_to"]`` m, default SAFE_Z)."""
 
     name = "pick"
+    retarget_stages = 2  # above the object and on the way down: the wrist camera sharpens the estimate
 
     def waypoints(self, call, obs):
         c = np.asarray(call.xyz)
@@ -219,6 +236,7 @@ class Lift(WaypointSkill):
     """Grasp a cup by the knob on its top and lift it."""
 
     name = "lift"
+    retarget_stages = 2
 
     def waypoints(self, call, obs):
         c = np.asarray(call.xyz)
@@ -236,6 +254,7 @@ class Press(WaypointSkill):
     """Closed fingers over the cap, down past the press point, back up to release."""
 
     name = "press"
+    retarget_stages = 1
 
     def waypoints(self, call, obs):
         c = np.asarray(call.xyz)
@@ -253,6 +272,7 @@ class Touch(WaypointSkill):
     """Closed fingers over the object, then straight down onto its top."""
 
     name = "touch"
+    retarget_stages = 1
 
     def waypoints(self, call, obs):
         c = np.asarray(call.xyz)
