@@ -9,7 +9,7 @@ from embodied.agent.memory_agent import AgentConfig
 from tests.agent_helpers import run_agent
 
 MANIPULATION = ["PutBlockBack-v0", "ReopenDrawer-v0", "HiddenObject-v0", "ShellGame-v0", "RememberColor-v0",
-                "SequenceRecall-v0"]
+                "SequenceRecall-v0", "Rearrange-v0"]
 
 
 @pytest.mark.parametrize("task", MANIPULATION)
@@ -77,3 +77,10 @@ def test_a_goal_no_task_uses_needs_no_new_code():
     assert [c.skill for c in plan] == ["open"], agent.log
     openings = opened["openings"]
     assert openings[opened["cue"]] >= 0.08 and np.delete(openings, opened["cue"]).max() < 0.02
+
+
+def test_rearrange_plans_many_skills_and_memory_knows_the_origins():
+    agent, info, _ = run_agent("Rearrange-v0", 21, image_size=96)
+    assert info["is_success"], agent.log
+    skills = [c.skill for c in agent.done_calls]
+    assert len(skills) >= 6 and {"pick", "place"} <= set(skills)

@@ -32,6 +32,7 @@ from embodied.planner.resolver import Resolver, ResolutionError
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
 LIFTED = 0.04  # m: a lifted cup's centre above where it stood
+IN_DRAWER = 0.075  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
 
 
 class Planner:
@@ -144,7 +145,9 @@ class Planner:
                 plan.append(SkillCall("place", cup, (aside[0], aside[1], r.position(cup)[2]), 0.0,
                                       tuple(r.size(cup)), "cup aside"))
             plan.append(self.call("pick", n, r, note))
-            plan.append(SkillCall("place", n, tuple(dest), 0.0, tuple(r.size(n)), f"{note} back"))
+            into = self._container_at_first_sight(r, n)
+            extra = {"into": into} if into and _is_drawer(r, into) else {}
+            plan.append(SkillCall("place", n, tuple(dest), 0.0, tuple(r.size(n)), f"{note} back", extra))
             plan += [self.call("close", d, r, "drawer") for d in opened]
         return plan
 
@@ -204,10 +207,20 @@ class Planner:
 
     # --- keeping parameters fresh ----------------------------------------------------
     def refresh(self, call: SkillCall, memory, target_rgb=None) -> SkillCall:
-        """The call with its target's latest remembered box (targets move: drawers slide, blocks drop)."""
+        """The call with its target's latest remembered box (targets move: drawers slide, blocks drop).
+        A place into a drawer aims at the drawer as it stands now: ``IN_DRAWER`` m behind its front."""
+        r = Resolver(memory, target_rgb)
+        into = call.extra.get("into", "")
+        if call.skill == "place" and into in memory.graph:
+            heading = self._pull_heading(into, r)
+            out = np.array([math.cos(heading), math.sin(heading), 0.0])
+            c, size = r.position(into), r.size(into)
+            front = c + out * (abs(out[0]) * size[0] + abs(out[1]) * size[1]) / 2
+            xyz = front - out * IN_DRAWER
+            xyz[2] = call.xyz[2]
+            return SkillCall(call.skill, call.target, tuple(xyz), call.yaw, call.size, call.note, call.extra)
         if not call.target or call.target not in memory.graph or call.skill in ("place", "navigate"):
             return call
-        r = Resolver(memory, target_rgb)
         return SkillCall(
             call.skill, call.target, tuple(r.position(call.target)), call.yaw, tuple(r.size(call.target)),
             call.note, call.extra,
