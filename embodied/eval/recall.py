@@ -68,6 +68,27 @@ def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
     return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["goal"]["xy"])[:2])) <= reach
 
 
+def check_rearrange(answer: dict, privileged: dict, tolerance: float = 0.03) -> bool:
+    """Every displaced object's start is a place the plan goes to: within ``tolerance`` (xy) of a
+    table start, or, for a start in a drawer, in that drawer's lane (its y, in front of its back)."""
+    calls = answer.get("answer")
+    if not calls:
+        return False
+    points = np.asarray(calls, dtype=np.float64).reshape(-1, 3)[:, :2]
+    for obj in privileged["objects"]:
+        if not obj["moved"]:
+            continue
+        container = obj["start_container"]
+        if container.startswith("drawer"):
+            unit = np.asarray(privileged["unit_xy"])[int(container.removeprefix("drawer"))]
+            ok = (np.abs(points[:, 1] - unit[1]) < 0.06) & (points[:, 0] > unit[0] - 0.25) & (points[:, 0] < unit[0] + 0.1)
+        else:
+            ok = np.linalg.norm(points - np.asarray(obj["start_pos"])[:2], axis=1) <= tolerance
+        if not ok.any():
+            return False
+    return True
+
+
 # family -> (check, what the check asks)
 CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "PutBlockBack": (check_put_block_back, "the block's start pose (xy within 2 cm)"),
@@ -78,6 +99,7 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "SequenceRecall": (check_sequence_recall, "the order the buttons lit up"),
     "ObjectRevisit": (check_go_to, "where the goal object is (within 0.5 m)"),
     "MovedObject": (check_go_to, "where the moved object is now / was first seen (0.5 m)"),
+    "Rearrange": (check_rearrange, "where every displaced object started (a place call there)"),
     "MultiGoal": (check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
 }
 
