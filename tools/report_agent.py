@@ -30,6 +30,9 @@ def main(root: str) -> None:
         speed = f"{r['agent_steps_per_s']:.0f}" if "agent_steps_per_s" in r else "-"
         print(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
     agent = [r["agent"] for r in rows if "agent" in r]
+    few = {r["task"]: r.get("agent:wiped_episodes") for r in rows if r.get("agent:wiped_episodes", 0) < r["episodes"]}
+    if few:
+        print(f"\nwiped / blank columns over fewer seeds: {few}")
     print(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
 
 

@@ -212,7 +212,8 @@ def ablate(args: argparse.Namespace) -> dict | None:
         entry = get_task(tasks[0])
         options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
     columns = tuple(args.column) or COLUMNS
-    report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=not args.json)
+    report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=not args.json,
+                        ablation_episodes=args.ablation_episodes)
     if args.json:
         return report
     print(f"{'task':<20} " + " ".join(f"{c:>12}" for c in columns) + f" {'chance':>8}")

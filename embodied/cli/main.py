@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
     p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--ablation-episodes", type=int, help="episodes of the wiped and blank columns (default: --episodes)")
     p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
                    "agent:wiped, agent:blank); default: all")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
