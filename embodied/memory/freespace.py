@@ -202,9 +202,17 @@ class FreeSpaceMap:
             return self._cache
         k = self.k
         h, w = self.shape[0] // k, self.shape[1] // k
-        clear = self.clearance()[: h * k, : w * k].reshape(h, k, w, k).min(axis=(1, 3))
-        known = self.known_free[: h * k, : w * k].reshape(h, k, w, k).mean(axis=(1, 3)) >= 0.5
+        fine_clear = self.clearance()
+        known_free = self.known_free
+        clear = fine_clear[: h * k, : w * k].reshape(h, k, w, k).min(axis=(1, 3))
+        known = known_free[: h * k, : w * k].reshape(h, k, w, k).mean(axis=(1, 3)) >= 0.5
         nav = known & (clear >= self.radius)
+        clear_q = np.round(np.minimum(clear, self.prefer) / self.res).astype(np.int16)  # what edge costs see
+        old = self._cache
+        if old and np.array_equal(old["nav"], nav) and np.array_equal(old["clear_q"], clear_q):
+            # The map changed but not where it matters to the graph: keep it (building costs ~10 ms).
+            old.update(version=self.version, fine_clear=fine_clear, known_free=known_free, clear=clear)
+            return old
         graph = nx.Graph()
         ids = np.arange(h * w).reshape(h, w)
         graph.add_nodes_from(ids[nav].tolist())
@@ -214,14 +222,14 @@ class FreeSpaceMap:
             dst_v = (slice(di, h), slice(max(0, dj), w + min(0, dj)))
             ok = nav[src_v] & nav[dst_v]
             src, dst = ids[src_v][ok], ids[dst_v][ok]
-            c = np.minimum(clear.flat[src], clear.flat[dst])
+            c = np.minimum(clear_q.flat[src], clear_q.flat[dst]) * self.res
             cost = res * math.hypot(di, dj) * (1.0 + 2.0 * np.maximum(0.0, self.prefer - c))
             graph.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), cost.tolist()))
         jj, ii = np.meshgrid(np.arange(w), np.arange(h))
         centres = self.low + res * (np.stack([jj, ii], axis=-1) + 0.5)
-        fine_clear = self.clearance()
         self._cache = {"version": self.version, "nav": nav, "graph": graph, "w": w, "centres": centres,
-                       "clear": clear, "fine_clear": fine_clear, "res": res}
+                       "clear": clear, "clear_q": clear_q, "fine_clear": fine_clear, "known_free": known_free,
+                       "res": res}
         return self._cache
 
     def navigable(self) -> np.ndarray:
@@ -246,7 +254,8 @@ class FreeSpaceMap:
         if (flat < 0).any():
             return False
         r = self.radius if radius is None else radius
-        return bool((self._planning()["fine_clear"].ravel()[flat] >= r).all() and self.known_free.ravel()[flat].all())
+        p = self._planning()
+        return bool((p["fine_clear"].ravel()[flat] >= r).all() and p["known_free"].ravel()[flat].all())
 
     def nearest_free(self, xy) -> np.ndarray | None:
         """(2,) centre of the navigable planning cell nearest to ``xy``; None if none."""
@@ -303,12 +312,11 @@ class FreeSpaceMap:
         pts = np.array(list(goal_xy.values()))
         centre = pts.mean(axis=0)
         spread = float(np.linalg.norm(pts - centre, axis=1).max())
+        # Admissible: edges cost at least their length, and every goal lies within ``spread`` of ``centre``.
+        hmap = np.maximum(0.0, np.linalg.norm(p["centres"] - centre, axis=-1) - spread - res).ravel().tolist()
 
         def h(u: int, v: int) -> float:
-            # Admissible: edges cost at least their length, and every goal lies within ``spread`` of ``centre``.
-            if u == GOAL:
-                return 0.0
-            return max(0.0, float(np.hypot(*(p["centres"][u // w, u % w] - centre))) - spread - res)
+            return 0.0 if u == GOAL else hmap[u]
 
         try:
             nodes = nx.astar_path(g, a, GOAL, heuristic=h, weight="weight")
