@@ -134,5 +134,7 @@ def _time_planning(skill: NavigateSkill, ep: NavEpisode) -> None:
             return inner(*args, **kwargs)
         finally:
             ep.plan_ms.append((time.perf_counter() - t0) * 1e3)
+            if ep.goals:
+                ep.goals[-1].setdefault("plan_ms", []).append(round(ep.plan_ms[-1], 1))
 
     skill._plan = timed

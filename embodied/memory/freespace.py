@@ -26,11 +26,16 @@ free evidence and is not occupied, *unknown* otherwise. Unknown cells are
 never planned through.
 
 Planning (``path``) runs networkx A* on a coarser grid (``plan_res``, twice
-the map's cells by default) whose nodes are cells that are free and at least
-``radius`` (robot bumper 0.18 m + margin) from every occupied cell; edges
-cost their length, times a penalty when clearance drops below ``prefer``,
-so paths keep to the middle of doorways. The graph is rebuilt only when the
-map changed since the last query.
+the map's cells by default) whose nodes are cells at least ``radius`` (robot
+bumper 0.18 m + margin) from every occupied cell; edges cost their length,
+times a penalty when clearance drops below ``prefer`` (paths keep to the
+middle of doorways), times ``1 + unknown_cost`` where a cell is not known
+free: unknown floor (say, right in front of furniture no viewpoint looked
+down at) may be crossed, but known floor is preferred, and the driver's
+depth check stops it if the unknown turns out blocked. Unknown cells count
+only within the bounding box of the known ones (+3 cells).
+``unknown_cost=None`` plans on known free cells only. The graph is rebuilt
+only when the planning grid changed since the last query.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ class FreeSpaceMap:
         min_hits: int = 2,
         occ_ratio: float = 0.1,
         sure_hits: int = 12,
+        unknown_cost: float | None = 2.0,
     ):
         self.low = np.asarray(low, dtype=np.float64)
         self.size = np.asarray(size, dtype=np.float64)
@@ -80,6 +86,7 @@ class FreeSpaceMap:
         self.z_min, self.z_max, self.free_height = float(z_min), float(z_max), float(free_height)
         self.stride, self.max_range = int(stride), float(max_range)
         self.min_hits, self.occ_ratio, self.sure_hits = int(min_hits), float(occ_ratio), int(sure_hits)
+        self.unknown_cost = None if unknown_cost is None else float(unknown_cost)
         self.hits = np.zeros(self.shape, dtype=np.float32)
         self.free = np.zeros(self.shape, dtype=np.float32)
         self.visited = np.zeros(self.shape, dtype=bool)
@@ -206,12 +213,24 @@ class FreeSpaceMap:
         known_free = self.known_free
         clear = fine_clear[: h * k, : w * k].reshape(h, k, w, k).min(axis=(1, 3))
         known = known_free[: h * k, : w * k].reshape(h, k, w, k).mean(axis=(1, 3)) >= 0.5
-        nav = known & (clear >= self.radius)
+        nav = clear >= self.radius
+        if self.unknown_cost is None:
+            nav &= known
+        elif known.any():
+            # Unknown cells count only near what has been seen (the bounding box of known cells + 3 cells).
+            rows, cols = np.nonzero(known.any(axis=1))[0], np.nonzero(known.any(axis=0))[0]
+            box = np.zeros_like(nav)
+            box[max(0, rows[0] - 3) : rows[-1] + 4, max(0, cols[0] - 3) : cols[-1] + 4] = True
+            nav &= box
+        else:
+            nav &= False
         clear_q = np.round(np.minimum(clear, self.prefer) / self.res).astype(np.int16)  # what edge costs see
         old = self._cache
-        if old and np.array_equal(old["nav"], nav) and np.array_equal(old["clear_q"], clear_q):
+        if (old and np.array_equal(old["nav"], nav) and np.array_equal(old["clear_q"], clear_q)
+                and np.array_equal(old["known"], known)):
             # The map changed but not where it matters to the graph: keep it (building costs ~10 ms).
-            old.update(version=self.version, fine_clear=fine_clear, known_free=known_free, clear=clear)
+            old.update(version=self.version, fine_clear=fine_clear, known_free=known_free, clear=clear,
+                       occupied=self.occupied)
             return old
         graph = nx.Graph()
         ids = np.arange(h * w).reshape(h, w)
@@ -224,12 +243,14 @@ class FreeSpaceMap:
             src, dst = ids[src_v][ok], ids[dst_v][ok]
             c = np.minimum(clear_q.flat[src], clear_q.flat[dst]) * self.res
             cost = res * math.hypot(di, dj) * (1.0 + 2.0 * np.maximum(0.0, self.prefer - c))
+            if self.unknown_cost is not None:
+                cost *= np.where(known.flat[src] & known.flat[dst], 1.0, 1.0 + self.unknown_cost)
             graph.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), cost.tolist()))
         jj, ii = np.meshgrid(np.arange(w), np.arange(h))
         centres = self.low + res * (np.stack([jj, ii], axis=-1) + 0.5)
         self._cache = {"version": self.version, "nav": nav, "graph": graph, "w": w, "centres": centres,
                        "clear": clear, "clear_q": clear_q, "fine_clear": fine_clear, "known_free": known_free,
-                       "res": res}
+                       "known": known, "occupied": self.occupied, "res": res}
         return self._cache
 
     def navigable(self) -> np.ndarray:
@@ -244,8 +265,9 @@ class FreeSpaceMap:
         out[flat >= 0] = self._planning()["fine_clear"].ravel()[flat[flat >= 0]]
         return out
 
-    def segment_clear(self, a, b, radius: float | None = None, step: float | None = None) -> bool:
-        """Whether every point of the straight segment a -> b keeps ``radius`` clearance and is known free."""
+    def segment_clear(self, a, b, radius: float | None = None, step: float | None = None, known: bool = True) -> bool:
+        """Whether every point of the straight segment a -> b keeps ``radius`` clearance (and, with
+        ``known``, is known free; else merely not occupied)."""
         a, b = np.asarray(a, dtype=np.float64)[:2], np.asarray(b, dtype=np.float64)[:2]
         step = step or self.res
         n = max(2, int(np.ceil(np.linalg.norm(b - a) / step)) + 1)
@@ -255,7 +277,8 @@ class FreeSpaceMap:
             return False
         r = self.radius if radius is None else radius
         p = self._planning()
-        return bool((p["fine_clear"].ravel()[flat] >= r).all() and p["known_free"].ravel()[flat].all())
+        cells = (p["known_free"] if known else ~p["occupied"]).ravel()[flat]
+        return bool((p["fine_clear"].ravel()[flat] >= r).all() and cells.all())
 
     def nearest_free(self, xy) -> np.ndarray | None:
         """(2,) centre of the navigable planning cell nearest to ``xy``; None if none."""
@@ -283,12 +306,13 @@ class FreeSpaceMap:
         goal = np.asarray(goal_xy, dtype=np.float64)[:2]
         return self.path_to_any(start_xy, [goal], [0.0])
 
-    def path_to_any(self, start_xy, goals, costs=None) -> list[np.ndarray]:
+    def path_to_any(self, start_xy, goals, costs=None, end_radius: float | None = None) -> list[np.ndarray]:
         """Cheapest path from ``start_xy`` to any of ``goals`` (K, 2), each with an extra ``costs`` (K,).
 
         Goals are snapped to their planning cells (off-grid goals: nearest
         navigable cell). The last waypoint is the chosen goal itself when
-        the segment to it keeps ``radius`` clearance, else its cell centre.
+        the segment to it from its planning cell keeps ``end_radius``
+        clearance (default ``radius`` - 3 cm), else that cell's centre.
         """
         p = self._planning()
         g, w, res = p["graph"], p["w"], p["res"]
@@ -328,7 +352,8 @@ class FreeSpaceMap:
         end = goal_xy[nodes[-1]]
         points = [start] + [p["centres"][n // w, n % w].copy() for n in nodes[1:]]
         last = p["centres"][nodes[-1] // w, nodes[-1] % w]
-        if np.linalg.norm(end - last) > 1e-9 and self.segment_clear(last, end, self.radius - 0.03):
+        end_radius = self.radius - 0.03 if end_radius is None else end_radius
+        if np.linalg.norm(end - last) > 1e-9 and self.segment_clear(last, end, end_radius, known=False):
             points.append(end.copy())
         return self.shorten(points)
 
@@ -352,6 +377,7 @@ class FreeSpaceMap:
             "prefer": self.prefer, "plan_res": self.res * self.k, "z_min": self.z_min, "z_max": self.z_max,
             "free_height": self.free_height, "stride": self.stride, "max_range": self.max_range,
             "min_hits": self.min_hits, "occ_ratio": self.occ_ratio, "sure_hits": self.sure_hits,
+            "unknown_cost": self.unknown_cost,
             "hits": self.hits.round(1).tolist(), "free": self.free.round(1).tolist(),
             "visited": self.visited.astype(np.uint8).tolist(),
         }
@@ -359,7 +385,7 @@ class FreeSpaceMap:
     @classmethod
     def from_dict(cls, d: dict) -> FreeSpaceMap:
         keys = ("low", "size", "res", "radius", "prefer", "plan_res", "z_min", "z_max", "free_height", "stride",
-                "max_range", "min_hits", "occ_ratio", "sure_hits")
+                "max_range", "min_hits", "occ_ratio", "sure_hits", "unknown_cost")
         m = cls(**{k: d[k] for k in keys})
         m.hits[:] = np.asarray(d["hits"], dtype=np.float32)
         m.free[:] = np.asarray(d["free"], dtype=np.float32)

@@ -3,8 +3,8 @@
 ``SkillCall(skill="navigate", xyz=<target object position, world, m>)``. The
 skill
 
-1. picks a *stand-off* point on the map: a navigable cell (``radius``
-   clearance, known free) between ``stand_min`` and ``stand_max`` metres
+1. picks a *stand-off* point on the map: an unoccupied map cell (known free preferred) with
+   ``stand_clear`` clearance (bumper + 3 cm) between ``stand_min`` and ``stand_max`` metres
    from the target whose straight line to the target crosses no occupied
    cell before the target's own support (the last ``support`` metres), the
    one with the cheapest path from where the robot is (one A* search to a
@@ -84,6 +84,7 @@ class NavigateSkill:
         stand_min: float = 0.3,
         stand_max: float = 0.46,
         stand_prefer: float = 0.4,
+        stand_clear: float = ROBOT_RADIUS + 0.03,
         reach: float = 0.47,
         face_tol: float = 0.12,
         support: float = 0.25,
@@ -95,6 +96,7 @@ class NavigateSkill:
     ):
         self.map = freespace
         self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
+        self.stand_clear = stand_clear
         self.reach, self.face_tol, self.support = reach, face_tol, support
         self.stop_dist, self.stuck_steps = stop_dist, stuck_steps
         self.max_replans, self.max_steps = max_replans, max_steps
@@ -177,38 +179,44 @@ class NavigateSkill:
         return np.zeros(2, dtype=np.float32)
 
     def stand_offs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(K, 2) candidate stand-off points around the target and their extra costs (K,)."""
+        """(K, 2) candidate stand-off points around the target (map cells) and their extra costs (K,).
+
+        A candidate is a known-free map cell (or, when the map plans through
+        unknown cells, any unoccupied one, at a small extra cost) ``stand_min``..``stand_max`` from the
+        target with at least ``stand_clear`` clearance (a little less than the
+        planning radius: the last metres are driven slowly) whose straight line
+        to the target crosses no occupied cell short of the target's support.
+        """
         m = self.map
-        nav = m.navigable()
-        res = m.res * m.k
-        h, w = nav.shape
-        r = int(np.ceil(self.stand_max / res)) + 1
-        ci, cj = np.floor((self.target - m.low) / res).astype(int)[::-1]
-        cells = [(i, j) for i in range(max(0, ci - r), min(h, ci + r + 1))
-                 for j in range(max(0, cj - r), min(w, cj + r + 1)) if nav[i, j]]
-        if not cells:
-            return np.zeros((0, 2)), np.zeros(0)
-        pts = m.low + res * (np.array(cells)[:, ::-1] + 0.5)
+        r = int(np.ceil(self.stand_max / m.res)) + 1
+        ci, cj = m.cell(self.target)
+        i0, i1, j0, j1 = max(0, ci - r), min(m.shape[0], ci + r + 1), max(0, cj - r), min(m.shape[1], cj + r + 1)
+        ii, jj = np.mgrid[i0:i1, j0:j1]
+        pts = m.low + m.res * (np.stack([jj.ravel(), ii.ravel()], axis=1) + 0.5)
         d = np.linalg.norm(pts - self.target, axis=1)
-        keep = (d >= self.stand_min) & (d <= self.stand_max)
-        pts, d = pts[keep], d[keep]
-        occ = m.occupied.ravel()
-        ok = []
-        for p, dist in zip(pts, d):
-            n = max(2, int(np.ceil((dist - self.support) / (m.res / 2))))
-            seg = p + np.linspace(0.0, 1.0, n)[:, None] * (self.target - p) * max(0.0, (dist - self.support) / dist)
-            flat = m._flat(seg)
-            ok.append(bool(not (flat < 0).any() and not occ[flat].any()))
-        ok = np.array(ok, dtype=bool)
-        pts, d = pts[ok], d[ok]
+        flat = ii.ravel() * m.shape[1] + jj.ravel()
         clear = m.clearance_at(pts)
-        cost = 2.0 * np.abs(d - self.stand_prefer) + 1.0 * np.maximum(0.0, m.prefer - clear)
+        free = m.known_free.ravel()[flat] if m.unknown_cost is None else ~m.occupied.ravel()[flat]
+        keep = (d >= self.stand_min) & (d <= self.stand_max) & (clear >= self.stand_clear) & free
+        known = m.known_free.ravel()[flat][keep]
+        pts, d, clear = pts[keep], d[keep], clear[keep]
+        if not len(pts):
+            return np.zeros((0, 2)), np.zeros(0)
+        # Line of sight: samples every half cell from the candidate to ``support`` short of the target.
+        frac = np.linspace(0.0, 1.0, int(np.ceil(self.stand_max / (m.res / 2))) + 1)
+        span = np.maximum(0.0, d - self.support) / d
+        seg = pts[:, None, :] + (frac[None, :, None] * span[:, None, None]) * (self.target - pts)[:, None, :]
+        cells = m._flat(seg.reshape(-1, 2)).reshape(len(pts), -1)
+        occ = m.occupied.ravel()
+        ok = ~((cells < 0) | occ[np.maximum(cells, 0)]).any(axis=1)
+        pts, d, clear, known = pts[ok], d[ok], clear[ok], known[ok]
+        cost = 2.0 * np.abs(d - self.stand_prefer) + 1.0 * np.maximum(0.0, m.prefer - clear) + 0.3 * ~known
         return pts, cost
 
     def _plan(self, pose: np.ndarray) -> None:
         self.replans += 1
         goals, costs = self.stand_offs()
-        path = self.map.path_to_any(pose[:2], goals, costs) if len(goals) else []
+        path = self.map.path_to_any(pose[:2], goals, costs, end_radius=self.stand_clear) if len(goals) else []
         if not path:
             # No stand-off in known free space: head for the navigable cell nearest the target.
             near = self.map.nearest_free(self.target)
