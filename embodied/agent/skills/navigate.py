@@ -81,11 +81,11 @@ class NavigateSkill:
     def __init__(
         self,
         freespace: FreeSpaceMap,
-        stand_min: float = 0.3,
-        stand_max: float = 0.46,
-        stand_prefer: float = 0.4,
+        stand_min: float = 0.25,
+        stand_max: float = 0.45,
+        stand_prefer: float = 0.25,
         stand_clear: float = ROBOT_RADIUS + 0.03,
-        reach: float = 0.47,
+        reach: float = 0.45,
         face_tol: float = 0.12,
         support: float = 0.25,
         stop_dist: float = 0.25,
@@ -210,7 +210,9 @@ class NavigateSkill:
         occ = m.occupied.ravel()
         ok = ~((cells < 0) | occ[np.maximum(cells, 0)]).any(axis=1)
         pts, d, clear, known = pts[ok], d[ok], clear[ok], known[ok]
-        cost = 2.0 * np.abs(d - self.stand_prefer) + 1.0 * np.maximum(0.0, m.prefer - clear) + 0.3 * ~known
+        # Closer is better (a remembered position is a few cm off at worst; the reach is 0.5 m), known floor
+        # a little better than unknown; among equals the path length decides.
+        cost = 3.0 * np.abs(d - self.stand_prefer) + 0.3 * ~known
         return pts, cost
 
     def _plan(self, pose: np.ndarray) -> None:
