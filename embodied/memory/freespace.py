@@ -254,7 +254,8 @@ class FreeSpaceMap:
         return self._cache
 
     def navigable(self) -> np.ndarray:
-        """(h, w) bool on the planning grid (``plan_res`` cells): free with ``radius`` clearance."""
+        """(h, w) bool on the planning grid (``plan_res`` cells): ``radius`` clear of occupied cells and
+        known free (or, with ``unknown_cost`` set, unknown but near the known area)."""
         return self._planning()["nav"]
 
     def clearance_at(self, xy) -> np.ndarray:
@@ -281,7 +282,7 @@ class FreeSpaceMap:
         return bool((p["fine_clear"].ravel()[flat] >= r).all() and cells.all())
 
     def nearest_free(self, xy) -> np.ndarray | None:
-        """(2,) centre of the navigable planning cell nearest to ``xy``; None if none."""
+        """(2,) centre of the navigable planning cell (see ``navigable``) nearest to ``xy``; None if none."""
         p = self._planning()
         cells = np.argwhere(p["nav"])
         if len(cells) == 0:
