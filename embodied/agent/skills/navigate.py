@@ -1,0 +1,287 @@
+"""NavigateSkill: drive the mobile base to a remembered object on the robot's own free-space map.
+
+``SkillCall(skill="navigate", xyz=<target object position, world, m>)``. The
+skill
+
+1. picks a *stand-off* point on the map: an unoccupied map cell (known free preferred) with
+   ``stand_clear`` clearance (bumper + 3 cm) between ``stand_min`` and ``stand_max`` metres
+   from the target whose straight line to the target crosses no occupied
+   cell before the target's own support (the last ``support`` metres), the
+   one with the cheapest path from where the robot is (one A* search to a
+   virtual node linked to every candidate, see ``FreeSpaceMap.path_to_any``);
+2. follows that path turn-then-drive, then turns to face the target;
+3. is ``done`` when it believes it is within ``reach`` of the target and
+   facing it within ``face_tol``.
+
+Safety: each step the head depth in front of the base is checked; a point
+of an obstacle (height 5 cm .. 1.3 m) inside the robot's swept corridor
+closer than ``stop_dist`` ahead of the bumper, and nearer than the waypoint
+being driven to, stops the base and triggers a replan (the map has already
+taken the obstacle in). No progress toward the stand-off for ``stuck_steps``
+steps also replans. ``failed`` after ``max_replans`` replans or
+``max_steps`` steps.
+
+Pose: the base pose used for driving is derived from the head camera's
+extrinsics (``obs["extrinsics/head"]``) composed with the camera's known
+mount on the base (``CAMERA_MOUNT``): the same transform the map is built
+from, so map and pose stay consistent even when the extrinsics come from
+drifting odometry. ``proprio`` odometry is not used.
+
+Actions are ``(2,) float32`` in [-1, 1]: ``[forward, yaw rate]`` as fractions
+of ``max_v`` (0.5 m/s) and ``max_w`` (1.5 rad/s).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
+from embodied.planner.calls import SkillCall
+
+CAMERA = "head"
+CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre (scenes/apartment/robot.xml)
+MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1 (the base's documented action scaling)
+
+
+def wrap(angle: float) -> float:
+    return float((angle + np.pi) % (2 * np.pi) - np.pi)
+
+
+def base_pose(obs: dict[str, Any], camera: str = CAMERA) -> np.ndarray:
+    """(3,) base pose [x, y, yaw] (m, rad) from the camera-to-world extrinsics and the mount.
+
+    The camera's optical axis (OpenCV z, third column of the rotation) points
+    along the base's heading, pitched down; its xy projection gives the yaw.
+    """
+    T = np.asarray(obs[f"extrinsics/{camera}"], dtype=np.float64)
+    yaw = float(np.arctan2(T[1, 2], T[0, 2]))
+    xy = T[:2, 3] - CAMERA_MOUNT * np.array([np.cos(yaw), np.sin(yaw)])
+    return np.array([xy[0], xy[1], yaw])
+
+
+def integrate_observation(freespace: FreeSpaceMap, obs: dict[str, Any], ignore: np.ndarray | None = None,
+                          camera: str = CAMERA) -> np.ndarray:
+    """Fold one observation's head depth into ``freespace`` and mark the base's footprint visited.
+
+    Returns the base pose (3,) used (see ``base_pose``).
+    """
+    freespace.integrate(obs[f"depth/{camera}"], obs[f"intrinsics/{camera}"], obs[f"extrinsics/{camera}"], ignore)
+    pose = base_pose(obs, camera)
+    freespace.mark_visited(pose[:2])
+    return pose
+
+
+class NavigateSkill:
+    """Skill protocol (``start``, ``act``, ``done``, ``failed``) for ``navigate`` calls."""
+
+    name = "navigate"
+
+    def __init__(
+        self,
+        freespace: FreeSpaceMap,
+        stand_min: float = 0.25,
+        stand_max: float = 0.45,
+        stand_prefer: float = 0.25,
+        stand_clear: float = ROBOT_RADIUS + 0.03,
+        reach: float = 0.45,
+        face_tol: float = 0.12,
+        support: float = 0.25,
+        stop_dist: float = 0.25,
+        stuck_steps: int = 30,
+        max_replans: int = 8,
+        max_steps: int = 700,
+        camera: str = CAMERA,
+    ):
+        self.map = freespace
+        self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
+        self.stand_clear = stand_clear
+        self.reach, self.face_tol, self.support = reach, face_tol, support
+        self.stop_dist, self.stuck_steps = stop_dist, stuck_steps
+        self.max_replans, self.max_steps = max_replans, max_steps
+        self.camera = camera
+        self._done = self._failed = False
+        self.target = np.zeros(2)
+        self.path: list[np.ndarray] = []
+        self.log: list[str] = []
+
+    # --- protocol ---------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    def start(self, call: SkillCall, obs: dict[str, Any]) -> None:
+        if call.skill != "navigate":
+            raise ValueError(f"NavigateSkill runs navigate calls, got {call.skill!r}")
+        self.call = call
+        self.target = np.asarray(call.xyz[:2], dtype=np.float64)
+        self._done = self._failed = False
+        self.steps = 0
+        self.replans = -1
+        self.path, self.index = [], 0
+        self.best, self.since_best = np.inf, 0
+        self.backing = 0
+        self.log = []
+        self._plan(base_pose(obs, self.camera))
+
+    def act(self, obs: dict[str, Any]) -> np.ndarray:
+        if self._done or self._failed:
+            return np.zeros(2, dtype=np.float32)
+        self.steps += 1
+        if self.steps > self.max_steps:
+            return self._fail("step budget")
+        pose = base_pose(obs, self.camera)
+        dist = float(np.linalg.norm(self.target - pose[:2]))
+        facing = abs(wrap(np.arctan2(*(self.target - pose[:2])[::-1]) - pose[2]))
+        if dist <= self.reach and facing <= self.face_tol:
+            self._done = True
+            return np.zeros(2, dtype=np.float32)
+        if self.backing > 0:  # after a blocked view: back off a little before planning again
+            self.backing -= 1
+            if self.backing == 0:
+                self._plan(pose)
+            return np.array([-0.4, 0.0], dtype=np.float32)
+        if not self.path:
+            return self._fail("no path") if self.replans >= self.max_replans else self._replan(pose, "no path")
+        # Progress toward the stand-off (the path's end).
+        remaining = self._remaining(pose)
+        if remaining < self.best - 0.02:
+            self.best, self.since_best = remaining, 0
+        else:
+            self.since_best += 1
+        if self.since_best > self.stuck_steps and dist > self.reach:
+            return self._replan(pose, "stuck")
+        v, w = self._follow(pose)
+        if v > 0 and self._blocked(obs, pose):
+            self.backing = 3
+            return self._replan(pose, "obstacle ahead", back=True)
+        return np.array([np.clip(v / MAX_V, -1, 1), np.clip(w / MAX_W, -1, 1)], dtype=np.float32)
+
+    # --- planning ------------------------------------------------------------------------
+    def _fail(self, why: str) -> np.ndarray:
+        self._failed = True
+        self.log.append(f"failed: {why}")
+        return np.zeros(2, dtype=np.float32)
+
+    def _replan(self, pose: np.ndarray, why: str, back: bool = False) -> np.ndarray:
+        self.log.append(f"t{self.steps}: replan ({why})")
+        if self.replans >= self.max_replans:
+            return self._fail(f"{why}, {self.replans} replans")
+        if not back:
+            self._plan(pose)
+        else:
+            self.replans += 1
+        return np.zeros(2, dtype=np.float32)
+
+    def stand_offs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(K, 2) candidate stand-off points around the target (map cells) and their extra costs (K,).
+
+        A candidate is a known-free map cell (or, when the map plans through
+        unknown cells, any unoccupied one, at a small extra cost) ``stand_min``..``stand_max`` from the
+        target with at least ``stand_clear`` clearance (a little less than the
+        planning radius: the last metres are driven slowly) whose straight line
+        to the target crosses no occupied cell short of the target's support.
+        """
+        m = self.map
+        r = int(np.ceil(self.stand_max / m.res)) + 1
+        ci, cj = m.cell(self.target)
+        i0, i1, j0, j1 = max(0, ci - r), min(m.shape[0], ci + r + 1), max(0, cj - r), min(m.shape[1], cj + r + 1)
+        ii, jj = np.mgrid[i0:i1, j0:j1]
+        pts = m.low + m.res * (np.stack([jj.ravel(), ii.ravel()], axis=1) + 0.5)
+        d = np.linalg.norm(pts - self.target, axis=1)
+        flat = ii.ravel() * m.shape[1] + jj.ravel()
+        clear = m.clearance_at(pts)
+        free = m.known_free.ravel()[flat] if m.unknown_cost is None else ~m.occupied.ravel()[flat]
+        keep = (d >= self.stand_min) & (d <= self.stand_max) & (clear >= self.stand_clear) & free
+        known = m.known_free.ravel()[flat][keep]
+        pts, d, clear = pts[keep], d[keep], clear[keep]
+        if not len(pts):
+            return np.zeros((0, 2)), np.zeros(0)
+        # Line of sight: samples every half cell from the candidate to ``support`` short of the target.
+        frac = np.linspace(0.0, 1.0, int(np.ceil(self.stand_max / (m.res / 2))) + 1)
+        span = np.maximum(0.0, d - self.support) / d
+        seg = pts[:, None, :] + (frac[None, :, None] * span[:, None, None]) * (self.target - pts)[:, None, :]
+        cells = m._flat(seg.reshape(-1, 2)).reshape(len(pts), -1)
+        occ = m.occupied.ravel()
+        ok = ~((cells < 0) | occ[np.maximum(cells, 0)]).any(axis=1)
+        pts, d, clear, known = pts[ok], d[ok], clear[ok], known[ok]
+        # Closer is better (a remembered position is a few cm off at worst; the reach is 0.5 m), known floor
+        # a little better than unknown; among equals the path length decides.
+        cost = 3.0 * np.abs(d - self.stand_prefer) + 0.3 * ~known
+        return pts, cost
+
+    def _plan(self, pose: np.ndarray) -> None:
+        self.replans += 1
+        goals, costs = self.stand_offs()
+        path = self.map.path_to_any(pose[:2], goals, costs, end_radius=self.stand_clear) if len(goals) else []
+        if not path:
+            # No stand-off in known free space: head for the navigable cell nearest the target.
+            near = self.map.nearest_free(self.target)
+            path = self.map.path(pose[:2], near) if near is not None else []
+            self.log.append(f"t{self.steps}: no stand-off; nearest free {near}")
+        self.path = [np.asarray(p, dtype=np.float64) for p in path]
+        self.index = 1 if len(self.path) > 1 else 0
+        self.best, self.since_best = self._remaining(pose) if self.path else np.inf, 0
+        self.log.append(f"t{self.steps}: plan {len(self.path)} points to {self.path[-1] if self.path else None}")
+
+    def _remaining(self, pose: np.ndarray) -> float:
+        if not self.path:
+            return np.inf
+        pts = [pose[:2]] + self.path[self.index:]
+        return float(sum(np.linalg.norm(b - a) for a, b in zip(pts[:-1], pts[1:])))
+
+    # --- driving -----------------------------------------------------------------------------
+    def _follow(self, pose: np.ndarray) -> tuple[float, float]:
+        """Turn-then-drive toward the current waypoint; at the end, turn to face the target."""
+        while self.index < len(self.path):
+            last = self.index == len(self.path) - 1
+            if np.linalg.norm(self.path[self.index] - pose[:2]) > (0.04 if last else 0.12):
+                break
+            self.index += 1
+        if self.index < len(self.path):
+            goal = self.path[self.index]
+            last = self.index == len(self.path) - 1
+            dist = float(np.linalg.norm(goal - pose[:2]))
+            err = wrap(np.arctan2(goal[1] - pose[1], goal[0] - pose[0]) - pose[2])
+            w = float(np.clip(4.0 * err, -MAX_W, MAX_W))
+            if abs(err) > 0.35:
+                return 0.0, w
+            v = MAX_V if not last else min(MAX_V, 0.08 + 1.5 * dist)
+            return float(v * np.cos(err)), w
+        err = wrap(np.arctan2(self.target[1] - pose[1], self.target[0] - pose[0]) - pose[2])
+        if float(np.linalg.norm(self.target - pose[:2])) > self.reach:
+            # At the stand-off but not within reach (the map moved it): creep toward the target.
+            w = float(np.clip(4.0 * err, -MAX_W, MAX_W))
+            return (0.1 if abs(err) < 0.3 else 0.0), w
+        return 0.0, float(np.clip(4.0 * err, -MAX_W, MAX_W))
+
+    def _blocked(self, obs: dict[str, Any], pose: np.ndarray) -> bool:
+        """An obstacle point in the base's corridor closer than ``stop_dist`` past the bumper, short of the waypoint."""
+        depth = np.asarray(obs[f"depth/{self.camera}"])
+        K = np.asarray(obs[f"intrinsics/{self.camera}"], dtype=np.float64)
+        T = np.asarray(obs[f"extrinsics/{self.camera}"], dtype=np.float64)
+        h, w = depth.shape
+        v, u = np.mgrid[h // 3 : h : 3, w // 4 : 3 * w // 4 : 3]  # central columns, middle-to-bottom rows
+        d = depth[v, u].astype(np.float64)
+        ok = np.isfinite(d) & (d > 0.02)
+        if not ok.any():
+            return False
+        x = (u[ok] + 0.5 - K[0, 2]) / K[0, 0] * d[ok]
+        y = (v[ok] + 0.5 - K[1, 2]) / K[1, 1] * d[ok]
+        pts = np.stack([x, y, d[ok]], axis=1) @ T[:3, :3].T + T[:3, 3]
+        rel = pts[:, :2] - pose[:2]
+        c, s = np.cos(pose[2]), np.sin(pose[2])
+        fwd, lat = c * rel[:, 0] + s * rel[:, 1], -s * rel[:, 0] + c * rel[:, 1]
+        obstacle = (pts[:, 2] > 0.05) & (pts[:, 2] < 1.3) & (np.abs(lat) < ROBOT_RADIUS + 0.02)
+        ahead = fwd[obstacle & (fwd > 0)]
+        if len(ahead) < 3:
+            return False
+        nearest = float(np.sort(ahead)[2])
+        goal = self.path[min(self.index, len(self.path) - 1)] if self.path else pose[:2]
+        to_goal = float(np.linalg.norm(goal - pose[:2]))
+        return nearest < ROBOT_RADIUS + self.stop_dist and nearest < to_goal + ROBOT_RADIUS
