@@ -3,7 +3,7 @@
 Each step: perceive -> memory.update -> freespace.integrate (head depth, small
 objects masked out) . At the first recall step, and whenever
 ``obs["goal"]["text"]`` changes (MultiGoal's next goal), the goal is resolved
-from memory with ``answer_go_to`` into a ``SkillCall(skill="navigate")`` and a
+from memory with the planner into a ``SkillCall(skill="navigate")`` and a
 ``NavigateSkill`` drives. The agent side reads only ``obs``; the env's
 ``info`` is read here for the outcome (``is_success``) and the phase, which
 the observation also carries (``obs["goal"]["phase"]``).
@@ -20,7 +20,7 @@ import numpy as np
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
 from embodied.memory import SpatialMemory
 from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.recall import answer_go_to
+from embodied.planner.answer import plan_answer
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.planner.calls import SkillCall
 
@@ -50,13 +50,13 @@ class NavEpisode:
 
 
 def goal_call(memory: SpatialMemory, goal: dict) -> tuple[SkillCall | None, dict]:
-    """The navigate call for the current goal, resolved from memory (None when memory has no answer)."""
-    answer = answer_go_to(memory, goal)
+    """The navigate call for the current goal, planned from memory (None when memory has no answer)."""
+    answer = plan_answer(memory, goal)
     pos = answer.get("answer")
     if pos is None:
         return None, answer
     call = SkillCall("navigate", target=answer.get("node", ""), xyz=(float(pos[0]), float(pos[1]), 0.0),
-                     note=answer.get("asked", ""))
+                     note=goal.get("text", ""))
     return call, answer
 
 

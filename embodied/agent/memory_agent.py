@@ -27,7 +27,11 @@ from typing import Any
 import numpy as np
 
 from embodied.agent.skills.arm import arm_skills
+from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
+from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
 from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.memory.config import kind_of
+from embodied.memory.freespace import FreeSpaceMap
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.planner.calls import SkillCall
 from embodied.planner.grammar import Goal, parse
@@ -67,7 +71,8 @@ class MemoryAgent:
             cfg.perception.seed = int(seed)
         self.perceive = Perceiver(self.labels, cfg.perception)
         self.memory = SpatialMemory(cfg.memory)
-        self.skills = self._skills_given if self._skills_given is not None else dict(arm_skills())
+        self.skills = dict(self._skills_given) if self._skills_given is not None else {}
+        self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
         self.t = 0
         self.goal_text: str | None = None
         self.goal: Goal | None = None
@@ -88,11 +93,7 @@ class MemoryAgent:
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         if self._action_dim is None:
-            dim = np.asarray(obs["proprio"]).shape[0]
-            self._action_dim = 5 if dim == ARM_PROPRIO else 2
-            self._idle = np.zeros(self._action_dim, dtype=np.float32)
-            if self._action_dim == 5:
-                self._idle[4] = 1.0  # gripper open
+            self._embody(obs)
         self._remember(obs)
         self._follow_goal(obs)
         if self.skill is not None and (self.skill.done or self.skill.failed):
@@ -112,15 +113,40 @@ class MemoryAgent:
             self._idle[4] = action[4]  # keep the gripper as the last skill left it
         return action
 
+    def _embody(self, obs: dict) -> None:
+        """From the first observation: an arm (workcell proprio) or a mobile base with a head camera.
+        The base also keeps a free-space map, and the default skills follow the body."""
+        arm = np.asarray(obs["proprio"]).shape[0] == ARM_PROPRIO
+        self._action_dim = 5 if arm else 2
+        self._idle = np.zeros(self._action_dim, dtype=np.float32)
+        if arm:
+            self._idle[4] = 1.0  # gripper open
+        if not arm and f"depth/{HEAD_CAMERA}" in obs:
+            self.freespace = FreeSpaceMap()
+            # Movable things are left out of the map (a carried object must not leave a trail of walls).
+            self._movable = np.array(sorted(i for i, c in self.labels.items() if kind_of(c) in ("object", "container")))
+        if self._skills_given is None:
+            self.skills = dict(arm_skills()) if arm else {}
+            if self.freespace is not None:
+                self.skills["navigate"] = NavigateSkill(self.freespace)
+
     # --- perception + memory ---------------------------------------------------------
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
         if phase == RECALL and self._phase != RECALL and self.config.wipe_at_recall:
             self.memory = SpatialMemory(self.config.memory)
+            if self.freespace is not None:
+                self.freespace = FreeSpaceMap()
+                if self._skills_given is None:
+                    self.skills["navigate"] = NavigateSkill(self.freespace)
         self._phase = phase
         if self.config.blank_observe and phase == 0:
             obs = _blank(obs)
         self.memory.update(self.perceive(obs, self.t))
+        if self.freespace is not None:
+            seg = obs.get(f"segmentation/{HEAD_CAMERA}")
+            ignore = None if seg is None else np.isin(seg, self._movable)
+            integrate_observation(self.freespace, obs, ignore)
         self.t += 1
 
     # --- planning --------------------------------------------------------------------

@@ -32,6 +32,7 @@ from embodied.planner.resolver import Resolver, ResolutionError
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
 LIFTED = 0.04  # m: a lifted cup's centre above where it stood
+NAV_REACH = 0.55  # m: the head camera this close to a goal point (the base is 0.1 m behind it)
 IN_DRAWER = 0.075  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
 
 
@@ -229,8 +230,14 @@ class Planner:
     # --- monitoring ------------------------------------------------------------------
     def check(self, call: SkillCall, memory, since: int) -> bool:
         """Whether memory shows the call's expected effect."""
-        if call.skill == "navigate" or call.skill == "wait":
-            return True  # the navigate skill checks its own arrival against the map
+        if call.skill == "wait":
+            return True
+        if call.skill == "navigate":
+            # The agent node is the head camera; within reach of the goal point, seen from memory.
+            if "agent" not in memory.graph:
+                return False
+            here = np.asarray(memory.graph.nodes["agent"]["position"])[:2]
+            return float(np.linalg.norm(here - np.asarray(call.xyz[:2]))) <= NAV_REACH
         if call.target not in memory.graph:
             return False
         where = memory.where_is(call.target)
