@@ -10,6 +10,9 @@
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied demo [--episodes N] [--video demo.mp4]
+    embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
+    embodied data info|check|video DIR ...
+    embodied bench data [--json]
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import sys
 
 from embodied.agent.rollout import POLICIES
-from embodied.cli import bench, commands, memory_cmds
+from embodied.cli import bench, commands, data_cmds, memory_cmds
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
@@ -118,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", default="demo.mp4")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
+
+    data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     return parser
 
 

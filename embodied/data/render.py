@@ -22,7 +22,6 @@ def _caption(frame: np.ndarray, text: str) -> np.ndarray:
         return frame
     img = Image.fromarray(frame)
     draw = ImageDraw.Draw(img)
-    draw.rectangle([0, 0, img.width, 14], fill=(0, 0, 0))
     draw.text((3, 1), text, fill=(255, 255, 255))
     return np.asarray(img)
 
@@ -43,12 +42,12 @@ def render_episode(root: str | Path, episode: int, out: str | Path, progress: bo
     tiled = np.concatenate(views, axis=2)
     scale = max(1, int(np.ceil(MIN_HEIGHT / tiled.shape[1])))
     h, w = tiled.shape[1] * scale, tiled.shape[2] * scale
-    side = max(h, w + (w % 2))
+    top = 16  # caption strip
     out = Path(out)
-    enc = EpisodeEncoder(side, ds.fps, crf=18)
+    enc = EpisodeEncoder(h + top, ds.fps, crf=18, width=w + w % 2)
     for k in tqdm(range(b - a), desc=f"episode {episode}", disable=not progress, leave=False):
-        frame = np.zeros((side, side, 3), np.uint8)
-        frame[:h, :w] = tiled[k].repeat(scale, axis=0).repeat(scale, axis=1)
+        frame = np.zeros((h + top, w + w % 2, 3), np.uint8)
+        frame[top:, :w] = tiled[k].repeat(scale, axis=0).repeat(scale, axis=1)
         sid = int(ds.frames["skill.id"][a + k])
         skill = SKILLS[sid] if sid >= 0 else "-"
         text = f"t={k} {PHASES[int(ds.frames['phase'][a + k])]} skill={skill}"
@@ -61,4 +60,4 @@ def render_episode(root: str | Path, episode: int, out: str | Path, progress: bo
         tmp.unlink(missing_ok=True)
         raise
     return {"episode": episode, "frames": b - a, "task": r["tasks"][0], "success": bool(r.get("success")),
-            "output": os.fspath(out), "size": [side, side]}
+            "output": os.fspath(out), "size": [h + top, w + w % 2]}

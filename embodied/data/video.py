@@ -24,13 +24,13 @@ GOP = 10  # frames between key frames: seeking by timestamp decodes at most this
 
 
 class EpisodeEncoder:
-    """Encode RGB frames (H, W, 3) uint8 into an in-memory mp4."""
+    """Encode RGB frames (size, width or size, 3) uint8 into an in-memory mp4."""
 
-    def __init__(self, size: int, fps: int, crf: int = CRF, gop: int = GOP):
+    def __init__(self, size: int, fps: int, crf: int = CRF, gop: int = GOP, width: int | None = None):
         self.buf = io.BytesIO()
         self.container = av.open(self.buf, mode="w", format="mp4")
         self.stream = self.container.add_stream(CODEC, rate=fps)
-        self.stream.width = self.stream.height = size
+        self.stream.height, self.stream.width = size, width or size
         self.stream.pix_fmt = PIX_FMT
         self.time_base = Fraction(1, fps)
         self.stream.options = {"crf": str(crf), "g": str(gop), "preset": "veryfast", "bf": "0", "threads": "1"}
