@@ -140,9 +140,11 @@ def bench_data(args) -> dict:
     result = run_bench(BenchConfig(args.task, args.episodes, workers, args.image_size, args.keep))
     if not args.json:
         print(f"{args.task}, {args.episodes} episodes at {args.image_size}px:")
-        print(f"  bare rollout (1 process): {result['bare_frames_per_s']:.0f} frames/s")
+        print(f"  bare rollout (1 process): {result['bare_frames_per_s']:.0f} frames/s, "
+              f"{result['bare_frames_per_cpu_s']:.0f} frames per CPU second")
         for w, r in result["record"].items():
             print(f"  record, {w} worker(s): {r['frames_per_s']:.0f} frames/s ({r['speedup']:.2f}x of 1)")
-        print(f"  recording overhead vs bare rollout (1 worker): {result['overhead_pct']:.0f}%")
+        print(f"  recording overhead vs bare rollout (1 worker): {result['overhead_pct']:.0f}% CPU time per frame "
+              f"({result['overhead_wall_pct']:.0f}% wall clock)")
         print(f"  {result['mb_per_100_episodes']:.1f} MB per 100 episodes")
     return result

@@ -125,7 +125,7 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         for cam in cams:
             rgb = obs[f"rgb/{cam}"]
             encoders[cam].add(rgb)
-            if t % 5 == 0:
+            if t % 10 == 0:
                 img_samples[cam].append(rgb)
             if job.depth:
                 d = np.nan_to_num(obs[f"depth/{cam}"], nan=0.0, posinf=0.0) * DEPTH_SCALE
@@ -182,7 +182,7 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         "calls": calls,
         "robot_type": robot_type(u),
         "cameras": cams,
-        "image_stats": {f"{IMAGE_PREFIX}{cam}": image_stats(np.stack(s)) for cam, s in img_samples.items()},
+        "image_stats": {f"{IMAGE_PREFIX}{cam}": image_stats(np.stack(s), count=t) for cam, s in img_samples.items()},
     }
     videos = {cam: enc.close() for cam, enc in encoders.items()}
     return EpisodeBlob(json.dumps(meta, default=plain).encode(), st_save(arrays), videos)

@@ -33,11 +33,16 @@ def array_stats(x: np.ndarray) -> dict[str, list]:
     return {k: np.asarray(v).tolist() for k, v in out.items()}
 
 
-def image_stats(frames: np.ndarray) -> dict[str, list]:
-    """Per-channel statistics of (N, H, W, 3) uint8 frames in [0, 1], each shaped (3, 1, 1)."""
-    x = frames.reshape(-1, 3).astype(np.float64) / 255.0
+def image_stats(frames: np.ndarray, count: int | None = None, max_pixels: int = 20_000) -> dict[str, list]:
+    """Per-channel statistics of (N, H, W, 3) uint8 frames in [0, 1], each shaped (3, 1, 1).
+
+    Like LeRobot, from a sample: the frames given (the recorder passes every 10th), at most
+    ``max_pixels`` pixels of them, evenly strided. ``count`` is the episode's frame count.
+    """
+    x = frames.reshape(-1, 3)
+    x = x[:: max(1, len(x) // max_pixels)].astype(np.float32) / 255.0
     s = array_stats(x)
-    s["count"] = [int(len(frames))]
+    s["count"] = [int(count if count is not None else len(frames))]
     return {k: (v if k == "count" else [[[c]] for c in v]) for k, v in s.items()}
 
 

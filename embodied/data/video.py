@@ -96,11 +96,12 @@ def concat(sources: list[tuple[str, object]], out: Path, fps: int) -> int:
                     out_stream = output.add_stream_from_template(stream)
                     out_stream.time_base = tb
                 count = 0
+                num, den = stream.time_base.numerator * fps, stream.time_base.denominator
                 for packet in container.demux(stream):
                     if packet.dts is None and not packet.size:
                         continue
-                    k = round(float(packet.pts * stream.time_base) * fps)
-                    kd = round(float(packet.dts * stream.time_base) * fps) if packet.dts is not None else k
+                    k = (2 * packet.pts * num + den) // (2 * den)  # round(pts * time_base * fps), in integers
+                    kd = (2 * packet.dts * num + den) // (2 * den) if packet.dts is not None else k
                     packet.stream = out_stream
                     packet.time_base = tb
                     packet.pts, packet.dts, packet.duration = offset + k, offset + kd, 1

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from tqdm import tqdm
 
-from embodied.data.episode import EpisodeBlob, EpisodeJob, record_episode
+from embodied.data.episode import EpisodeBlob, EpisodeJob, env_for, record_episode
 from embodied.data.layout import DATA_FILES_SIZE_MB, VIDEO_FILES_SIZE_MB
 from embodied.data.writer import DatasetWriter
 
@@ -72,23 +72,37 @@ class RecordConfig:
         ]
 
 
-def _worker_init() -> None:
+def _worker_init(first: EpisodeJob | None, ready) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # die with the recorder (Linux): PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    if first is not None:
+        env_for(first)  # build the scene before the clock starts
+    ready.wait()
 
 
-def _local(jobs: list[EpisodeJob], workers: int) -> Iterator[list[EpisodeBlob]]:
+def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
     if workers == 1:
+        if jobs:
+            env_for(jobs[0])
+        on_ready()
         for job in jobs:
             yield [record_episode(job)]
         return
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_worker_init)
+    ctx = mp.get_context("spawn")
+    ready = ctx.Barrier(workers + 1)
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(jobs[0] if jobs else None, ready))
     pending: set[Future] = set()
     queue = list(reversed(jobs))
     try:
+        while queue and len(pending) < 2 * workers:
+            pending.add(pool.submit(record_episode, queue.pop()))
+        if pending:
+            ready.wait(timeout=600)  # every worker has started and built its scene
+        on_ready()
         while queue or pending:
             while queue and len(pending) < 2 * workers:
                 pending.add(pool.submit(record_episode, queue.pop()))
@@ -105,7 +119,7 @@ def _ray_record(job: EpisodeJob) -> tuple[bytes, bytes, dict[str, bytes]]:
     return blob.meta, blob.arrays, blob.videos
 
 
-def _ray(jobs: list[EpisodeJob], address: str | None, workers: int) -> Iterator[list[EpisodeBlob]]:
+def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
     try:
         import ray
     except ImportError:
@@ -115,6 +129,7 @@ def _ray(jobs: list[EpisodeJob], address: str | None, workers: int) -> Iterator[
     elif not ray.is_initialized():
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=1)(_ray_record)
+    on_ready()
     queue = list(reversed(jobs))
     pending: list = []
     limit = 2 * max(workers, int(ray.cluster_resources().get("CPU", workers)))
@@ -136,9 +151,14 @@ def record(cfg: RecordConfig, progress: bool = True, on_commit: Callable[[list[i
     writer = DatasetWriter(cfg.out, cfg.resume, cfg.data_files_size_in_mb, cfg.video_files_size_in_mb)
     jobs = cfg.jobs(writer.recorded())
     before = len(writer.episodes)
-    start = time.perf_counter()
+    start = begin = time.perf_counter()
     frames = successes = 0
-    source = _ray(jobs, cfg.ray_address, cfg.workers) if cfg.ray else _local(jobs, cfg.workers)
+
+    def ready() -> None:
+        nonlocal begin
+        begin = time.perf_counter()
+
+    source = _ray(jobs, cfg.ray_address, cfg.workers, ready) if cfg.ray else _local(jobs, cfg.workers, ready)
     bar = tqdm(total=len(jobs), desc=f"record -> {cfg.out}", unit="ep", disable=not progress)
     try:
         for blobs in source:
@@ -154,15 +174,17 @@ def record(cfg: RecordConfig, progress: bool = True, on_commit: Callable[[list[i
         bar.close()
         if hasattr(source, "close"):
             source.close()
-    seconds = time.perf_counter() - start
+    end = time.perf_counter()
+    seconds = end - begin
     return {
         "dataset": str(cfg.out),
         "episodes_recorded": len(writer.episodes) - before,
         "episodes_total": len(writer.episodes),
         "skipped_already_recorded": cfg.episodes * len(cfg.tasks) - len(jobs),
         "frames_recorded": frames,
+        "startup_s": begin - start,
         "seconds": seconds,
-        "frames_per_s": frames / seconds if seconds > 0 else 0.0,
+        "frames_per_s": frames / seconds if seconds > 0 else 0.0,  # from when every worker was ready
         "success_rate": successes / max(1, len(writer.episodes) - before),
         "workers": cfg.workers,
         "backend": "ray" if cfg.ray else ("processes" if cfg.workers > 1 else "in-process"),

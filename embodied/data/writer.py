@@ -100,6 +100,8 @@ class DatasetWriter:
         self.tasks: dict[str, int] = {}
         self.stats: list[dict] = []
         self.limits = (data_files_size_in_mb, video_files_size_in_mb, chunks_size)
+        self._data: tuple[Path, pa.Table] | None = None  # the current data file's rows, as last committed
+        self._videos: dict[str, tuple[Path, int, bytes]] = {}  # per camera: current mp4, frames, codec extradata
         if journal.is_dataset(self.root):
             if not resume:
                 raise ValueError(f"{self.root} already holds a dataset; pass --resume to append to it, or choose a new folder")
@@ -181,20 +183,24 @@ class DatasetWriter:
         if old and path.stat().st_size >= info.data_files_size_in_mb * MB:
             (chunk, file), old = next_file(chunk, file, info.chunks_size), False
             path = self.root / DATA_PATH.format(chunk_index=chunk, file_index=file)
-        new = pa.concat_tables(([read_parquet(path)] if old else []) + tables)
+        cached = self._data if self._data is not None and self._data[0] == path else None
+        new = pa.concat_tables(([cached[1] if cached else read_parquet(path)] if old else []) + tables)
         tmp = temp_path(path)
         pq.write_table(new, tmp)
+        pending_data = (path, new)
         renames.append((tmp, path))
         for r in rows:
             r["data/chunk_index"], r["data/file_index"] = chunk, file
         # --- videos
+        pending_videos: dict[str, tuple[Path, int, bytes]] = {}
         for key in info.video_keys:
             cam = key[len(IMAGE_PREFIX):]
             chunk, file, old = self._current(f"videos/{key}", last)
             path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
             frames_before = 0
             if old:
-                frames_before, extradata = probe(path)
+                cached_video = self._videos.get(key)
+                frames_before, extradata = cached_video[1:] if cached_video and cached_video[0] == path else probe(path)
                 full = path.stat().st_size >= info.video_files_size_in_mb * MB
                 if full or extradata != extradata_of(blobs[0].videos[cam]):
                     (chunk, file), old, frames_before = next_file(chunk, file, info.chunks_size), False, 0
@@ -208,6 +214,7 @@ class DatasetWriter:
                 tmp.unlink(missing_ok=True)
                 raise DatasetError(path, f"{total} video frames after appending, expected {expected}")
             renames.append((tmp, path))
+            pending_videos[key] = (path, total, extradata_of(blobs[0].videos[cam]))
             at = frames_before
             for r in rows:
                 r[f"videos/{key}/chunk_index"], r[f"videos/{key}/file_index"] = chunk, file
@@ -226,6 +233,7 @@ class DatasetWriter:
         renames += self._meta_files(episodes, all_stats)
         journal.apply(self.root, renames)
         self.episodes, self.stats = episodes, all_stats
+        self._data, self._videos = pending_data, pending_videos  # what the current files now hold
         return [r["episode_index"] for r in rows]
 
     def _current(self, series: str, last: dict | None) -> tuple[int, int, bool]:
