@@ -23,10 +23,10 @@ TASK, SIZE = "ShellGame-v0", 32
 REPO = Path(__file__).resolve().parents[1]
 
 
-def start_recorder(out: Path, episodes: int) -> subprocess.Popen:
+def start_recorder(out: Path, episodes: int, workers: int = 1) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     cmd = [sys.executable, "-m", "embodied.cli.main", "record-demos", "--task", TASK, "--episodes", str(episodes),
-           "--out", str(out), "--image-size", str(SIZE), "--json"]
+           "--out", str(out), "--image-size", str(SIZE), "--workers", str(workers), "--json"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
 
 
@@ -49,15 +49,35 @@ def seeds(out: Path) -> list[int]:
     return sorted(pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet")["seed"].to_pylist())
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_killed_recorder_leaves_a_clean_dataset_and_resume_completes_it(tmp_path: Path, sig):
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig, workers", [(signal.SIGKILL, 1), (signal.SIGINT, 1), (signal.SIGKILL, 2)])
+def test_killed_recorder_leaves_a_clean_dataset_and_resume_completes_it(tmp_path: Path, sig, workers):
     out = tmp_path / "ds"
-    proc = start_recorder(out, episodes=30)
+    proc = start_recorder(out, episodes=30, workers=workers)
     wait_for(out, proc, 2)
     time.sleep(0.3)  # most likely mid-episode
+    kids = children(proc.pid)
+    assert len(kids) >= workers if workers > 1 else True
     proc.send_signal(sig)
     proc.wait(timeout=60)
     assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
+    end = time.time() + 20
+    while any(alive(k) for k in kids) and time.time() < end:
+        time.sleep(0.1)
+    assert not any(alive(k) for k in kids), "worker processes outlived the recorder"
     kept = committed(out)
     assert 2 <= kept < 30
     assert check_dataset(out) == []

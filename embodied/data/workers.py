@@ -72,7 +72,7 @@ class RecordConfig:
         ]
 
 
-def _worker_init(first: EpisodeJob | None, ready) -> None:
+def _worker_init(first: EpisodeJob | None, ready, go) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # die with the recorder (Linux): PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
@@ -80,7 +80,9 @@ def _worker_init(first: EpisodeJob | None, ready) -> None:
         pass
     if first is not None:
         env_for(first)  # build the scene before the clock starts
-    ready.wait()
+    with ready.get_lock():
+        ready.value += 1
+    go.wait(timeout=600)
 
 
 def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
@@ -92,16 +94,18 @@ def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -
             yield [record_episode(job)]
         return
     ctx = mp.get_context("spawn")
-    ready = ctx.Barrier(workers + 1)
+    ready, go = ctx.Value("i", 0), ctx.Event()
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(jobs[0] if jobs else None, ready))
+                               initargs=(jobs[0] if jobs else None, ready, go))
     pending: set[Future] = set()
     queue = list(reversed(jobs))
     try:
         while queue and len(pending) < 2 * workers:
             pending.add(pool.submit(record_episode, queue.pop()))
-        if pending:
-            ready.wait(timeout=600)  # every worker has started and built its scene
+        # start the clock once every worker has started and built its scene (or one has failed)
+        while pending and ready.value < min(workers, len(jobs)) and not any(f.done() for f in pending):
+            time.sleep(0.01)
+        go.set()
         on_ready()
         while queue or pending:
             while queue and len(pending) < 2 * workers:
