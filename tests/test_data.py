@@ -163,3 +163,15 @@ def test_info_and_check(dataset: Path):
 def test_refuses_existing_dataset_without_resume(dataset: Path):
     with pytest.raises(ValueError, match="--resume"):
         record(RecordConfig([TASK], 1, dataset, image_size=SIZE), progress=False)
+
+
+def test_resume_refuses_different_settings(dataset: Path, tmp_path: Path):
+    import shutil
+
+    root = tmp_path / "ds"
+    shutil.copytree(dataset, root)
+    with pytest.raises(ValueError, match="--image-size"):
+        record(RecordConfig([TASK], EPISODES + 1, root, image_size=SIZE * 2, seed=3, resume=True), progress=False)
+    with pytest.raises(ValueError, match="--depth"):
+        record(RecordConfig([TASK], EPISODES + 1, root, image_size=SIZE, depth=True, seed=3, resume=True), progress=False)
+    assert check_dataset(root) == [] and dataset_info(root)["episodes"] == EPISODES

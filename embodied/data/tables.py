@@ -84,6 +84,11 @@ def check_compatible(features: dict, meta: dict, arrays: dict[str, np.ndarray], 
     cams = sorted(k[len(IMAGE_PREFIX):] for k, f in features.items() if f["dtype"] == "video")
     if sorted(meta["cameras"]) != cams:
         raise ValueError(f"{task} has cameras {meta['cameras']} but the dataset has {cams}; use --cameras or another dataset")
+    size = int(meta["job"]["image_size"])
+    for key, f in features.items():
+        if f["dtype"] == "video" and list(f["shape"][:2]) != [size, size]:
+            raise ValueError(f"{task} is recorded at {size} px but the dataset's {key} is {f['shape'][0]} px; "
+                             "use the same --image-size or another dataset")
     for key, arr in arrays.items():
         if key == "task_local":
             continue
