@@ -28,7 +28,7 @@ from embodied.data.layout import (
 )
 from embodied.data.reader import load_frames
 from embodied.data.stats import STAT_KEYS
-from embodied.data.video import decode_range, probe
+from embodied.data.video import decode_range, frame_size, probe
 from embodied.data.writer import load_episodes, load_tasks
 
 EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index", "data/file_index",
@@ -118,9 +118,12 @@ def _check_videos(root: Path, info: Info, episodes: list[dict], decode: bool) ->
             path = root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
             try:
                 n, _ = probe(path)
+                hw = frame_size(path)
             except DatasetError as exc:
                 problems.append(str(exc))
                 continue
+            if list(hw) != list(info.features[key]["shape"][:2]):
+                problems.append(f"{path}: frames are {hw[0]}x{hw[1]}, meta/info.json declares {info.features[key]['shape']}")
             at = 0.0
             for r in rows:
                 a, b = r[f"videos/{key}/from_timestamp"], r[f"videos/{key}/to_timestamp"]

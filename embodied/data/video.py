@@ -58,10 +58,22 @@ def _open(source, name: str):
         raise DatasetError(name, f"not a readable mp4 (truncated or corrupt): {exc}") from None
 
 
+def frame_size(path: Path) -> tuple[int, int]:
+    """(height, width) of an mp4's video stream, from its header."""
+    container = _open(str(path), str(path))
+    try:
+        ctx = container.streams.video[0].codec_context
+        return int(ctx.height), int(ctx.width)
+    finally:
+        container.close()
+
+
 def probe(path: Path) -> tuple[int, bytes]:
     """(frame count, codec extradata) of an mp4 on disk, counting packets (no decoding)."""
     container = _open(str(path), str(path))
     try:
+        if not container.streams.video:
+            raise DatasetError(path, "holds no video stream")
         stream = container.streams.video[0]
         extradata = bytes(stream.codec_context.extradata or b"")
         n = sum(1 for p in container.demux(stream) if p.size)
