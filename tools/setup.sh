@@ -47,6 +47,7 @@ if ! $PY -c "import lerobot.datasets.lerobot_dataset, torchcodec" 2>/dev/null; t
     fi
   fi
   $PY -m pip install -q --no-deps "lerobot==0.4.4" "torchvision==0.16.2" "torchcodec==0.13.0" "accelerate>=1.10,<2"
-  $PY -m pip install -q "datasets>=4,<5" "huggingface-hub>=0.34.2,<0.36" "draccus==0.10.0" "jsonlines>=4" \
-    "einops>=0.8" "termcolor>=2.4" "deepdiff>=7" psutil pyyaml
+  # What importing and reading with LeRobotDataset needs (not draccus: it installs a top-level `tests`
+  # package that shadows ours).
+  $PY -m pip install -q "datasets>=4,<5" "huggingface-hub>=0.34.2,<0.36" pandas pillow psutil pyyaml
 fi
