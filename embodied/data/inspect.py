@@ -117,7 +117,7 @@ def _check_videos(root: Path, info: Info, episodes: list[dict], decode: bool) ->
         for (chunk, file), rows in files.items():
             path = root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
             try:
-                n, _ = probe(path)
+                n = probe(path)
                 hw = frame_size(path)
             except DatasetError as exc:
                 problems.append(str(exc))

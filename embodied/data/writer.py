@@ -3,7 +3,7 @@
 Workers hand over :class:`~embodied.data.episode.EpisodeBlob` s; :meth:`DatasetWriter.commit`
 appends a batch of them. The current data file and each camera's current mp4
 are rewritten under temporary names with the new episodes added (parquet:
-rows concatenated; mp4: packets remuxed, nothing re-encoded), or a new file is
+rows concatenated; mp4: the episodes' fragments appended to a copy, nothing re-encoded), or a new file is
 started once the current one has reached its size limit; then ``meta/`` is
 rewritten and everything renamed into place through the journal of
 :mod:`embodied.data.commit`. Episode indices are given at commit time, so they
@@ -48,7 +48,7 @@ from embodied.data.tables import (
     frame_table,
     unflatten_stats,
 )
-from embodied.data.video import concat, extradata_of, probe
+from embodied.data.video import IncompatibleVideo, append, probe
 
 MB = 1024 * 1024
 
@@ -101,7 +101,7 @@ class DatasetWriter:
         self.stats: list[dict] = []
         self.limits = (data_files_size_in_mb, video_files_size_in_mb, chunks_size)
         self._data: tuple[Path, pa.Table] | None = None  # the current data file's rows, as last committed
-        self._videos: dict[str, tuple[Path, int, bytes]] = {}  # per camera: current mp4, frames, codec extradata
+        self._videos: dict[str, tuple[Path, int]] = {}  # per camera: current mp4 and its frame count
         if journal.is_dataset(self.root):
             if not resume:
                 raise ValueError(f"{self.root} already holds a dataset; pass --resume to append to it, or choose a new folder")
@@ -192,29 +192,33 @@ class DatasetWriter:
         for r in rows:
             r["data/chunk_index"], r["data/file_index"] = chunk, file
         # --- videos
-        pending_videos: dict[str, tuple[Path, int, bytes]] = {}
+        pending_videos: dict[str, tuple[Path, int]] = {}
         for key in info.video_keys:
             cam = key[len(IMAGE_PREFIX):]
             chunk, file, old = self._current(f"videos/{key}", last)
             path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
-            frames_before = 0
+            parts = [(f"{m['job']['task']} seed {m['job']['seed']} {cam}", b.videos[cam], int(m["length"]))
+                     for m, b in zip(metas, blobs)]
+            frames_before, roll = 0, False
             if old:
-                cached_video = self._videos.get(key)
-                frames_before, extradata = cached_video[1:] if cached_video and cached_video[0] == path else probe(path)
-                full = path.stat().st_size >= info.video_files_size_in_mb * MB
-                if full or extradata != extradata_of(blobs[0].videos[cam]):
-                    (chunk, file), old, frames_before = next_file(chunk, file, info.chunks_size), False, 0
-                    path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
-            sources = ([(str(path), path)] if old else []) + [(f"{m['job']['task']} seed {m['job']['seed']} {cam}", b.videos[cam])
-                                                               for m, b in zip(metas, blobs)]
-            tmp = temp_path(path)
-            total = concat(sources, tmp, info.fps)
-            expected = frames_before + sum(r["length"] for r in rows)
-            if total != expected:
-                tmp.unlink(missing_ok=True)
-                raise DatasetError(path, f"{total} video frames after appending, expected {expected}")
+                cached = self._videos.get(key)
+                frames_before = cached[1] if cached and cached[0] == path else probe(path)
+                roll = path.stat().st_size >= info.video_files_size_in_mb * MB
+                if not roll:
+                    tmp = temp_path(path)
+                    try:
+                        append(path, frames_before, parts, tmp, info.fps)
+                    except IncompatibleVideo:  # other codec parameters than the current file's
+                        tmp.unlink(missing_ok=True)
+                        roll = True
+            if roll:
+                (chunk, file), frames_before = next_file(chunk, file, info.chunks_size), 0
+                path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
+            if not old or roll:
+                tmp = temp_path(path)
+                append(None, 0, parts, tmp, info.fps)
             renames.append((tmp, path))
-            pending_videos[key] = (path, total, extradata_of(blobs[0].videos[cam]))
+            pending_videos[key] = (path, frames_before + sum(r["length"] for r in rows))
             at = frames_before
             for r in rows:
                 r[f"videos/{key}/chunk_index"], r[f"videos/{key}/file_index"] = chunk, file
