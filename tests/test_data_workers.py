@@ -28,13 +28,21 @@ def test_two_worker_processes(tmp_path: Path):
     assert check_dataset(root, decode=True) == []
 
 
-def test_small_file_limits_roll_over(tmp_path: Path):
+def test_small_file_limits_roll_over(tmp_path: Path, monkeypatch):
+    from embodied.data import writer
+
+    monkeypatch.setattr(writer, "EPISODES_PER_META_FILE", 2)
     root = tmp_path / "ds"
     cfg = RecordConfig([TASK], 3, root, image_size=SIZE, data_files_size_in_mb=0.001, video_files_size_in_mb=0.001)
     record(cfg, progress=False)
     assert len(list((root / "data").rglob("*.parquet"))) == 3
     assert len(list((root / "videos/observation.images.scene").rglob("*.mp4"))) == 3
-    assert [e["data/file_index"] for e in _episodes(root)] == [0, 1, 2]
+    from embodied.data.writer import load_episodes
+
+    eps = load_episodes(root)
+    assert [e["data/file_index"] for e in eps] == [0, 1, 2]
+    assert [e["meta/episodes/file_index"] for e in eps] == [0, 0, 1]
+    assert len(list((root / "meta/episodes").rglob("*.parquet"))) == 2
     assert check_dataset(root, decode=True) == []
 
 

@@ -51,6 +51,7 @@ from embodied.data.tables import (
 from embodied.data.video import IncompatibleVideo, append, probe
 
 MB = 1024 * 1024
+EPISODES_PER_META_FILE = 100  # meta/episodes rolls to its next file every this many episodes (it is rewritten per commit)
 
 
 def read_parquet(path: Path) -> pa.Table:
@@ -98,7 +99,7 @@ class DatasetWriter:
         self.info: Info | None = None
         self.episodes: list[dict] = []
         self.tasks: dict[str, int] = {}
-        self.stats: list[dict] = []
+        self._stats: dict = {}  # dataset statistics of the committed episodes
         self.limits = (data_files_size_in_mb, video_files_size_in_mb, chunks_size)
         self._data: tuple[Path, pa.Table] | None = None  # the current data file's rows, as last committed
         self._videos: dict[str, tuple[Path, int]] = {}  # per camera: current mp4 and its frame count
@@ -108,7 +109,7 @@ class DatasetWriter:
             self.info = Info.load(self.root)
             self.episodes = load_episodes(self.root)
             self.tasks = load_tasks(self.root)
-            self.stats = [unflatten_stats(r) for r in self.episodes]
+            self._stats = aggregate([unflatten_stats(r) for r in self.episodes]) if self.episodes else {}
             if len(self.episodes) != self.info.total_episodes:
                 raise DatasetError(self.root / "meta/info.json", f"total_episodes {self.info.total_episodes} "
                                    f"but meta/episodes lists {len(self.episodes)}")
@@ -167,6 +168,7 @@ class DatasetWriter:
         renames: list[tuple[Path, Path]] = []
         last = self.episodes[-1] if self.episodes else None
         first_ep, first_index = len(self.episodes), info.total_frames
+        tasks_before = len(self.tasks) if self.episodes else -1
         # --- data rows
         tables, rows, stats = [], [], []
         index = first_index
@@ -226,17 +228,21 @@ class DatasetWriter:
                 r[f"videos/{key}/to_timestamp"] = (at + r["length"]) / info.fps
                 at += r["length"]
         # --- meta
+        mchunk, mfile = (0, 0) if last is None else (last["meta/episodes/chunk_index"], last["meta/episodes/file_index"])
+        in_file = [r for r in self.episodes if (r["meta/episodes/chunk_index"], r["meta/episodes/file_index"]) == (mchunk, mfile)]
+        if len(in_file) >= EPISODES_PER_META_FILE:
+            (mchunk, mfile), in_file = next_file(mchunk, mfile, info.chunks_size), []
         for r, m, s in zip(rows, metas, stats):
             s.update(m["image_stats"])
-            r.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0, "task_name": m["job"]["task"],
+            r.update({"meta/episodes/chunk_index": mchunk, "meta/episodes/file_index": mfile, "task_name": m["job"]["task"],
                       "seed": int(m["job"]["seed"]), "policy": m["job"]["policy"], "success": bool(m["success"]),
                       "skill_calls": calls_json(m["calls"])})
             r.update(flatten_stats(s))
-        episodes, all_stats = self.episodes + rows, self.stats + stats
-        info.total_episodes, info.total_frames, info.total_tasks = len(episodes), index, len(self.tasks)
-        renames += self._meta_files(episodes, all_stats)
+        agg = aggregate(([self._stats] if self._stats else []) + stats)  # pooling is associative
+        info.total_episodes, info.total_frames, info.total_tasks = len(self.episodes) + len(rows), index, len(self.tasks)
+        renames += self._meta_files(in_file + rows, (mchunk, mfile), agg, new_tasks=len(self.tasks) != tasks_before)
         journal.apply(self.root, renames)
-        self.episodes, self.stats = episodes, all_stats
+        self.episodes, self._stats = self.episodes + rows, agg
         self._data, self._videos = pending_data, pending_videos  # what the current files now hold
         return [r["episode_index"] for r in rows]
 
@@ -246,22 +252,24 @@ class DatasetWriter:
             return 0, 0, False
         return int(last[f"{series}/chunk_index"]), int(last[f"{series}/file_index"]), True
 
-    def _meta_files(self, episodes: list[dict], stats: list[dict]) -> list[tuple[Path, Path]]:
+    def _meta_files(self, rows: list[dict], where: tuple[int, int], stats: dict, new_tasks: bool) -> list[tuple[Path, Path]]:
+        """Temporaries for the current meta/episodes file (``rows``), tasks (if new), stats and info."""
         assert self.info is not None
         out = []
-        path = self.root / EPISODES_PATH.format(chunk_index=0, file_index=0)
+        path = self.root / EPISODES_PATH.format(chunk_index=where[0], file_index=where[1])
         tmp = temp_path(path)
-        pq.write_table(pa.Table.from_pylist(_uniform(episodes)), tmp)
+        pq.write_table(pa.Table.from_pylist(_uniform(rows)), tmp)
         out.append((tmp, path))
-        path = self.root / TASKS_PATH
-        tmp = temp_path(path)
-        tasks = sorted(self.tasks, key=self.tasks.get)
-        pd.DataFrame({"task_index": np.array([self.tasks[t] for t in tasks], np.int64)}, index=pd.Index(tasks, name="task")) \
-            .to_parquet(tmp)
-        out.append((tmp, path))
+        if new_tasks:
+            path = self.root / TASKS_PATH
+            tmp = temp_path(path)
+            tasks = sorted(self.tasks, key=self.tasks.get)
+            pd.DataFrame({"task_index": np.array([self.tasks[t] for t in tasks], np.int64)}, index=pd.Index(tasks, name="task")) \
+                .to_parquet(tmp)
+            out.append((tmp, path))
         path = self.root / STATS_PATH
         tmp = temp_path(path)
-        tmp.write_text(json.dumps(aggregate(stats), indent=2, default=plain))
+        tmp.write_text(json.dumps(stats, indent=2, default=plain))
         out.append((tmp, path))
         path = self.root / "meta/info.json"
         tmp = temp_path(path)
