@@ -20,11 +20,11 @@ def _lerobot():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from lerobot.datasets.lerobot_dataset import LeRobotDataset
-    except Exception as exc:  # ImportError, or torchvision failing to load its ops
+    except (ImportError, RuntimeError, OSError) as exc:  # torchvision fails with RuntimeError without its ops
         pytest.skip(f"lerobot cannot be imported here ({type(exc).__name__}: {exc}); tools/setup.sh installs it")
     try:
         import torchcodec  # noqa: F401
-    except Exception as exc:
+    except (ImportError, RuntimeError, OSError) as exc:
         pytest.skip(f"torchcodec (LeRobot's video decoder) cannot be imported ({exc}); tools/setup.sh installs it")
     return LeRobotDataset
 

@@ -44,7 +44,7 @@ def calls_of(task: str, seed: int = 0):
 
 @pytest.mark.parametrize("task", sorted(EXPECTED))
 def test_expert_reports_the_planner_calls(task: str):
-    env, calls, per_step, info, _ = calls_of(task)
+    _, calls, per_step, info, _ = calls_of(task)
     assert info["is_success"], "the annotation must not change the expert's motion"
     assert [c.skill for c in calls] == EXPECTED[task]
     for c in calls:
@@ -57,7 +57,7 @@ def test_expert_reports_the_planner_calls(task: str):
 
 
 def test_call_parameters_come_from_the_privileged_state():
-    env, calls, _, _, first = calls_of("PutBlockBack-v0", seed=4)
+    env, calls, _, _, _ = calls_of("PutBlockBack-v0", seed=4)
     pick, place = calls
     u = env.unwrapped
     assert pick.target == "block" and place.target == "block"

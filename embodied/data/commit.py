@@ -121,10 +121,3 @@ def ensure_clean_target(root: Path) -> None:
         d = root / sub
         if d.exists() and any(p.is_file() for p in d.rglob("*")):
             raise ValueError(f"{root}/{sub} holds files but there is no meta/info.json; choose a new folder")
-
-
-def load_json_checked(path: Path) -> dict:
-    doc = read_json(path)
-    if not isinstance(doc, dict):
-        raise DatasetError(path, "expected a JSON object")
-    return doc

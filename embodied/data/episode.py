@@ -17,8 +17,9 @@ frame of a successful episode).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from safetensors.numpy import load as st_load
@@ -106,7 +107,7 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
 
     env = env_for(job)
     u = env.unwrapped
-    fps = int(round(1.0 / u.control_dt))
+    fps = round(1.0 / u.control_dt)
     policy = (make_policy or default_factory)(job.policy, env, job.seed)
     obs, info = env.reset(seed=job.seed)
     if hasattr(policy, "reset"):

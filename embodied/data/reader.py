@@ -30,7 +30,17 @@ import torch
 from torch.utils.data import Dataset
 
 from embodied.data.commit import recover
-from embodied.data.layout import DATA_PATH, DEPTH_PREFIX, DEPTH_SCALE, IMAGE_PREFIX, STATS_PATH, VIDEO_PATH, DatasetError, Info, read_json
+from embodied.data.layout import (
+    DATA_PATH,
+    DEPTH_PREFIX,
+    DEPTH_SCALE,
+    IMAGE_PREFIX,
+    STATS_PATH,
+    VIDEO_PATH,
+    DatasetError,
+    Info,
+    read_json,
+)
 from embodied.data.video import decode_range
 from embodied.data.writer import load_episodes, load_tasks, read_parquet
 
@@ -139,7 +149,7 @@ class DemoDataset(Dataset):
         vk = f"{IMAGE_PREFIX}{camera}"
         path = self.root / VIDEO_PATH.format(video_key=vk, chunk_index=r[f"videos/{vk}/chunk_index"],
                                              file_index=r[f"videos/{vk}/file_index"])
-        start = int(round(r[f"videos/{vk}/from_timestamp"] * self.fps))
+        start = round(r[f"videos/{vk}/from_timestamp"] * self.fps)
         frames = decode_range(path, start, start + int(r["length"]), self.fps)
         self._cache[key] = frames
         while len(self._cache) > self._cache_size:

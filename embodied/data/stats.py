@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-QKEYS = tuple(f"q{int(round(q * 100)):02d}" for q in QUANTILES)
+QKEYS = tuple(f"q{round(q * 100):02d}" for q in QUANTILES)
 STAT_KEYS = ("min", "max", "mean", "std", "count", *QKEYS)
 
 

@@ -17,10 +17,10 @@ import ctypes
 import multiprocessing as mp
 import signal
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from tqdm import tqdm
 

@@ -78,7 +78,7 @@ def load_tasks(root: Path) -> dict[str, int]:
         raise DatasetError(path, "missing")
     try:
         df = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow and pandas raise many kinds
+    except (OSError, ValueError, pa.ArrowException) as exc:
         raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
     return {str(task): int(i) for task, i in zip(df.index, df["task_index"])}
 
