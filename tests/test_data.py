@@ -175,3 +175,20 @@ def test_resume_refuses_different_settings(dataset: Path, tmp_path: Path):
     with pytest.raises(ValueError, match="--depth"):
         record(RecordConfig([TASK], EPISODES + 1, root, image_size=SIZE, depth=True, seed=3, resume=True), progress=False)
     assert check_dataset(root) == [] and dataset_info(root)["episodes"] == EPISODES
+
+
+def test_depth_is_stored_in_millimetres(tmp_path: Path):
+    root = tmp_path / "ds"
+    record(RecordConfig(["RememberColor-v0"], 1, root, image_size=SIZE, cameras=("scene",), depth=True), progress=False)
+    info = json.loads((root / "meta/info.json").read_text())
+    assert info["features"]["observation.depth.scene"] == {
+        "dtype": "uint16", "shape": [SIZE, SIZE], "names": ["height", "width"],
+        "description": "depth, 1/1000 m units; 0 = none"}
+    rows = pq.read_table(root / "data/chunk-000/file-000.parquet").slice(0, 5)["observation.depth.scene"].to_pylist()
+    env = make("RememberColor-v0", image_size=SIZE, cameras=("scene",))
+    obs, _ = env.reset(seed=0)
+    expert = make_expert(env)
+    for k in range(5):
+        truth = np.round(np.nan_to_num(obs["depth/scene"], posinf=0.0) * 1000)
+        np.testing.assert_array_equal(np.array(rows[k]), truth)
+        obs, *_ = env.step(expert.act(obs))
