@@ -42,26 +42,27 @@ from embodied.data.layout import (
     read_json,
 )
 from embodied.data.video import decode_range
-from embodied.data.writer import load_episodes, load_tasks, read_parquet
+from embodied.data.writer import load_episodes, load_tasks, read_parquet, read_parquet_schema
 
 SCALAR_KEYS = ("skill.id", "skill.index", "phase", "task_index", "episode_index", "index", "frame_index", "next.success")
 
 
-def load_frames(root: Path, info: Info, episodes: list[dict]) -> dict[str, np.ndarray]:
-    """Every data column as one array in ``index`` order, checked against ``meta/``."""
+def load_frames(root: Path, info: Info, episodes: list[dict], depth: bool = True) -> dict[str, np.ndarray]:
+    """Every data column (depth only if ``depth``) as one array in ``index`` order, checked against ``meta/``."""
     files = sorted({(r["data/chunk_index"], r["data/file_index"]) for r in episodes})
+    wanted = [k for k, f in info.features.items()
+              if f["dtype"] != "video" and (depth or not k.startswith(DEPTH_PREFIX))]
     tables = []
     for chunk, file in files:
         path = root / DATA_PATH.format(chunk_index=chunk, file_index=file)
-        table = read_parquet(path)
-        missing = [k for k, f in info.features.items() if f["dtype"] != "video" and k not in table.column_names]
+        present = read_parquet_schema(path).names
+        missing = [k for k in wanted if k not in present]
         if missing:
             raise DatasetError(path, f"column {missing[0]!r} declared in meta/info.json is missing")
-        tables.append((path, table))
+        tables.append((path, read_parquet(path, wanted)))
     cols: dict[str, np.ndarray] = {}
-    for key, f in info.features.items():
-        if f["dtype"] == "video":
-            continue
+    for key in wanted:
+        f = info.features[key]
         parts = []
         for path, table in tables:
             col = table.column(key).combine_chunks()
@@ -102,7 +103,7 @@ class DemoDataset(Dataset):
         self.info = Info.load(self.root)
         self.episodes = load_episodes(self.root)
         self.tasks = {i: t for t, i in load_tasks(self.root).items()}
-        self.frames = load_frames(self.root, self.info, self.episodes)
+        self.frames = load_frames(self.root, self.info, self.episodes, depth=depth)
         self.obs_horizon, self.action_horizon = int(obs_horizon), int(action_horizon)
         available = [k[len(IMAGE_PREFIX):] for k in self.info.video_keys]
         self.cameras = list(available if cameras is None else cameras)

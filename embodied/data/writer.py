@@ -54,9 +54,18 @@ MB = 1024 * 1024
 EPISODES_PER_META_FILE = 100  # meta/episodes rolls to its next file every this many episodes (it is rewritten per commit)
 
 
-def read_parquet(path: Path) -> pa.Table:
+def read_parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path)
+        return pq.read_table(path, columns=columns)
+    except FileNotFoundError:
+        raise DatasetError(path, "missing") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
+
+
+def read_parquet_schema(path: Path) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
     except FileNotFoundError:
         raise DatasetError(path, "missing") from None
     except (pa.ArrowException, OSError) as exc:
