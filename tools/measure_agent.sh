@@ -11,6 +11,7 @@ OUT=${1:-out/agent}
 EPISODES=${EPISODES:-100}
 # The wiped-memory and blank-cue agents mostly idle to the horizon (Rearrange: 2500 steps): fewer seeds.
 ABLATION_EPISODES=${ABLATION_EPISODES:-100}
+DELAY_EPISODES=${DELAY_EPISODES:-100}
 mkdir -p "$OUT"
 save() { local file=$1; shift; "$@" > "$file.part" && mv "$file.part" "$file"; }
 
@@ -20,6 +21,6 @@ for task in $TASKS; do
     embodied ablate --task "$task" --episodes "$EPISODES" --ablation-episodes "$ABLATION_EPISODES" --seed 1000 --json
   delay=$(python3 -c "from embodied.tasks import get_task; print(10 * get_task('$task').env_class().Options().delay)")
   [ -f "$OUT/delay10_$task.json" ] || save "$OUT/delay10_$task.json" \
-    embodied ablate --task "$task" --episodes "$EPISODES" --seed 2000 --column agent --option "delay=$delay" --json
+    embodied ablate --task "$task" --episodes "$DELAY_EPISODES" --seed 2000 --column agent --option "delay=$delay" --json
 done
 echo "measurements in $OUT; tables: python3 tools/report_agent.py $OUT"
