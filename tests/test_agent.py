@@ -22,6 +22,15 @@ def test_agent_solves_manipulation_from_sensors(task, seed):
     assert any(e["tag"] == "plan" for e in agent.memory.history("agent")), "plans are logged in memory"
 
 
+@pytest.mark.parametrize("task", ["ObjectRevisit-v0", "MovedObject-v0", "MultiGoal-v0"])
+@pytest.mark.parametrize("seed", [11, 12])
+def test_agent_solves_navigation_from_sensors(task, seed):
+    """The tour builds the memory and the robot's own free-space map; the goals are driven to from them."""
+    agent, info, _ = run_agent(task, seed)
+    assert info["is_success"], f"{task} seed {seed}: {agent.log}"
+    assert agent.freespace is not None and all(c.skill == "navigate" for c in agent.done_calls + agent.plan)
+
+
 @pytest.mark.parametrize("task", ["PutBlockBack-v0", "ReopenDrawer-v0"])
 def test_blank_cue_fails_where_the_normal_run_succeeds(task):
     seed = 5

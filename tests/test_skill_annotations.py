@@ -102,13 +102,18 @@ def test_recording_stores_what_the_policy_reports(tmp_path):
     assert [p[0] for p in table["skill.params"]] == [float(k + 1) if (k + 1) % 2 else 0.0 for k in range(n)]
 
 
-def test_agent_policy_is_pluggable_and_explains_when_missing(tmp_path):
+def test_recording_the_agent_stores_the_planner_calls_it_ran(tmp_path):
+    """--policy agent: the skill columns are the calls the memory agent's planner gave at run time."""
+    import pyarrow.parquet as pq
+
     from embodied.data.workers import RecordConfig, record
 
-    try:
-        from embodied.agent import MemoryAgent  # noqa: F401
-    except ImportError:
-        with pytest.raises(ValueError, match="MemoryAgent"):
-            record(RecordConfig(["RememberColor-v0"], 1, tmp_path / "ds", policy="agent", image_size=32), progress=False)
-    else:
-        pytest.skip("MemoryAgent exists: recording with it is covered by its own tests")
+    root = tmp_path / "ds"
+    record(RecordConfig(["RememberColor-v0"], 1, root, policy="agent", image_size=64, seed=4), progress=False)
+    table = pq.read_table(next((root / "data").rglob("*.parquet"))).to_pydict()
+    phases, ids = table["phase"], table["skill.id"]
+    assert all(i == -1 for p, i in zip(phases, ids) if p < 2), "no skill runs before recall"
+    recall_ids = {i for p, i in zip(phases, ids) if p == 2}
+    assert SKILL_IDS["touch"] in recall_ids
+    touched = [row for row, i in zip(table["skill.params"], ids) if i == SKILL_IDS["touch"]]
+    assert all(0.3 < row[0] < 0.8 for row in touched)  # a block on the table, from memory

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> dict | None:
     env = gym.make(
         entry.env_id,
         images=ride or agent,
-        image_size=getattr(args, "image_size", 96),
+        **_image_size(getattr(args, "image_size", None), agent),
         render_every=getattr(args, "render_every", 1),
         render_mode="rgb_array" if args.video else None,
         **dataclasses.asdict(options),
@@ -147,7 +147,7 @@ def demo(args: argparse.Namespace) -> dict | None:
     rows = []
     try:
         for entry in TASKS.values():
-            env = gym.make(entry.env_id, images=agent, image_size=96, render_mode="rgb_array" if video else None)
+            env = gym.make(entry.env_id, images=agent, render_mode="rgb_array" if video else None)
             try:
                 framed = _SizedVideo(video) if video else None
                 if framed is not None and agent:
@@ -220,3 +220,11 @@ def ablate(args: argparse.Namespace) -> dict | None:
     for row in report["tasks"]:
         print(f"{row['task']:<20} " + " ".join(f"{row[c]:>12.1%}" for c in columns) + f" {row['chance']:>8.1%}")
     return None
+
+
+def _image_size(size: int | None, agent: bool) -> dict:
+    """Camera size for ``run``: as given; else the task's own for the agent (its map and skills are
+    tuned there), and 96 px for the perception that rides along other policies."""
+    if size is not None:
+        return {"image_size": size}
+    return {} if agent else {"image_size": 96}

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--record", metavar="DIR", help="save memory, events and camera keyframes for `embodied viz`")
     p.add_argument("--keyframe-every", type=int, default=10, metavar="N", help="steps between recorded keyframes")
-    p.add_argument("--image-size", type=int, default=96, help="camera size (px) for perception (--record/--overlay)")
+    p.add_argument("--image-size", type=int, help="camera size (px) for perception; default 96 for --record/--overlay "
+                   "riders, the task's own (128) for the agent")
     p.add_argument("--render-every", type=int, default=1, help="perceive every K-th step (--record/--overlay)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", action="append", default=[], help="task name (repeat); default: every task")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
-    p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
     p.add_argument("--ablation-episodes", type=int, help="episodes of the wiped and blank columns (default: --episodes)")
     p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
                    "agent:wiped, agent:blank); default: all")

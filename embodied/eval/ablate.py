@@ -4,7 +4,8 @@ cue (blank frames while observing), and the chance rate, per task.
     rows = ablate(["PutBlockBack-v0"], episodes=20, seed=1000)
 
 Every column runs the same seeds. The agent columns run perception on every
-step (images on, ``image_size`` px); the expert column runs without images.
+step (images on, ``image_size`` px, default the task's own: 128); the expert
+column runs without images.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from embodied.tasks import TASKS, get_task
 COLUMNS = ("expert", "agent", "agent:wiped", "agent:blank")
 
 
-def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int = 96,
+def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int | None = None,
            columns: tuple[str, ...] = COLUMNS, options: dict | None = None, progress: bool = True,
            ablation_episodes: int | None = None) -> dict:
     """``ablation_episodes`` (default ``episodes``) runs the wiped and blank columns on the first that
@@ -38,8 +39,8 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
         for column in columns:
             n = ablation_episodes if ablation_episodes and column in ("agent:wiped", "agent:blank") else episodes
             seeds = range(seed, seed + n)
-            env = gym.make(entry.env_id, images=column != "expert", image_size=image_size,
-                           **dataclasses.asdict(opts))
+            size = {} if image_size is None else {"image_size": image_size}  # None: the task's default
+            env = gym.make(entry.env_id, images=column != "expert", **size, **dataclasses.asdict(opts))
             t0 = time.perf_counter()
             try:
                 results = run_episodes(env, column, seeds, progress=progress)
