@@ -11,6 +11,9 @@
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied demo [--episodes N] [--video demo.mp4]
+    embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
+    embodied data info|check|video DIR ...
+    embodied bench data [--json]
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import argparse
 import json
 import sys
 
-from embodied.cli import bench, commands, memory_cmds
+from embodied.cli import bench, commands, data_cmds, memory_cmds
 from embodied.eval.rollout import POLICIES
 
 
@@ -130,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", default="demo.mp4")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
+
+    data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     return parser
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Iterable
 
 import gymnasium as gym
 import numpy as np
+
+from embodied.planner.calls import SkillCall
 
 OPEN, CLOSED = 1.0, -1.0
 
@@ -16,7 +19,9 @@ class Waypoint:
     """Move the TCP to ``pos`` with ``yaw`` and hold the gripper command ``grip``.
 
     The waypoint is done once the TCP is within ``tol`` metres (or after
-    ``timeout`` steps) and then ``hold`` further steps have passed.
+    ``timeout`` steps) and then ``hold`` further steps have passed. ``call`` is
+    the skill call this waypoint belongs to (demonstrations record it as the
+    planner's annotation); ``None`` for motion outside any skill.
     """
 
     pos: np.ndarray
@@ -26,6 +31,15 @@ class Waypoint:
     hold: int = 0
     timeout: int = 60
     speed: float = 1.0
+    call: SkillCall | None = None
+
+
+def tag(waypoints: Iterable[Waypoint], call: SkillCall | None) -> list[Waypoint]:
+    """``waypoints`` marked as executing ``call`` (unchanged motion)."""
+    out = list(waypoints)
+    for wp in out:
+        wp.call = call
+    return out
 
 
 def nearest_equivalent_yaw(target: float, current: float) -> float:
@@ -45,10 +59,12 @@ class ScriptedExpert:
         self._elapsed = 0
         self._held = 0
         self._grip = OPEN
+        self.current_call: SkillCall | None = None  # the skill call behind the last action
 
     def reset(self) -> None:
         self.queue.clear()
         self.phase = None
+        self.current_call = None
 
     def plan(self, phase: str) -> list[Waypoint]:
         raise NotImplementedError
@@ -69,8 +85,10 @@ class ScriptedExpert:
         action = np.zeros(5, dtype=np.float32)
         if not self.queue:
             action[4] = self._grip
+            self.current_call = None
             return action
         wp = self.queue[0]
+        self.current_call = wp.call
         pos = arm.tcp_pos()
         error = np.asarray(wp.pos) - pos
         step = env.control.pos_step * wp.speed

@@ -6,15 +6,23 @@ plans with the layout's ``GridPlanner`` (networkx A*) and follows the path
 with turn-then-drive control in the agent's own action space
 ``[forward, yaw rate]``. It idles during the tour and the delay, when the
 env ignores actions anyway.
+
+``current_call`` is the planner's view of what it is doing: a ``navigate``
+call to the goal object (its xy on the floor, the heading that faces it from
+the stand-off point, its box size) during the recall phase, else ``None``.
 """
 
 from __future__ import annotations
+
+import math
 
 import gymnasium as gym
 import numpy as np
 
 from embodied.envs.apartment import MAX_V, MAX_W
 from embodied.envs.nav_drive import PathFollower
+from embodied.experts.calls import entity_box
+from embodied.planner.calls import SkillCall
 
 
 class NavigationExpert:
@@ -29,10 +37,12 @@ class NavigationExpert:
         self.goal_key: tuple | None = None
         self.best = np.inf
         self.since_best = 0
+        self.current_call: SkillCall | None = None
 
     def act(self, obs=None) -> np.ndarray:
         env = self.env
         if env.phase != "recall":
+            self.current_call = None
             return np.zeros(2, dtype=np.float32)
         goal = env.privileged()["goal"]
         key = tuple(np.round(goal["xy"], 3))
@@ -44,12 +54,21 @@ class NavigationExpert:
             self.since_best += 1
         if key != self.goal_key or self.follower is None or self.since_best > self.replan_after:
             self._plan(goal, pose)
+            if key != self.goal_key or self.current_call is None:
+                self.current_call = self._call(goal)
             self.goal_key = key
         elif self.follower.done:
             # Done but not yet counted as reached: come in straight again.
             self.follower = PathFollower([goal["approach"]], look_at=goal["xy"], face_tol=0.05)
         v, w = self.follower.act(pose)
         return np.array([v / MAX_V, w / MAX_W], dtype=np.float32)
+
+    def _call(self, goal: dict) -> SkillCall:
+        name = self.env._goal_object()
+        _, size = entity_box(self.env, name)
+        face = goal["xy"] - goal["approach"]
+        yaw = math.atan2(float(face[1]), float(face[0]))
+        return SkillCall("navigate", name, (*goal["xy"][:2], 0.0), yaw, tuple(size), note=self.env._goal_text())
 
     def _plan(self, goal: dict, pose: np.ndarray) -> None:
         planner = self.env.apartment.planner

@@ -23,8 +23,9 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS, WorkcellEnv
-from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
-from embodied.tasks.reopen_drawer import JITTER, SAFE_Z, WRONG_OPEN, DrawerRow, pull_open
+from embodied.experts.calls import object_call
+from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint, tag
+from embodied.tasks.reopen_drawer import JITTER, SAFE_Z, WRONG_OPEN, DrawerRow, drawer_call, pull_open
 
 # Blocks stay nearer the robot than x = 0.38 because a drawer opened 15 cm
 # sweeps the table up to x ~0.42 in its lane.
@@ -221,7 +222,7 @@ class HiddenObjectExpert(ScriptedExpert):
         if phase != "recall":
             return []
         k = env.privileged()["cue_drawer"] if self.drawer_override is None else self.drawer_override
-        return pull_open(env.hook_point(k), PULL)
+        return pull_open(env.hook_point(k), PULL, drawer_call(env, "open", k, f"drawer hiding the {env.colour} block"))
 
     def replan(self) -> list[Waypoint]:
         # The block's place is known only once the drawer is open.
@@ -231,12 +232,13 @@ class HiddenObjectExpert(ScriptedExpert):
         b = self.env.privileged()["target_pos"]
         # Aim a little low: the arm settles a few mm above low targets.
         grasp = np.array([b[0], b[1], b[2] - 0.004])
-        return [
+        call = object_call(self.env, "pick", "target", yaw=0.0, note=f"{self.env.colour} block")
+        return tag([
             Waypoint(np.array([b[0], b[1], SAFE_Z]), OPEN, 0.0, tol=0.008),
             Waypoint(grasp, OPEN, 0.0, tol=0.007, hold=2, speed=0.7),
             Waypoint(grasp, CLOSED, 0.0, tol=1.0, hold=6),
             Waypoint(np.array([b[0], b[1], 0.2]), CLOSED, 0.0, tol=0.01),
-        ]
+        ], call)
 
 
 HiddenObject.Expert = HiddenObjectExpert

@@ -20,7 +20,9 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS, NEUTRAL, WorkcellEnv
-from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint
+from embodied.experts.calls import object_call
+from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint, tag
+from embodied.planner.calls import SkillCall
 
 # Left of the arm from the scene camera's view, beyond the blocks and clear of
 # the arm's path to them; turned to face that camera.
@@ -172,15 +174,19 @@ class RememberColorExpert(ScriptedExpert):
         info = self.env.privileged()
         block = info["target"] if self.block_override is None else self.block_override
         x, y, _ = info["block_pos"][block]
-        return touch_from_above(x, y, TOUCH_Z)
+        call = object_call(self.env, "touch", f"block{block}", yaw=0.0, note="block of the cue colour")
+        return touch_from_above(x, y, TOUCH_Z, call=call)
 
 
-def touch_from_above(x: float, y: float, z: float, high: float = 0.12) -> list[Waypoint]:
-    """Closed fingers over the point, then straight down onto it."""
-    return [
-        Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
-        Waypoint(np.array([x, y, z]), CLOSED, 0.0, tol=0.004, speed=0.5),
-    ]
+def touch_from_above(x: float, y: float, z: float, high: float = 0.12, call: SkillCall | None = None) -> list[Waypoint]:
+    """Closed fingers over the point, then straight down onto it (the ``call``: touch)."""
+    return tag(
+        [
+            Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
+            Waypoint(np.array([x, y, z]), CLOSED, 0.0, tol=0.004, speed=0.5),
+        ],
+        call,
+    )
 
 
 RememberColor.Expert = RememberColorExpert

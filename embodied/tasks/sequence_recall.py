@@ -21,7 +21,9 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, WorkcellEnv
-from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint
+from embodied.experts.calls import object_call
+from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint, tag
+from embodied.planner.calls import SkillCall
 
 ROW_X = 0.45
 SPACING = 0.10  # 7 cm bases with 3 cm between them
@@ -160,18 +162,19 @@ class SequenceRecallExpert(ScriptedExpert):
         info = self.env.privileged()
         order = info["sequence"] if self.sequence_override is None else self.sequence_override
         plan: list[Waypoint] = []
-        for button in order:
-            plan += press(*info["button_xy"][button])
+        for i, button in enumerate(order):
+            call = object_call(self.env, "press", f"button{button}", yaw=0.0, note=f"button {i + 1} of the sequence")
+            plan += press(*info["button_xy"][button], call=call)
         return plan
 
 
-def press(x: float, y: float, high: float = 0.07) -> list[Waypoint]:
-    """Closed fingers over the cap, down past the press point, back up to release."""
-    return [
+def press(x: float, y: float, high: float = 0.07, call: SkillCall | None = None) -> list[Waypoint]:
+    """Closed fingers over the cap, down past the press point, back up to release (``call``: press)."""
+    return tag([
         Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
         Waypoint(np.array([x, y, PRESS_Z]), CLOSED, 0.0, tol=0.007, hold=1, timeout=20, speed=0.5),
         Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
-    ]
+    ], call)
 
 
 SequenceRecall.Expert = SequenceRecallExpert

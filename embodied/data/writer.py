@@ -1,0 +1,266 @@
+"""The single writer of a dataset: appends finished episodes, each commit atomic.
+
+Workers hand over :class:`~embodied.data.episode.EpisodeBlob` s; :meth:`DatasetWriter.commit`
+appends a batch of them. The current data file and each camera's current mp4
+are rewritten under temporary names with the new episodes added (parquet:
+rows concatenated; mp4: packets remuxed, nothing re-encoded), or a new file is
+started once the current one has reached its size limit; then ``meta/`` is
+rewritten and everything renamed into place through the journal of
+:mod:`embodied.data.commit`. Episode indices are given at commit time, so they
+stay contiguous whatever order workers finish in.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from embodied.data import commit as journal
+from embodied.data.episode import EpisodeBlob
+from embodied.data.layout import (
+    CHUNKS_SIZE,
+    DATA_FILES_SIZE_MB,
+    DATA_PATH,
+    EPISODES_PATH,
+    IMAGE_PREFIX,
+    STATS_PATH,
+    TASKS_PATH,
+    VIDEO_FILES_SIZE_MB,
+    VIDEO_PATH,
+    DatasetError,
+    Info,
+    next_file,
+    plain,
+    temp_path,
+)
+from embodied.data.stats import aggregate
+from embodied.data.tables import (
+    calls_json,
+    check_compatible,
+    features_for,
+    flatten_stats,
+    frame_stats,
+    frame_table,
+    unflatten_stats,
+)
+from embodied.data.video import concat, extradata_of, probe
+
+MB = 1024 * 1024
+
+
+def read_parquet(path: Path) -> pa.Table:
+    try:
+        return pq.read_table(path)
+    except FileNotFoundError:
+        raise DatasetError(path, "missing") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
+
+
+def load_episodes(root: Path) -> list[dict]:
+    """Every row of ``meta/episodes/*/*.parquet``, in episode order."""
+    rows: list[dict] = []
+    for path in sorted((root / "meta" / "episodes").glob("*/*.parquet")):
+        rows += read_parquet(path).to_pylist()
+    rows.sort(key=lambda r: r["episode_index"])
+    return rows
+
+
+def load_tasks(root: Path) -> dict[str, int]:
+    path = root / TASKS_PATH
+    if not path.exists():
+        raise DatasetError(path, "missing")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow and pandas raise many kinds
+        raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
+    return {str(task): int(i) for task, i in zip(df.index, df["task_index"])}
+
+
+class DatasetWriter:
+    """Open (or create) the dataset at ``root`` for appending."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        resume: bool = False,
+        data_files_size_in_mb: float = DATA_FILES_SIZE_MB,
+        video_files_size_in_mb: float = VIDEO_FILES_SIZE_MB,
+        chunks_size: int = CHUNKS_SIZE,
+    ):
+        self.root = Path(root)
+        journal.recover(self.root) if self.root.is_dir() else None
+        self.info: Info | None = None
+        self.episodes: list[dict] = []
+        self.tasks: dict[str, int] = {}
+        self.stats: list[dict] = []
+        self.limits = (data_files_size_in_mb, video_files_size_in_mb, chunks_size)
+        if journal.is_dataset(self.root):
+            if not resume:
+                raise ValueError(f"{self.root} already holds a dataset; pass --resume to append to it, or choose a new folder")
+            self.info = Info.load(self.root)
+            self.episodes = load_episodes(self.root)
+            self.tasks = load_tasks(self.root)
+            self.stats = [unflatten_stats(r) for r in self.episodes]
+            if len(self.episodes) != self.info.total_episodes:
+                raise DatasetError(self.root / "meta/info.json", f"total_episodes {self.info.total_episodes} "
+                                   f"but meta/episodes lists {len(self.episodes)}")
+            journal.collect_garbage(self.root, self.referenced())
+        else:
+            journal.ensure_clean_target(self.root)
+
+    # --- what is there -------------------------------------------------------
+    def recorded(self) -> set[tuple[str, int]]:
+        """(task, seed) of every committed episode."""
+        return {(r["task_name"], int(r["seed"])) for r in self.episodes if r.get("task_name") is not None}
+
+    def referenced(self) -> set[Path]:
+        refs: set[Path] = set()
+        assert self.info is not None
+        for r in self.episodes:
+            refs.add(Path(DATA_PATH.format(chunk_index=r["data/chunk_index"], file_index=r["data/file_index"])))
+            refs.add(Path(EPISODES_PATH.format(chunk_index=r["meta/episodes/chunk_index"],
+                                               file_index=r["meta/episodes/file_index"])))
+            for key in self.info.video_keys:
+                refs.add(Path(VIDEO_PATH.format(video_key=key, chunk_index=r[f"videos/{key}/chunk_index"],
+                                                file_index=r[f"videos/{key}/file_index"])))
+        return refs
+
+    # --- appending -----------------------------------------------------------
+    def _start(self, blob: EpisodeBlob) -> None:
+        meta, arrays = blob.meta_dict(), blob.array_dict()
+        size = int(meta["job"]["image_size"])
+        data_mb, video_mb, chunks = self.limits
+        self.info = Info(
+            fps=int(meta["fps"]),
+            robot_type=meta["robot_type"],
+            features=features_for(meta, arrays, size),
+            chunks_size=int(chunks),
+            data_files_size_in_mb=data_mb,
+            video_files_size_in_mb=video_mb,
+            extra={"embodied": {"image_size": size, "policy": meta["job"]["policy"],
+                                "task_text": "the recall-phase instruction (the goal)"}},
+        )
+
+    def commit(self, blobs: list[EpisodeBlob]) -> list[int]:
+        """Append ``blobs`` as one atomic unit; returns their episode indices."""
+        if not blobs:
+            return []
+        with journal.sigint_held():
+            return self._commit(blobs)
+
+    def _commit(self, blobs: list[EpisodeBlob]) -> list[int]:
+        if self.info is None:
+            self._start(blobs[0])
+        info = self.info
+        assert info is not None
+        metas, arrays = [b.meta_dict() for b in blobs], [b.array_dict() for b in blobs]
+        for m, a in zip(metas, arrays):
+            check_compatible(info.features, m, a, info.fps)
+        renames: list[tuple[Path, Path]] = []
+        last = self.episodes[-1] if self.episodes else None
+        first_ep, first_index = len(self.episodes), info.total_frames
+        # --- data rows
+        tables, rows, stats = [], [], []
+        index = first_index
+        for k, (m, a) in enumerate(zip(metas, arrays)):
+            task_ids = [self.tasks.setdefault(t, len(self.tasks)) for t in m["tasks"]]
+            table = frame_table(info.features, a, first_ep + k, index, task_ids, info.fps)
+            tables.append(table)
+            stats.append(frame_stats(info.features, table))
+            rows.append({"episode_index": first_ep + k, "tasks": list(m["tasks"]), "length": int(m["length"]),
+                         "dataset_from_index": index, "dataset_to_index": index + int(m["length"])})
+            index += int(m["length"])
+        chunk, file, old = self._current("data", last)
+        path = self.root / DATA_PATH.format(chunk_index=chunk, file_index=file)
+        if old and path.stat().st_size >= info.data_files_size_in_mb * MB:
+            (chunk, file), old = next_file(chunk, file, info.chunks_size), False
+            path = self.root / DATA_PATH.format(chunk_index=chunk, file_index=file)
+        new = pa.concat_tables(([read_parquet(path)] if old else []) + tables)
+        tmp = temp_path(path)
+        pq.write_table(new, tmp)
+        renames.append((tmp, path))
+        for r in rows:
+            r["data/chunk_index"], r["data/file_index"] = chunk, file
+        # --- videos
+        for key in info.video_keys:
+            cam = key[len(IMAGE_PREFIX):]
+            chunk, file, old = self._current(f"videos/{key}", last)
+            path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
+            frames_before = 0
+            if old:
+                frames_before, extradata = probe(path)
+                full = path.stat().st_size >= info.video_files_size_in_mb * MB
+                if full or extradata != extradata_of(blobs[0].videos[cam]):
+                    (chunk, file), old, frames_before = next_file(chunk, file, info.chunks_size), False, 0
+                    path = self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file)
+            sources = ([(str(path), path)] if old else []) + [(f"{m['job']['task']} seed {m['job']['seed']} {cam}", b.videos[cam])
+                                                               for m, b in zip(metas, blobs)]
+            tmp = temp_path(path)
+            total = concat(sources, tmp, info.fps)
+            expected = frames_before + sum(r["length"] for r in rows)
+            if total != expected:
+                tmp.unlink(missing_ok=True)
+                raise DatasetError(path, f"{total} video frames after appending, expected {expected}")
+            renames.append((tmp, path))
+            at = frames_before
+            for r in rows:
+                r[f"videos/{key}/chunk_index"], r[f"videos/{key}/file_index"] = chunk, file
+                r[f"videos/{key}/from_timestamp"] = at / info.fps
+                r[f"videos/{key}/to_timestamp"] = (at + r["length"]) / info.fps
+                at += r["length"]
+        # --- meta
+        for r, m, s in zip(rows, metas, stats):
+            s.update(m["image_stats"])
+            r.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0, "task_name": m["job"]["task"],
+                      "seed": int(m["job"]["seed"]), "policy": m["job"]["policy"], "success": bool(m["success"]),
+                      "skill_calls": calls_json(m["calls"])})
+            r.update(flatten_stats(s))
+        episodes, all_stats = self.episodes + rows, self.stats + stats
+        info.total_episodes, info.total_frames, info.total_tasks = len(episodes), index, len(self.tasks)
+        renames += self._meta_files(episodes, all_stats)
+        journal.apply(self.root, renames)
+        self.episodes, self.stats = episodes, all_stats
+        return [r["episode_index"] for r in rows]
+
+    def _current(self, series: str, last: dict | None) -> tuple[int, int, bool]:
+        """(chunk, file, exists) of the file the next episode of ``series`` would go to."""
+        if last is None:
+            return 0, 0, False
+        return int(last[f"{series}/chunk_index"]), int(last[f"{series}/file_index"]), True
+
+    def _meta_files(self, episodes: list[dict], stats: list[dict]) -> list[tuple[Path, Path]]:
+        assert self.info is not None
+        out = []
+        path = self.root / EPISODES_PATH.format(chunk_index=0, file_index=0)
+        tmp = temp_path(path)
+        pq.write_table(pa.Table.from_pylist(_uniform(episodes)), tmp)
+        out.append((tmp, path))
+        path = self.root / TASKS_PATH
+        tmp = temp_path(path)
+        tasks = sorted(self.tasks, key=self.tasks.get)
+        pd.DataFrame({"task_index": np.array([self.tasks[t] for t in tasks], np.int64)}, index=pd.Index(tasks, name="task")) \
+            .to_parquet(tmp)
+        out.append((tmp, path))
+        path = self.root / STATS_PATH
+        tmp = temp_path(path)
+        tmp.write_text(json.dumps(aggregate(stats), indent=2, default=plain))
+        out.append((tmp, path))
+        path = self.root / "meta/info.json"
+        tmp = temp_path(path)
+        tmp.write_text(json.dumps(self.info.to_dict(), indent=4, default=plain))
+        out.append((tmp, path))
+        return out
+
+
+def _uniform(rows: list[dict]) -> list[dict]:
+    """Every row with every column (a column a later episode added is None before it)."""
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    return [{k: r.get(k) for k in keys} for r in rows]
