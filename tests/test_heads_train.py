@@ -162,5 +162,6 @@ def test_a_trained_touch_head_runs_the_skill_in_the_task(demos, tmp_path):
     assert set(skills) == {"touch"}
     result = handover_episode("RememberColor-v0", seed=0, skills=skills, image_size=32)
     assert result.handed_over and result.skill == "touch"
-    assert result.skill_done and not result.skill_failed, result
-    assert result.success, result
+    # RememberColor ends the episode at the touch, so success comes before the skill's own done.
+    assert result.success and not result.skill_failed, result
+    assert 10 < result.skill_steps < 100, result
