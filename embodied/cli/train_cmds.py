@@ -5,6 +5,7 @@
                    [--lr LR] [--checkpoint-every N] [--set key=value ...] [--json]
     torchrun --nproc-per-node 2 -m embodied.cli.main train ...      (DDP; gloo on CPU)
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
+    embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--json]
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     b.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench_head)
+
+    p = sub.add_parser("eval-head", help="success of a learned skill handed the expert's call inside a task")
+    p.add_argument("--head", required=True, metavar="KIND:RUN", help="e.g. diffusion:runs/d1")
+    p.add_argument("--task", required=True)
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
+    p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=eval_head)
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -82,3 +92,20 @@ def bench_head(args: argparse.Namespace) -> list[dict] | None:
                   f"{r['chunk_ms_median']:.2f} ms median ({r['chunk_ms_p90']:.2f} p90) | target <= {r['target_ms']} ms "
                   f"{'ok' if r['meets_target'] else 'MISSED'}")
     return rows if args.json else None
+
+
+def eval_head(args: argparse.Namespace) -> dict | None:
+    from embodied.eval.skill_rollout import handover_success
+    from policies.skill_head import load_head
+
+    if args.episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    skills = load_head(args.head)
+    result = handover_success(args.task, list(range(args.seed, args.seed + args.episodes)), skills,
+                              progress=not args.json, image_size=args.image_size)
+    result["head"] = args.head
+    if not args.json:
+        print(f"{args.head} on {args.task}: success {result['success_rate']:.0%} over {result['episodes']} episodes "
+              f"(skill said done in {result['skill_done_rate']:.0%})")
+        return None
+    return result

@@ -84,13 +84,20 @@ def handover_episode(task: str, seed: int, skills: dict[str, Any], env=None, **o
             env.close()
 
 
-def handover_success(task: str, seeds: list[int], skills: dict[str, Any], **options) -> dict[str, Any]:
+def handover_success(task: str, seeds: list[int], skills: dict[str, Any], progress: bool = False,
+                     **options) -> dict[str, Any]:
     """Success rate of ``handover_episode`` over ``seeds`` (one env, reused)."""
+    from tqdm import tqdm
+
     from embodied.tasks import make
 
     env = make(task, **options)
+    rows: list[HandoverResult] = []
     try:
-        rows = [handover_episode(task, s, skills, env=env) for s in seeds]
+        bar = tqdm(seeds, desc=f"{task} handover", unit="ep", disable=not progress)
+        for s in bar:
+            rows.append(handover_episode(task, s, skills, env=env))
+            bar.set_postfix(success=f"{sum(r.success for r in rows) / len(rows):.2f}")
     finally:
         env.close()
     n = len(rows)
