@@ -173,8 +173,11 @@ class HeadBase(nn.Module):
     def reset(self) -> None:
         """Forget the observation history and the queued actions (call at every skill start)."""
         self._obs: deque[dict[str, torch.Tensor]] = deque(maxlen=self.config.obs_horizon)
-        self._queue: deque[tuple[torch.Tensor, torch.Tensor]] = deque()
-        self.last_done = torch.zeros(1)
+        self._queue: deque[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]] = deque()
+        self._call: dict[str, torch.Tensor] = {}
+        self.last_done = torch.zeros(1)  # done probability of the step just returned
+        self.next_done = torch.zeros(1)  # ... and of the step after it: the skill ends with this one
+        self.chunk_age = 0  # steps since the chunk the last action came from was predicted
 
     def _push_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Add one step to the history; return the stacked (B, To, ...) observation batch."""
@@ -184,20 +187,41 @@ class HeadBase(nn.Module):
             for _ in range(self.config.obs_horizon - 1):
                 self._obs.append(step)
         self._obs.append(step)
-        batch = {k: torch.stack([s[k] for s in self._obs], 1) for k in keys}
-        batch["skill.id"], batch["skill.params"] = obs["skill.id"], obs["skill.params"]
-        return batch
+        self._call = {"skill.id": obs["skill.id"], "skill.params": obs["skill.params"]}
+        return self._history()
+
+    def _history(self) -> dict[str, torch.Tensor]:
+        keys = list(self._obs[-1])
+        return {**{k: torch.stack([s[k] for s in self._obs], 1) for k in keys}, **self._call}
+
+    def _fill(self, batch: dict[str, torch.Tensor]) -> None:
+        chunk = self.predict_chunk(batch)
+        ones = torch.ones_like(chunk["done"][:, 0])
+        h = self.config.horizon
+        for k in range(self.config.n_action_steps):
+            nxt = chunk["done"][:, k + 1] if k + 1 < h else ones
+            self._queue.append((chunk["action"][:, k], chunk["done"][:, k], nxt, k))
+
+    def _pop(self) -> torch.Tensor:
+        action, self.last_done, self.next_done, self.chunk_age = self._queue.popleft()
+        return action
 
     @torch.no_grad()
     def select_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """One step: (B, A) action in env units; ``self.last_done`` (B,) its done probability."""
+        """One step: (B, A) action in env units; ``last_done``/``next_done`` (B,) done probabilities."""
         batch = self._push_obs(obs)
         if not self._queue:
-            chunk = self.predict_chunk(batch)
-            for k in range(self.config.n_action_steps):
-                self._queue.append((chunk["action"][:, k], chunk["done"][:, k]))
-        action, self.last_done = self._queue.popleft()
-        return action
+            self._fill(batch)
+        return self._pop()
+
+    @torch.no_grad()
+    def repredict(self) -> torch.Tensor:
+        """Drop the queued actions and predict afresh from the current history; the new first action."""
+        if not self._obs:
+            raise RuntimeError("repredict() before any select_action()")
+        self._queue.clear()
+        self._fill(self._history())
+        return self._pop()
 
 
 def done_targets(batch: dict[str, torch.Tensor], horizon: int) -> torch.Tensor:

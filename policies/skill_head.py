@@ -9,12 +9,16 @@ frame at every step). ``act(obs)`` returns the head's next action.
 
 When is a learned skill done? The head is trained with a *done* channel: for
 each predicted step, whether the demonstrator's skill call had already ended
-there (:mod:`policies.data`). The skill reports ``done`` once the step it is
-about to execute has a done probability above ``config.done_threshold``
-for ``patience`` steps in a row (after at least ``min_steps`` steps); that step is replaced by a hold action (no
-motion, the gripper as last commanded), exactly as the scripted skills idle once
-finished. A skill that runs past ``budget`` steps without finishing reports
-``failed``, so the planner retries or replans as with the scripted skills.
+there (:mod:`policies.data`). After choosing a step's action the skill looks at
+the done probability of the *following* step. Above ``config.done_threshold``
+in a chunk predicted some steps ago, it first re-predicts from the current
+observation (a chunk is open-loop: the arm may lag its plan); if the fresh
+chunk agrees for ``patience`` steps in a row (after at least ``min_steps``),
+this step is the skill's last: its action is returned and ``done`` turns true,
+as with the scripted skills. Afterwards ``act`` holds still (no motion, the
+gripper as last commanded). A skill that runs past ``budget`` steps without
+finishing reports ``failed``, so the planner retries or replans as with the
+scripted skills.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from policies.registry import HEADS, load_run
 class LearnedSkill:
     """One skill (``name``) run by a trained head; follows the agent's Skill protocol."""
 
-    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 2):
+    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 1,
+                 done_threshold: float | None = None):
         if name not in SKILL_IDS:
             raise ValueError(f"unknown skill {name!r}; skills: {', '.join(SKILL_IDS)}")
         trained = policy.config.skills
@@ -42,6 +47,7 @@ class LearnedSkill:
         self.policy, self.name = policy.eval(), name
         self.budget, self.min_steps, self.patience = int(budget), int(min_steps), max(1, int(patience))
         self._over = 0
+        self.done_threshold = float(policy.config.done_threshold if done_threshold is None else done_threshold)
         self.call: SkillCall | None = None
         self._done = self._failed = False
         self._steps = 0
@@ -101,17 +107,18 @@ class LearnedSkill:
         if self._steps > self.budget:
             self._failed = True
             return self._hold()
-        action = self.policy.select_action(self.observation(obs))[0].cpu().numpy().astype(np.float32)
-        self.done_prob = float(self.policy.last_done.reshape(-1)[0])
-        self._over = self._over + 1 if self.done_prob > self.policy.config.done_threshold else 0
-        if self._steps > self.min_steps and self._over >= self.patience:
+        policy, threshold = self.policy, self.done_threshold
+        action = policy.select_action(self.observation(obs))
+        if float(policy.next_done.reshape(-1)[0]) > threshold and policy.chunk_age > 0:
+            action = policy.repredict()  # confirm on the current observation, not an old plan
+        self.done_prob = float(policy.next_done.reshape(-1)[0])
+        self._over = self._over + 1 if self.done_prob > threshold else 0
+        self._last = np.clip(action[0].cpu().numpy().astype(np.float32), -1.0, 1.0)
+        if self._steps >= self.min_steps and self._over >= self.patience:
             self._done = True
-            return self._hold()
-        self._last = np.clip(action, -1.0, 1.0)
         return self._last.copy()
 
-
-def load_head(spec: str, budget: int = 400, weights: str = "ema") -> dict[str, LearnedSkill]:
+def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, LearnedSkill]:
     """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned."""
     kind, sep, run = spec.partition(":")
     if not sep or kind not in HEADS or not run:
@@ -121,4 +128,4 @@ def load_head(spec: str, budget: int = 400, weights: str = "ema") -> dict[str, L
         raise ValueError(f"{run} holds a {policy.name!r} head, not {kind!r}")
     if not policy.config.skills:
         raise ValueError(f"{run}: the head's config names no skills")
-    return {name: LearnedSkill(policy, name, budget=budget) for name in policy.config.skills}
+    return {name: LearnedSkill(policy, name, budget=budget, **skill_options) for name in policy.config.skills}

@@ -127,4 +127,15 @@ class ACTHead(HeadBase):
         w = torch.exp(-coeff * torch.arange(n, dtype=acts.dtype, device=acts.device))
         w = (w / w.sum()).reshape(n, *([1] * (acts.ndim - 1)))
         self.last_done = (w.squeeze(-1) * dones).sum(0)
+        self.next_done, self.chunk_age = chunk["done"][:, 1] if self.config.horizon > 1 else self.last_done, 0
         return (w * acts).sum(0)
+
+    @torch.no_grad()
+    def repredict(self) -> torch.Tensor:
+        if self.config.temporal_ensemble_coeff is None:
+            return super().repredict()
+        self._chunks.pop()  # this step's chunk is fresh already: predict it again without the ensemble's history
+        chunk = self.predict_chunk(self._history())
+        self._chunks.append((chunk["action"], chunk["done"]))
+        self.last_done, self.next_done, self.chunk_age = chunk["done"][:, 0], chunk["done"][:, 1], 0
+        return chunk["action"][:, 0]
