@@ -81,10 +81,12 @@ def test_diffusion_loss_falls_tenfold_and_samples_near_the_demo(demos, tmp_path)
 def test_checkpoint_round_trip_gives_the_same_outputs(demos, tmp_path):
     run = tmp_path / "rt"
     train(TrainConfig(head="diffusion", data=str(demos), out=str(run), steps=3, batch_size=8, progress=False,
-                      head_options=TINY_DIFFUSION))
+                      cameras=("wrist",), head_options=TINY_DIFFUSION))
     a, b = load_run(run), load_run(run)
-    windows = SkillWindows(__import__("embodied.data", fromlist=["DemoDataset"]).DemoDataset(demos, 2, 16),
-                           progress=False)
+    assert a.config.cameras == ("wrist",) and a.config.image_size == 32
+    from embodied.data import DemoDataset
+
+    windows = SkillWindows(DemoDataset(demos, 2, 16, cameras=["wrist"]), cameras=("wrist",), progress=False)
     batch = windows.batch(torch.arange(4))
     torch.manual_seed(5)
     out_a = a.predict_action_chunk(batch)
