@@ -163,3 +163,16 @@ def test_checkpoint_round_trip_and_corruption_names_the_file(tmp_path):
 def test_every_skill_id_has_an_embedding_row():
     head = ACTHead(ACTConfig(**TINY_ACT), synthetic_stats())
     assert head.skill_embed.num_embeddings == len(SKILL_IDS) + 1
+
+
+def test_bench_head_reports_both_heads_and_eval_head_rejects_a_bad_spec(capsys):
+    import json
+
+    from embodied.cli.main import main
+
+    assert main(["bench", "head", "--repeats", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["head"] for r in rows} == {"diffusion", "act"}
+    assert all(r["chunk_ms_median"] > 0 and r["target_ms"] in (5.0, 15.0) for r in rows)
+    assert main(["eval-head", "--head", "bogus", "--task", "RememberColor-v0"]) == 2
+    assert "'<head>:<run dir>'" in capsys.readouterr().err
