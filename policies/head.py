@@ -21,7 +21,7 @@ reports ``done`` when the step it is about to execute crosses it.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +47,6 @@ class HeadConfig:
     skills: tuple[str, ...] = ()  # skills the head was trained on (filled in by training)
     done_threshold: float = 0.5
     action_norm: str = "min_max"
-    extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         if self.obs_horizon < 1 or self.horizon < 1:
