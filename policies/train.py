@@ -186,7 +186,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         atomic_write_json(out / "stats.json", stats)
         log_path = out / "log.jsonl"
         kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
-                if ln.strip() and json.loads(ln)["step"] <= start]
+                if ln.strip() and json.loads(ln)["step"] < start]
         atomic_write_bytes(log_path, "".join(ln + "\n" for ln in kept).encode())
     net = model
     if world > 1:
