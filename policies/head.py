@@ -45,7 +45,7 @@ class HeadConfig:
     image_features: int = 64
     skill_embed_dim: int = 32
     skills: tuple[str, ...] = ()  # skills the head was trained on (filled in by training)
-    done_threshold: float = 0.5
+    done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
     action_norm: str = "min_max"
 
     def validate(self) -> None:

@@ -37,7 +37,7 @@ from policies.registry import HEADS, load_run
 class LearnedSkill:
     """One skill (``name``) run by a trained head; follows the agent's Skill protocol."""
 
-    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 1,
+    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 3,
                  done_threshold: float | None = None):
         if name not in SKILL_IDS:
             raise ValueError(f"unknown skill {name!r}; skills: {', '.join(SKILL_IDS)}")

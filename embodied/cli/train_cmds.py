@@ -5,7 +5,8 @@
                    [--lr LR] [--checkpoint-every N] [--set key=value ...] [--json]
     torchrun --nproc-per-node 2 -m embodied.cli.main train ...      (DDP; gloo on CPU)
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
-    embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--json]
+    embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
+                       [--patience K] [--json]
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
     p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--done-threshold", type=float, help="next-step done probability that ends a skill "
+                   "(default: the run's config)")
+    p.add_argument("--patience", type=int, default=3, help="fresh predictions in a row above the threshold")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
 
@@ -100,7 +104,7 @@ def eval_head(args: argparse.Namespace) -> dict | None:
 
     if args.episodes < 1:
         raise ValueError("--episodes must be >= 1")
-    skills = load_head(args.head)
+    skills = load_head(args.head, done_threshold=args.done_threshold, patience=args.patience)
     result = handover_success(args.task, list(range(args.seed, args.seed + args.episodes)), skills,
                               progress=not args.json, image_size=args.image_size)
     result["head"] = args.head
