@@ -15,7 +15,7 @@ from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpo
 from policies.conditioning import Normalizer, relative_params
 from policies.diffusion import DiffusionConfig, DiffusionHead
 from policies.skill_head import LearnedSkill, load_head
-from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION
+from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION, one_torch_thread  # noqa: F401 (autouse fixture)
 
 
 def arm_state(tcp=(0.4, 0.0, 0.2), yaw=0.0) -> torch.Tensor:

@@ -20,7 +20,7 @@ from policies.checkpoint import CheckpointError, latest_checkpoint
 from policies.data import SkillWindows
 from policies.registry import load_run
 from policies.train import TrainConfig, train
-from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION, tiny_dataset, weights
+from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION, one_torch_thread, tiny_dataset, weights  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--done-threshold", type=float, help="next-step done probability that ends a skill "
                    "(default: the run's config)")
     p.add_argument("--patience", type=int, default=3, help="fresh predictions in a row above the threshold")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
 
@@ -104,6 +105,10 @@ def eval_head(args: argparse.Namespace) -> dict | None:
 
     if args.episodes < 1:
         raise ValueError("--episodes must be >= 1")
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
     skills = load_head(args.head, done_threshold=args.done_threshold, patience=args.patience)
     result = handover_success(args.task, list(range(args.seed, args.seed + args.episodes)), skills,
                               progress=not args.json, image_size=args.image_size)
