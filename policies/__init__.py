@@ -2,6 +2,11 @@
 
 Every policy follows one small protocol (``policies.base.Policy``):
 ``reset()`` at episode start and ``act(obs) -> action`` each control step.
+
+Learned heads (``policies.diffusion``, ``policies.act``) share LeRobot's interface
+(``forward``, ``predict_action_chunk``, ``select_action``, ``reset``; see
+``policies.head``), train with ``policies.train`` (``embodied train``) and run as
+the agent's skills through ``policies.skill_head.load_head("diffusion:RUN")``.
 """
 
 from policies.base import Policy, RandomPolicy

@@ -14,6 +14,8 @@
     embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
     embodied data info|check|video DIR ...
     embodied bench data [--json]
+    embodied train --head diffusion|act --data DIR --out RUN [...]   (see embodied/cli/train_cmds.py)
+    embodied bench head [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import argparse
 import json
 import sys
 
-from embodied.cli import bench, commands, data_cmds, memory_cmds
+from embodied.cli import bench, commands, data_cmds, memory_cmds, train_cmds
 from embodied.eval.rollout import POLICIES
 
 
@@ -138,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.demo)
 
     data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
+    train_cmds.register(sub, bench_sub)  # train --head diffusion|act, bench head
     return parser
 
 

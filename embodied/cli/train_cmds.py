@@ -1,0 +1,120 @@
+"""``embodied train`` (a learned head on recorded demonstrations) and ``embodied bench head``.
+
+    embodied train --head diffusion|act --data DIR --out RUN [--steps N] [--batch-size B]
+                   [--device auto|cpu|cuda] [--resume] [--seed S] [--skills pick,place] [--cameras wrist]
+                   [--lr LR] [--checkpoint-every N] [--set key=value ...] [--json]
+    torchrun --nproc-per-node 2 -m embodied.cli.main train ...      (DDP; gloo on CPU)
+    embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
+    embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
+                       [--patience K] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAction) -> None:
+    """Add ``train`` to the ``embodied`` parser and ``head`` to ``bench``."""
+    p = sub.add_parser("train", help="train a learned action head (diffusion or ACT) on recorded demonstrations")
+    p.add_argument("--head", required=True, choices=["diffusion", "act"])
+    p.add_argument("--data", required=True, help="dataset folder (embodied record-demos --out)")
+    p.add_argument("--out", required=True, help="run folder: checkpoints, config, stats, log.jsonl, loss.png")
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=64, help="global batch (split over DDP ranks)")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads per process (0: torch's default)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skills", default="", help="comma-separated skills to train on (default: all in the data)")
+    p.add_argument("--cameras", default="", help="comma-separated cameras to condition on, e.g. wrist")
+    p.add_argument("--checkpoint-every", type=int, default=500, metavar="N")
+    p.add_argument("--log-every", type=int, default=10, metavar="N")
+    p.add_argument("--no-ema", action="store_true", help="keep no EMA of the weights")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="head option, e.g. down_dims=32,64,128, use_vae=true, temporal_ensemble_coeff=0.01")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=train)
+
+    b = bench_sub.add_parser("head", help="inference time per action chunk of the learned heads")
+    b.add_argument("--head", action="append", choices=["diffusion", "act"], help="head to time (default: both)")
+    b.add_argument("--run", help="time this trained run instead of a fresh default head")
+    b.add_argument("--repeats", type=int, default=50)
+    b.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=bench_head)
+
+    p = sub.add_parser("eval-head", help="success of a learned skill handed the expert's call inside a task")
+    p.add_argument("--head", required=True, metavar="KIND:RUN", help="e.g. diffusion:runs/d1")
+    p.add_argument("--task", required=True)
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
+    p.add_argument("--image-size", type=int, default=96)
+    p.add_argument("--done-threshold", type=float, help="next-step done probability that ends a skill "
+                   "(default: the run's config)")
+    p.add_argument("--patience", type=int, default=3, help="fresh predictions in a row above the threshold")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=eval_head)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def train(args: argparse.Namespace) -> dict:
+    from policies.registry import head_classes, parse_options
+    from policies.train import TrainConfig, train as run_training
+
+    options = parse_options(head_classes(args.head)[0], args.set)
+    cfg = TrainConfig(head=args.head, data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size,
+                      lr=args.lr, seed=args.seed, device=args.device, threads=args.threads, checkpoint_every=args.checkpoint_every,
+                      log_every=args.log_every, skills=_split(args.skills), cameras=_split(args.cameras),
+                      ema=not args.no_ema, resume=args.resume, head_options=options)
+    result = run_training(cfg)
+    if not args.json and _rank() == 0:
+        print(f"{result['head']} on {result['frames']} frames of {', '.join(result['skills'])}: loss "
+              f"{result['first_loss']:.4f} -> {result['final_loss']:.4f} over steps {result['start_step']}.."
+              f"{result['steps']} ({result['step_ms']:.1f} ms/step); checkpoint {result['checkpoint']}")
+    return result if _rank() == 0 else None
+
+
+def _rank() -> int:
+    import os
+
+    return int(os.environ.get("RANK", "0"))
+
+
+def bench_head(args: argparse.Namespace) -> list[dict] | None:
+    from policies.bench import bench_heads
+
+    rows = bench_heads(args.head or ["diffusion", "act"], run=args.run, repeats=args.repeats,
+                       threads=args.threads)
+    if not args.json:
+        for r in rows:
+            print(f"{r['head']:<10} {r['params'] / 1e6:5.2f} M params | predict_action_chunk "
+                  f"{r['chunk_ms_median']:.2f} ms median ({r['chunk_ms_p90']:.2f} p90) | target <= {r['target_ms']} ms "
+                  f"{'ok' if r['meets_target'] else 'MISSED'}")
+    return rows if args.json else None
+
+
+def eval_head(args: argparse.Namespace) -> dict | None:
+    from embodied.eval.skill_rollout import handover_success
+    from policies.skill_head import load_head
+
+    if args.episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    skills = load_head(args.head, done_threshold=args.done_threshold, patience=args.patience)
+    result = handover_success(args.task, list(range(args.seed, args.seed + args.episodes)), skills,
+                              progress=not args.json, image_size=args.image_size)
+    result["head"] = args.head
+    if not args.json:
+        print(f"{args.head} on {args.task}: success {result['success_rate']:.0%} over {result['episodes']} episodes "
+              f"(skill said done in {result['skill_done_rate']:.0%})")
+        return None
+    return result

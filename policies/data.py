@@ -1,0 +1,102 @@
+"""Training windows for the heads, from a recorded dataset (``embodied.data.DemoDataset``).
+
+The adapter is thin: it reads items through the dataset's ``__getitem__`` (windows
+with pad masks) and its ``frames`` columns (``skill.id``, ``skill.index``,
+``episode_index``, ``observation.state``, ``skill.params``), and
+
+* keeps only frames where a skill runs (``skill.id >= 0``, optionally only the named skills);
+* cuts each action window at the end of its skill segment: steps past the segment
+  (or past the episode) repeat the segment's last action, are flagged in
+  ``action_is_pad`` and get ``action_done = 1`` (the head's done channel learns where
+  a skill ends from where the demonstrator's call ended);
+* holds every window in memory (images as uint8), so training draws batches by index
+  without decoding video each step;
+* computes statistics of the call features in the robot's frame (``skill.params_rel``),
+  which the dataset's ``meta/stats.json`` cannot hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from embodied.planner.calls import SKILL_IDS
+from policies.conditioning import feature_stats, relative_params, robot_kind
+
+IMAGE_PREFIX = "observation.images."
+KEEP = ("observation.state", "action", "action_is_pad", "skill.id", "skill.params", "episode_index", "index")
+
+
+class SkillWindows:
+    """Every skill frame of ``dataset`` as in-memory tensors; ``batch(indices)`` -> dict of tensors."""
+
+    def __init__(self, dataset: Any, skills: list[str] | tuple[str, ...] = (), cameras: tuple[str, ...] = (),
+                 progress: bool = True):
+        frames = dataset.frames
+        for key in ("skill.id", "skill.index", "episode_index", "observation.state", "skill.params", "action"):
+            if key not in frames:
+                raise ValueError(f"dataset {getattr(dataset, 'root', '')} has no {key!r} column")
+        unknown = [s for s in skills if s not in SKILL_IDS]
+        if unknown:
+            raise ValueError(f"unknown skill {unknown[0]!r}; skills: {', '.join(SKILL_IDS)}")
+        sid = np.asarray(frames["skill.id"]).reshape(-1)
+        wanted = np.isin(sid, [SKILL_IDS[s] for s in skills]) if skills else sid >= 0
+        self.frame_ids = np.flatnonzero(wanted)
+        if len(self.frame_ids) == 0:
+            have = sorted({k for k, v in SKILL_IDS.items() if v in set(sid.tolist())})
+            raise ValueError(f"dataset {getattr(dataset, 'root', '')} has no frames of skills "
+                             f"{list(skills) or 'any'}; it has {have}")
+        self.skills = tuple(skills) if skills else tuple(sorted({k for k, v in SKILL_IDS.items()
+                                                                 if v in set(sid[self.frame_ids].tolist())},
+                                                                key=SKILL_IDS.get))
+        self.cameras = tuple(cameras)
+        self.robot = robot_kind(int(np.asarray(frames["observation.state"]).shape[-1]))
+        seg = np.asarray(frames["skill.index"]).reshape(-1)
+        ep = np.asarray(frames["episode_index"]).reshape(-1)
+        n = len(seg)
+        cols: dict[str, list[torch.Tensor]] = {}
+        it = tqdm(self.frame_ids, desc="windows", unit="frame", disable=not progress, leave=False)
+        for i in it:
+            item = dataset[int(i)]
+            h = item["action"].shape[0]
+            j = np.arange(i, i + h)
+            inside = (j < n) & (ep[np.minimum(j, n - 1)] == ep[i]) & (seg[np.minimum(j, n - 1)] == seg[i])
+            inside &= ~item["action_is_pad"].numpy()
+            inside = np.logical_and.accumulate(inside)  # a segment does not resume once it ended
+            done = torch.from_numpy(~inside)
+            action = item["action"].clone()
+            last = int(inside.sum()) - 1  # frame i itself is always inside
+            action[last + 1:] = action[last]
+            item["action"], item["action_is_pad"], item["action_done"] = action, done.clone(), done.float()
+            for key in (*KEEP, "action_done"):
+                cols.setdefault(key, []).append(item[key])
+            for cam in self.cameras:
+                img = item[IMAGE_PREFIX + cam]
+                cols.setdefault(IMAGE_PREFIX + cam, []).append((img * 255).round().to(torch.uint8))
+        self.data = {k: torch.stack(v) for k, v in cols.items()}
+        self.obs_horizon = self.data["observation.state"].shape[1]
+        self.horizon = self.data["action"].shape[1]
+
+    def __len__(self) -> int:
+        return len(self.frame_ids)
+
+    def batch(self, indices: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = {k: v[indices] for k, v in self.data.items()}
+        for cam in self.cameras:
+            out[IMAGE_PREFIX + cam] = out[IMAGE_PREFIX + cam].float().div_(255.0)
+        return out
+
+    def stats(self, dataset_stats: dict[str, dict]) -> dict[str, dict]:
+        """The normaliser's statistics: state and action from the dataset, call features from the windows."""
+        out: dict[str, dict] = {}
+        for key in ("observation.state", "action"):
+            if key not in dataset_stats:
+                raise ValueError(f"dataset statistics lack {key!r}")
+            out[key] = {s: torch.as_tensor(dataset_stats[key][s], dtype=torch.float32).reshape(-1).tolist()
+                        for s in ("mean", "std", "min", "max")}
+        rel = relative_params(self.data["observation.state"][:, -1], self.data["skill.params"], self.robot)
+        out["skill.params_rel"] = feature_stats(rel)
+        return out

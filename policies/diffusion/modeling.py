@@ -1,0 +1,157 @@
+"""Diffusion head: denoise an action chunk (plus the done channel) conditioned on observations and the call.
+
+The trajectory has ``action_dim + 1`` channels: the normalised actions in
+[-1, 1] and the done flag mapped to {-1, +1}. The global condition is the
+flattened per-step observation features (proprio, optional image features),
+the skill embedding and the call's parameters in the robot's frame; it
+modulates every residual block through FiLM (a per-channel scale and bias).
+Training adds DDPM noise (diffusers' ``DDPMScheduler``) and regresses it;
+inference runs diffusers' ``DDIMScheduler`` for ``num_inference_steps``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from diffusers import DDIMScheduler, DDPMScheduler
+from torch import nn
+
+from policies.conditioning import sinusoidal
+from policies.diffusion.configuration import DiffusionConfig
+from policies.head import HeadBase, done_targets
+
+
+class Conv1dBlock(nn.Sequential):
+    def __init__(self, cin: int, cout: int, kernel: int, groups: int):
+        super().__init__(nn.Conv1d(cin, cout, kernel, padding=kernel // 2), nn.GroupNorm(groups, cout), nn.Mish())
+
+
+class FiLMResBlock(nn.Module):
+    """Two conv blocks; the condition scales and shifts the first one's output per channel."""
+
+    def __init__(self, cin: int, cout: int, cond_dim: int, kernel: int, groups: int):
+        super().__init__()
+        self.conv1 = Conv1dBlock(cin, cout, kernel, groups)
+        self.conv2 = Conv1dBlock(cout, cout, kernel, groups)
+        self.film = nn.Sequential(nn.Mish(), nn.Linear(cond_dim, 2 * cout))
+        self.skip = nn.Conv1d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        h = self.conv1(x)
+        scale, bias = self.film(cond).unsqueeze(-1).chunk(2, dim=1)
+        h = self.conv2(h * (1 + scale) + bias)
+        return h + self.skip(x)
+
+
+class ConditionalUnet1d(nn.Module):
+    def __init__(self, channels: int, cond_dim: int, cfg: DiffusionConfig):
+        super().__init__()
+        k, g, e = cfg.kernel_size, cfg.n_groups, cfg.step_embed_dim
+        self.step_embed_dim = e
+        self.step_mlp = nn.Sequential(nn.Linear(e, 4 * e), nn.Mish(), nn.Linear(4 * e, e))
+        c = cond_dim + e
+        dims = [channels, *cfg.down_dims]
+        self.down = nn.ModuleList()
+        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:])):
+            last = i == len(cfg.down_dims) - 1
+            self.down.append(nn.ModuleList([
+                FiLMResBlock(cin, cout, c, k, g), FiLMResBlock(cout, cout, c, k, g),
+                nn.Conv1d(cout, cout, 3, 2, 1) if not last else nn.Identity()]))
+        mid = cfg.down_dims[-1]
+        self.mid = nn.ModuleList([FiLMResBlock(mid, mid, c, k, g), FiLMResBlock(mid, mid, c, k, g)])
+        self.up = nn.ModuleList()
+        rev = list(reversed(cfg.down_dims))
+        for i, (cout, cin) in enumerate(zip(rev[:-1], rev[1:])):
+            self.up.append(nn.ModuleList([
+                FiLMResBlock(2 * cout, cin, c, k, g), FiLMResBlock(cin, cin, c, k, g),
+                nn.ConvTranspose1d(cin, cin, 4, 2, 1)]))
+        self.final = nn.Sequential(Conv1dBlock(cfg.down_dims[0], cfg.down_dims[0], k, g),
+                                   nn.Conv1d(cfg.down_dims[0], channels, 1))
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        """x (B, T, C) noisy trajectory, t (B,) diffusion steps, cond (B, cond_dim) -> (B, T, C)."""
+        c = torch.cat([self.step_mlp(sinusoidal(t, self.step_embed_dim)), cond], -1)
+        h = x.transpose(1, 2)
+        skips = []
+        for res1, res2, down in self.down:
+            h = res2(res1(h, c), c)
+            skips.append(h)
+            h = down(h)
+        for res in self.mid:
+            h = res(h, c)
+        for res1, res2, up in self.up:
+            h = torch.cat([h, skips.pop()], 1)
+            h = up(res2(res1(h, c), c))
+        return self.final(h).transpose(1, 2)
+
+
+class DiffusionHead(HeadBase):
+    name = "diffusion"
+
+    def __init__(self, config: DiffusionConfig, stats: dict[str, dict]):
+        super().__init__(config, stats)
+        self.config: DiffusionConfig = config
+        cond_dim = config.obs_horizon * self.obs_step_dim + self.call_dim
+        self.unet = ConditionalUnet1d(config.action_dim + 1, cond_dim, config)
+        kw = dict(num_train_timesteps=config.num_train_timesteps, beta_schedule=config.beta_schedule,
+                  clip_sample=config.clip_sample, prediction_type=config.prediction_type)
+        self.train_scheduler = DDPMScheduler(**kw)
+        self.infer_scheduler = DDIMScheduler(**kw)
+        self._traced: torch.jit.ScriptModule | None = None
+
+    # A traced U-Net halves batch-1 inference on a CPU (Python and dispatch overhead dominate at this size).
+    # The trace is dropped whenever the weights or the mode change.
+    def train(self, mode: bool = True) -> DiffusionHead:
+        self._traced = None
+        return super().train(mode)
+
+    def load_state_dict(self, *args, **kwargs):
+        self._traced = None
+        return super().load_state_dict(*args, **kwargs)
+
+    def _denoiser(self, x: torch.Tensor, t: torch.Tensor, cond: torch.Tensor):
+        if self.training or not self.config.trace_inference:
+            return self.unet
+        if self._traced is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._traced = torch.jit.trace(self.unet, (x, t, cond), check_trace=False)
+        return self._traced
+
+    def global_cond(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        skill, params = self.call_features(batch)
+        return torch.cat([self.obs_steps(batch).flatten(1), skill, params], -1)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        self.check_batch(batch, with_actions=True)
+        cfg = self.config
+        action = self.normalizer.norm("action", batch["action"].float())
+        done = done_targets(batch, cfg.horizon).unsqueeze(-1) * 2 - 1
+        traj = torch.cat([action, done], -1)
+        cond = self.global_cond(batch)
+        noise = torch.randn_like(traj)
+        t = torch.randint(0, cfg.num_train_timesteps, (traj.shape[0],), device=traj.device)
+        noisy = self.train_scheduler.add_noise(traj, noise, t)
+        pred = self.unet(noisy, t, cond)
+        target = noise if cfg.prediction_type == "epsilon" else traj
+        err = F.mse_loss(pred, target, reduction="none")
+        loss = err.mean()
+        return {"loss": loss, "action_loss": err[..., :-1].mean().detach(), "done_loss": err[..., -1].mean().detach()}
+
+    @torch.no_grad()
+    def predict_chunk(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        self.check_batch(batch, with_actions=False)
+        cfg = self.config
+        cond = self.global_cond(batch)
+        x = torch.randn(cond.shape[0], cfg.horizon, cfg.action_dim + 1, device=cond.device)
+        sched = self.infer_scheduler
+        sched.set_timesteps(cfg.num_inference_steps)
+        for t in sched.timesteps:
+            step = t.expand(x.shape[0]).to(x.device)
+            out = self._denoiser(x, step, cond)(x, step, cond)
+            x = sched.step(out, t, x).prev_sample
+        action = self.normalizer.unnorm("action", x[..., :-1].clamp(-1, 1))
+        done = ((x[..., -1] + 1) / 2).clamp(0, 1)
+        return {"action": action, "done": done}

@@ -1,0 +1,232 @@
+"""What every learned head shares: config fields, the observation encoder and the action queue.
+
+The interface follows LeRobot's policies:
+
+    out = head(batch)                       # training: {"loss", ...}
+    chunk = head.predict_action_chunk(b)    # (B, horizon, A) actions in env units
+    head.reset(); a = head.select_action(obs)   # one step; the head keeps its own queues
+
+``batch`` is a dict of tensors as :class:`embodied.data.DemoDataset` yields them
+(``observation.state`` (B, To, D), ``skill.id`` (B,), ``skill.params`` (B, 8),
+``observation.images.<cam>`` (B, To, 3, H, W) in [0, 1], ``action`` (B, H, A),
+``action_is_pad`` (B, H)) plus ``action_done`` (B, H), 1 where the frame lies past the
+end of the skill segment (:mod:`policies.data`). ``select_action`` takes one step of
+the same keys without the time axis.
+
+Besides actions every head predicts a *done* channel: the probability that a
+step lies past the end of the running skill. :class:`policies.skill_head.LearnedSkill`
+reports ``done`` when the step it is about to execute crosses it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from embodied.planner.calls import SKILLS
+from policies.conditioning import PARAM_FEATURES, Normalizer, relative_params, robot_kind
+
+IMAGE_PREFIX = "observation.images."
+
+
+@dataclass
+class HeadConfig:
+    state_dim: int = 22
+    action_dim: int = 5
+    obs_horizon: int = 2  # observation steps the head sees
+    horizon: int = 16  # actions predicted per chunk (from the current step on)
+    n_action_steps: int = 8  # of those, executed before predicting again
+    cameras: tuple[str, ...] = ()  # e.g. ("wrist",): image features from a small CNN trained from scratch
+    image_size: int = 64
+    image_features: int = 64
+    skill_embed_dim: int = 32
+    skills: tuple[str, ...] = ()  # skills the head was trained on (filled in by training)
+    done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
+    action_norm: str = "min_max"
+
+    def validate(self) -> None:
+        if self.obs_horizon < 1 or self.horizon < 1:
+            raise ValueError(f"obs_horizon and horizon must be >= 1, got {self.obs_horizon}, {self.horizon}")
+        if not 1 <= self.n_action_steps <= self.horizon:
+            raise ValueError(f"n_action_steps must be in 1..horizon ({self.horizon}), got {self.n_action_steps}")
+        robot_kind(self.state_dim)
+        unknown = [s for s in self.skills if s not in SKILLS]
+        if unknown:
+            raise ValueError(f"unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
+
+
+class SpatialSoftmax(nn.Module):
+    """Feature map (B, C, H, W) -> expected keypoint coordinates (B, 2K)."""
+
+    def __init__(self, channels: int, keypoints: int):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, keypoints, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.proj(x)
+        b, k, h, w = x.shape
+        ys = torch.linspace(-1, 1, h, device=x.device)
+        xs = torch.linspace(-1, 1, w, device=x.device)
+        attn = F.softmax(x.reshape(b, k, h * w), -1).reshape(b, k, h, w)
+        ex = (attn.sum(2) * xs).sum(-1)
+        ey = (attn.sum(3) * ys).sum(-1)
+        return torch.cat([ex, ey], -1)
+
+
+class ImageEncoder(nn.Module):
+    """A small CNN trained from scratch: (B, 3, H, W) in [0, 1] -> (B, features)."""
+
+    def __init__(self, features: int, keypoints: int = 32):
+        super().__init__()
+        def block(i: int, o: int, k: int, s: int) -> list[nn.Module]:
+            return [nn.Conv2d(i, o, k, s, k // 2), nn.GroupNorm(8, o), nn.Mish()]
+        self.net = nn.Sequential(*block(3, 32, 5, 2), *block(32, 64, 3, 2), *block(64, 64, 3, 1))
+        self.pool = SpatialSoftmax(64, keypoints)
+        self.out = nn.Sequential(nn.Linear(2 * keypoints, features), nn.Mish())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.pool(self.net((x - 0.5) / 0.25)))
+
+
+class HeadBase(nn.Module):
+    """Normaliser, skill embedding, call features and image encoders; the select_action queue."""
+
+    name = "head"
+
+    def __init__(self, config: HeadConfig, stats: dict[str, dict]):
+        super().__init__()
+        config.validate()
+        self.config = config
+        self.robot = robot_kind(config.state_dim)
+        self.normalizer = Normalizer(stats, config.action_norm)
+        if self.normalizer.observation_state_mean.numel() != config.state_dim:
+            raise ValueError(f"statistics give {self.normalizer.observation_state_mean.numel()} state values, "
+                             f"config says {config.state_dim}")
+        if self.normalizer.action_mean.numel() != config.action_dim:
+            raise ValueError(f"statistics give {self.normalizer.action_mean.numel()} action values, "
+                             f"config says {config.action_dim}")
+        self.skill_embed = nn.Embedding(len(SKILLS) + 1, config.skill_embed_dim)  # row 0: no skill
+        self.images = nn.ModuleDict({cam: ImageEncoder(config.image_features) for cam in config.cameras})
+        self.reset()
+
+    # --- features ----------------------------------------------------------------------
+    @property
+    def obs_step_dim(self) -> int:
+        return self.config.state_dim + len(self.config.cameras) * self.config.image_features
+
+    @property
+    def call_dim(self) -> int:
+        return self.config.skill_embed_dim + PARAM_FEATURES
+
+    def check_batch(self, batch: dict[str, torch.Tensor], with_actions: bool) -> None:
+        need = ["observation.state", "skill.id", "skill.params"] + [IMAGE_PREFIX + c for c in self.config.cameras]
+        if with_actions:
+            need += ["action"]
+        missing = [k for k in need if k not in batch]
+        if missing:
+            raise ValueError(f"{self.name} batch lacks {missing[0]!r}; it needs {', '.join(need)}")
+        state = batch["observation.state"]
+        cfg = self.config
+        if state.ndim != 3 or state.shape[1] != cfg.obs_horizon or state.shape[2] != cfg.state_dim:
+            raise ValueError(f"observation.state must be (B, {cfg.obs_horizon}, {cfg.state_dim}), "
+                             f"got {tuple(state.shape)}")
+        if with_actions:
+            a = batch["action"]
+            if a.ndim != 3 or a.shape[1] != cfg.horizon or a.shape[2] != cfg.action_dim:
+                raise ValueError(f"action must be (B, {cfg.horizon}, {cfg.action_dim}), got {tuple(a.shape)}")
+
+    def obs_steps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, To, state_dim + cameras * image_features): normalised proprio and image features per step."""
+        state = self.normalizer.norm("observation.state", batch["observation.state"].float())
+        parts = [state]
+        b, to = state.shape[:2]
+        for cam, enc in self.images.items():
+            img = batch[IMAGE_PREFIX + cam].float()
+            if img.shape[-2:] != (self.config.image_size, self.config.image_size):
+                img = F.interpolate(img.flatten(0, 1), size=self.config.image_size, mode="bilinear",
+                                    align_corners=False).unflatten(0, (b, to))
+            parts.append(enc(img.flatten(0, 1)).unflatten(0, (b, to)))
+        return torch.cat(parts, -1)
+
+    def call_features(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(skill embedding (B, E), normalised call parameters in the robot frame (B, 9))."""
+        sid = batch["skill.id"].long().reshape(-1)
+        if ((sid < -1) | (sid >= len(SKILLS))).any():
+            raise ValueError(f"skill.id out of range -1..{len(SKILLS) - 1}: {sid.tolist()}")
+        rel = relative_params(batch["observation.state"][:, -1].float(), batch["skill.params"].float(), self.robot)
+        return self.skill_embed(sid + 1), self.normalizer.norm("skill.params_rel", rel)
+
+    # --- inference -------------------------------------------------------------------
+    def predict_chunk(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """{"action": (B, horizon, A) in env units, "done": (B, horizon) probabilities}."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def predict_action_chunk(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.predict_chunk(batch)["action"]
+
+    def reset(self) -> None:
+        """Forget the observation history and the queued actions (call at every skill start)."""
+        self._obs: deque[dict[str, torch.Tensor]] = deque(maxlen=self.config.obs_horizon)
+        self._queue: deque[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]] = deque()
+        self._call: dict[str, torch.Tensor] = {}
+        self.last_done = torch.zeros(1)  # done probability of the step just returned
+        self.next_done = torch.zeros(1)  # ... and of the step after it: the skill ends with this one
+        self.chunk_age = 0  # steps since the chunk the last action came from was predicted
+
+    def _push_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Add one step to the history; return the stacked (B, To, ...) observation batch."""
+        keys = ["observation.state"] + [IMAGE_PREFIX + c for c in self.config.cameras]
+        step = {k: obs[k] for k in keys}
+        if not self._obs:
+            for _ in range(self.config.obs_horizon - 1):
+                self._obs.append(step)
+        self._obs.append(step)
+        self._call = {"skill.id": obs["skill.id"], "skill.params": obs["skill.params"]}
+        return self._history()
+
+    def _history(self) -> dict[str, torch.Tensor]:
+        keys = list(self._obs[-1])
+        return {**{k: torch.stack([s[k] for s in self._obs], 1) for k in keys}, **self._call}
+
+    def _fill(self, batch: dict[str, torch.Tensor]) -> None:
+        chunk = self.predict_chunk(batch)
+        ones = torch.ones_like(chunk["done"][:, 0])
+        h = self.config.horizon
+        for k in range(self.config.n_action_steps):
+            nxt = chunk["done"][:, k + 1] if k + 1 < h else ones
+            self._queue.append((chunk["action"][:, k], chunk["done"][:, k], nxt, k))
+
+    def _pop(self) -> torch.Tensor:
+        action, self.last_done, self.next_done, self.chunk_age = self._queue.popleft()
+        return action
+
+    @torch.no_grad()
+    def select_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One step: (B, A) action in env units; ``last_done``/``next_done`` (B,) done probabilities."""
+        batch = self._push_obs(obs)
+        if not self._queue:
+            self._fill(batch)
+        return self._pop()
+
+    @torch.no_grad()
+    def repredict(self) -> torch.Tensor:
+        """Drop the queued actions and predict afresh from the current history; the new first action."""
+        if not self._obs:
+            raise RuntimeError("repredict() before any select_action()")
+        self._queue.clear()
+        self._fill(self._history())
+        return self._pop()
+
+
+def done_targets(batch: dict[str, torch.Tensor], horizon: int) -> torch.Tensor:
+    """(B, H) float: 1 past the skill segment's end (``action_done``, else ``action_is_pad``)."""
+    if "action_done" in batch:
+        return batch["action_done"].float()
+    if "action_is_pad" in batch:
+        return batch["action_is_pad"].float()
+    return torch.zeros(batch["action"].shape[0], horizon, device=batch["action"].device)

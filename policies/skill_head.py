@@ -1,0 +1,131 @@
+"""Learned heads as skills: the agent's :class:`~embodied.agent.skills.Skill` protocol over a trained head.
+
+    skills = load_head("diffusion:runs/d1")     # {skill name: LearnedSkill}, one per skill the run learned
+    agent = MemoryAgent(labels, skills={**arm_skills(), **skills})
+
+``start(call, obs)`` resets the head's queues and fixes its conditioning (the
+skill's id and the call's parameters; the head expresses them in the robot's
+frame at every step). ``act(obs)`` returns the head's next action.
+
+When is a learned skill done? The head is trained with a *done* channel: for
+each predicted step, whether the demonstrator's skill call had already ended
+there (:mod:`policies.data`). After choosing a step's action the skill looks at
+the done probability of the *following* step. Above ``config.done_threshold``
+in a chunk predicted some steps ago, it first re-predicts from the current
+observation (a chunk is open-loop: the arm may lag its plan); if the fresh
+chunk agrees for ``patience`` steps in a row (after at least ``min_steps``),
+this step is the skill's last: its action is returned and ``done`` turns true,
+as with the scripted skills. Afterwards ``act`` holds still (no motion, the
+gripper as last commanded). A skill that runs past ``budget`` steps without
+finishing reports ``failed``, so the planner retries or replans as with the
+scripted skills.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from embodied.planner.calls import SKILL_IDS, SkillCall
+from policies.head import IMAGE_PREFIX, HeadBase
+from policies.registry import HEADS, load_run
+
+
+class LearnedSkill:
+    """One skill (``name``) run by a trained head; follows the agent's Skill protocol."""
+
+    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 3,
+                 done_threshold: float | None = None):
+        if name not in SKILL_IDS:
+            raise ValueError(f"unknown skill {name!r}; skills: {', '.join(SKILL_IDS)}")
+        trained = policy.config.skills
+        if trained and name not in trained:
+            raise ValueError(f"the {policy.name} head was trained on {', '.join(trained)}, not {name!r}")
+        self.policy, self.name = policy.eval(), name
+        self.budget, self.min_steps, self.patience = int(budget), int(min_steps), max(1, int(patience))
+        self._over = 0
+        self.done_threshold = float(policy.config.done_threshold if done_threshold is None else done_threshold)
+        self.call: SkillCall | None = None
+        self._done = self._failed = False
+        self._steps = 0
+        self._last = np.zeros(policy.config.action_dim, dtype=np.float32)
+        self.done_prob = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    def start(self, call: SkillCall, obs: dict[str, Any]) -> None:
+        if call.skill != self.name:
+            raise ValueError(f"LearnedSkill {self.name!r} cannot run a {call.skill!r} call")
+        self.call = call
+        self.policy.reset()
+        self._sid = torch.tensor([call.skill_id])
+        self._params = torch.from_numpy(call.params()).unsqueeze(0)
+        self._done = self._failed = False
+        self._steps = self._over = 0
+        self._last = np.zeros(self.policy.config.action_dim, dtype=np.float32)
+        if self.policy.robot == "arm":
+            self._last[-1] = 1.0 if float(np.asarray(obs["proprio"])[21]) > 0.07 else -1.0
+
+    def observation(self, obs: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """The env observation as one step of the head's inputs (batch of 1)."""
+        cfg = self.policy.config
+        state = np.asarray(obs.get("proprio"), dtype=np.float32).reshape(-1) if "proprio" in obs else None
+        if state is None or state.shape[0] != cfg.state_dim:
+            raise ValueError(f"the {self.policy.name} head expects obs['proprio'] of {cfg.state_dim} values, "
+                             f"got {None if state is None else state.shape[0]}")
+        out = {"observation.state": torch.from_numpy(state).unsqueeze(0), "skill.id": self._sid,
+               "skill.params": self._params}
+        for cam in cfg.cameras:
+            key = f"rgb/{cam}"
+            if key not in obs:
+                raise ValueError(f"the {self.policy.name} head needs camera {cam!r}: obs has no {key!r}")
+            img = torch.from_numpy(np.ascontiguousarray(obs[key])).permute(2, 0, 1).float().div_(255.0)
+            out[IMAGE_PREFIX + cam] = img.unsqueeze(0)
+        return out
+
+    def _hold(self) -> np.ndarray:
+        action = np.zeros(self.policy.config.action_dim, dtype=np.float32)
+        if self.policy.robot == "arm":
+            action[-1] = self._last[-1]  # keep the gripper as last commanded
+        return action
+
+    def act(self, obs: dict[str, Any]) -> np.ndarray:
+        if self.call is None:
+            raise RuntimeError(f"LearnedSkill {self.name!r}: act() before start()")
+        if self._done or self._failed:
+            return self._hold()
+        self._steps += 1
+        if self._steps > self.budget:
+            self._failed = True
+            return self._hold()
+        policy, threshold = self.policy, self.done_threshold
+        action = policy.select_action(self.observation(obs))
+        if float(policy.next_done.reshape(-1)[0]) > threshold and policy.chunk_age > 0:
+            action = policy.repredict()  # confirm on the current observation, not an old plan
+        self.done_prob = float(policy.next_done.reshape(-1)[0])
+        self._over = self._over + 1 if self.done_prob > threshold else 0
+        self._last = np.clip(action[0].cpu().numpy().astype(np.float32), -1.0, 1.0)
+        if self._steps >= self.min_steps and self._over >= self.patience:
+            self._done = True
+        return self._last.copy()
+
+def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, LearnedSkill]:
+    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned."""
+    kind, sep, run = spec.partition(":")
+    if not sep or kind not in HEADS or not run:
+        raise ValueError(f"head spec must be '<head>:<run dir>' with head one of {', '.join(HEADS)}; got {spec!r}")
+    policy = load_run(Path(run), weights=weights)
+    if policy.name != kind:
+        raise ValueError(f"{run} holds a {policy.name!r} head, not {kind!r}")
+    if not policy.config.skills:
+        raise ValueError(f"{run}: the head's config names no skills")
+    return {name: LearnedSkill(policy, name, budget=budget, **skill_options) for name in policy.config.skills}

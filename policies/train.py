@@ -1,0 +1,251 @@
+"""Train a head on recorded demonstrations: resumable, deterministic, DDP-ready.
+
+    result = train(TrainConfig(head="diffusion", data="demos/", out="runs/d1", steps=2000))
+
+* Batches are drawn from a per-epoch permutation seeded by ``(seed, epoch)``; step
+  ``s`` always sees the same global batch, and every step reseeds torch's RNG from
+  ``(seed, rank, s)``: the same seed gives the same loss curve, with or without a
+  ``resume`` in between.
+* Every ``checkpoint_every`` steps (and at the end) rank 0 writes an atomic checkpoint
+  (weights, EMA, AdamW state) and redraws ``loss.png``; ``log.jsonl`` gets a line
+  every ``log_every`` steps. A kill loses at most one checkpoint interval.
+* Under ``torchrun --nproc-per-node N`` (``WORLD_SIZE`` > 1) the model is wrapped in
+  DistributedDataParallel (gloo on CPU, NCCL on CUDA); each rank takes its share of
+  the global batch, and at the end the ranks' weights are compared
+  (``ddp_max_weight_diff``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from policies.checkpoint import CheckpointError, atomic_write_bytes, atomic_write_json, latest_checkpoint, \
+    load_checkpoint, read_json, save_checkpoint
+from policies.data import SkillWindows
+from policies.ema import EMA
+from policies.registry import build_head, config_to_dict, head_classes
+
+
+@dataclass
+class TrainConfig:
+    head: str
+    data: str
+    out: str
+    steps: int = 2000
+    batch_size: int = 64  # global: split across DDP ranks
+    lr: float = 5e-4
+    weight_decay: float = 1e-6
+    warmup_steps: int = 50
+    grad_clip: float = 10.0
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 1  # torch CPU threads per process (0: torch's default); 1 avoids thrashing on shared cores
+    checkpoint_every: int = 500
+    log_every: int = 10
+    keep_checkpoints: int = 2
+    skills: tuple[str, ...] = ()  # only these skills' frames (default: every skill in the data)
+    cameras: tuple[str, ...] = ()  # image inputs, e.g. ("wrist",)
+    ema: bool = True
+    resume: bool = False
+    progress: bool = True
+    head_options: dict[str, Any] = field(default_factory=dict)  # HeadConfig fields, e.g. {"down_dims": [32, 64, 128]}
+
+    def validate(self) -> None:
+        head_classes(self.head)
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.log_every < 1:
+            raise ValueError("steps, batch_size, checkpoint_every and log_every must be >= 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda: no CUDA device is available")
+
+
+def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(f"cuda:{local_rank}") if name == "cuda" else torch.device("cpu")
+
+
+def batch_indices(step: int, batch_size: int, n: int, seed: int, rank: int = 0, world: int = 1) -> torch.Tensor:
+    """The ``rank``-th share of global batch ``step`` from an endless stream of seeded permutations."""
+    start, stop = step * batch_size, (step + 1) * batch_size
+    out, epoch = [], start // n
+    while epoch * n < stop:
+        perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+        lo, hi = max(start - epoch * n, 0), min(stop - epoch * n, n)
+        out.append(perm[lo:hi])
+        epoch += 1
+    return torch.cat(out)[rank::world]
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+
+
+def plot_losses(log_path: Path, png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(log_path.parent.name)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = png.with_name(f".{png.name}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, png)
+
+
+def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):
+    from embodied.data import DemoDataset
+
+    return DemoDataset(cfg.data, obs_horizon=obs_horizon, action_horizon=horizon, cameras=list(cfg.cameras))
+
+
+def _check_resume(out: Path, cfg: TrainConfig) -> Path | None:
+    """The checkpoint to resume from (None: fresh run); refuses to mix runs."""
+    ckpt = latest_checkpoint(out) if out.exists() else None
+    if ckpt is None:
+        return None
+    if not cfg.resume:
+        raise ValueError(f"{out} already holds a run (checkpoint {ckpt.name}); pass --resume or pick another --out")
+    saved = read_json(out / "config.json")
+    if saved.get("head") != cfg.head:
+        raise CheckpointError(out / "config.json", f"is a {saved.get('head')!r} run, not {cfg.head!r}")
+    return ckpt
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    cfg.validate()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = resolve_device(cfg.device, local_rank)
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if cfg.batch_size % world:
+        raise ValueError(f"batch size {cfg.batch_size} must divide evenly over {world} ranks")
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    main = rank == 0
+    out = Path(cfg.out)
+    ckpt = _check_resume(out, cfg)
+
+    config_cls, _ = head_classes(cfg.head)
+    defaults = config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})
+    dataset = _open_dataset(cfg, defaults.obs_horizon, defaults.horizon)
+    windows = SkillWindows(dataset, cfg.skills, cfg.cameras, progress=cfg.progress and main)
+    stats = windows.stats(dataset.stats)
+    options = dict(cfg.head_options)
+    options.update(state_dim=int(windows.data["observation.state"].shape[-1]),
+                   action_dim=int(windows.data["action"].shape[-1]), cameras=tuple(cfg.cameras),
+                   skills=windows.skills,
+                   image_size=int(windows.data[f"observation.images.{cfg.cameras[0]}"].shape[-1]) if cfg.cameras
+                   else defaults.image_size)
+    head_cfg = config_cls(**options)
+    torch.manual_seed(cfg.seed)
+    model = build_head(cfg.head, head_cfg, stats).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ema = EMA(model) if cfg.ema else None
+    start = 0
+    if ckpt is not None:
+        start, parts = load_checkpoint(ckpt)
+        try:
+            model.load_state_dict(parts["model"])
+            opt.load_state_dict(parts["optimizer"])
+            if ema is not None:
+                ema.load_state_dict(parts["ema"])
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise CheckpointError(ckpt, f"does not fit this run's head ({exc})") from None
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "config.json", {"head": cfg.head, "head_config": config_to_dict(head_cfg),
+                                                "train": json.loads(json.dumps(dataclasses.asdict(cfg)))})
+        atomic_write_json(out / "stats.json", stats)
+        log_path = out / "log.jsonl"
+        kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
+                if ln.strip() and json.loads(ln)["step"] < start]
+        atomic_write_bytes(log_path, "".join(ln + "\n" for ln in kept).encode())
+    net = model
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
+    model.train()
+    log = open(out / "log.jsonl", "a") if main else None
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=f"train {cfg.head}",
+               disable=not (cfg.progress and main), unit="step")
+    first_loss = last_loss = None
+    saved, t0, timed = None, time.perf_counter(), 0
+    for step in bar:
+        torch.manual_seed(cfg.seed * 1_000_003 + rank * 7919 + step)
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr * lr_factor(step, cfg.warmup_steps, cfg.steps)
+        idx = batch_indices(step, cfg.batch_size, len(windows), cfg.seed, rank, world)
+        batch = {k: v.to(device) for k, v in windows.batch(idx).items()}
+        outputs = net(batch)
+        loss = outputs["loss"]
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {float(loss)} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        if ema is not None:
+            ema.update(model)
+        last_loss = float(loss.detach())
+        first_loss = last_loss if first_loss is None else first_loss
+        timed += 1
+        if main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
+            row = {"step": step, "loss": last_loss, "lr": opt.param_groups[0]["lr"],
+                   **{k: float(v) for k, v in outputs.items() if k != "loss"}}
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            bar.set_postfix(loss=f"{last_loss:.4f}")
+        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+            if main:
+                parts: dict[str, Any] = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+                if ema is not None:
+                    parts["ema"] = ema.state_dict()
+                saved = save_checkpoint(out, step + 1, parts, cfg.keep_checkpoints)
+                plot_losses(out / "log.jsonl", out / "loss.png")
+            if world > 1:
+                dist.barrier()
+    elapsed = time.perf_counter() - t0
+    if log is not None:
+        log.close()
+    result = {"run": str(out), "head": cfg.head, "skills": list(windows.skills), "frames": len(windows),
+              "start_step": start, "steps": cfg.steps, "first_loss": first_loss, "final_loss": last_loss,
+              "step_ms": round(elapsed / max(timed, 1) * 1e3, 2), "world_size": world, "device": str(device),
+              "params": sum(p.numel() for p in model.parameters()),
+              "checkpoint": str(saved) if saved else None}
+    if world > 1:
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        gathered = [torch.zeros_like(flat) for _ in range(world)]
+        dist.all_gather(gathered, flat)
+        result["ddp_max_weight_diff"] = max(float((g - gathered[0]).abs().max()) for g in gathered)
+        if main:
+            atomic_write_json(out / "ddp.json", {"world_size": world, "max_weight_diff": result["ddp_max_weight_diff"]})
+        dist.barrier()
+        dist.destroy_process_group()
+    return result

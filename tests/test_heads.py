@@ -1,0 +1,178 @@
+"""Learned heads without training data: frames, normaliser, both heads' interface, checkpoint files."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from embodied.planner.calls import SKILL_IDS, SkillCall
+from policies.act import ACTConfig, ACTHead
+from policies.bench import example_batch, synthetic_stats
+from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from policies.conditioning import Normalizer, relative_params
+from policies.diffusion import DiffusionConfig, DiffusionHead
+from policies.skill_head import LearnedSkill, load_head
+from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION, one_torch_thread  # noqa: F401 (autouse fixture)
+
+
+def arm_state(tcp=(0.4, 0.0, 0.2), yaw=0.0) -> torch.Tensor:
+    s = torch.zeros(22)
+    s[14:17] = torch.tensor(tcp)
+    s[17:21] = torch.tensor([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+    s[21] = 0.08
+    return s
+
+
+def test_call_parameters_are_relative_to_the_tcp_and_to_the_odometry_pose():
+    params = torch.tensor(SkillCall("touch", xyz=(0.5, 0.1, 0.02), yaw=0.3, size=(0.04, 0.04, 0.04)).params())
+    rel = relative_params(arm_state(yaw=0.1).unsqueeze(0), params.unsqueeze(0), "arm")[0]
+    assert torch.allclose(rel[:3], torch.tensor([0.1, 0.1, -0.18]), atol=1e-6)
+    assert torch.allclose(rel[3:5], torch.tensor([math.sin(0.4), math.cos(0.4)]), atol=1e-5)  # half-turn symmetric
+    assert rel[8] == 1.0
+    # The base: a goal 1 m ahead of a robot facing +y is 1 m forward, 0 m left, whatever the world frame says.
+    base = torch.tensor([[2.0, 3.0, math.pi / 2, 0.0, 0.0]])
+    goal = torch.tensor(SkillCall("navigate", xyz=(2.0, 4.0, 0.0)).params()).unsqueeze(0)
+    rel = relative_params(base, goal, "base")[0]
+    assert torch.allclose(rel[:3], torch.tensor([1.0, 0.0, 0.0]), atol=1e-6)
+    assert torch.all(rel[3:5] == 0) and rel[8] == 0  # no yaw given: no heading features
+
+
+def test_normaliser_round_trips_and_names_missing_statistics():
+    stats = synthetic_stats()
+    stats["action"] = {"mean": [0.0] * 5, "std": [1.0] * 5, "min": [-2.0] * 5, "max": [2.0] * 5}
+    norm = Normalizer(stats, "min_max")
+    a = torch.tensor([[-2.0, 0.0, 1.0, 2.0, -1.0]])
+    assert torch.allclose(norm.norm("action", a), a / 2)
+    assert torch.allclose(norm.unnorm("action", norm.norm("action", a)), a)
+    del stats["skill.params_rel"]
+    with pytest.raises(ValueError, match="skill.params_rel"):
+        Normalizer(stats)
+
+
+@pytest.mark.parametrize("cls,cfg", [(DiffusionHead, DiffusionConfig(**TINY_DIFFUSION, cameras=("wrist",))),
+                                     (ACTHead, ACTConfig(**TINY_ACT, use_vae=True, cameras=("wrist",)))])
+def test_heads_train_predict_and_queue_actions(cls, cfg):
+    torch.manual_seed(0)
+    head = cls(cfg, synthetic_stats())
+    batch = example_batch(head)
+    batch["observation.state"] = batch["observation.state"].repeat(4, 1, 1)
+    batch = {k: (v.repeat(4, *([1] * (v.ndim - 1))) if k != "observation.state" else v) for k, v in batch.items()}
+    batch["action"] = torch.rand(4, cfg.horizon, cfg.action_dim) * 2 - 1
+    batch["action_is_pad"] = torch.zeros(4, cfg.horizon, dtype=torch.bool)
+    out = head(batch)
+    assert out["loss"].ndim == 0 and torch.isfinite(out["loss"])
+    out["loss"].backward()
+    assert all(p.grad is not None for n, p in head.named_parameters() if n.startswith(("images", "skill_embed")))
+    head.eval()
+    chunk = head.predict_chunk({k: v[:1] for k, v in batch.items()})
+    assert chunk["action"].shape == (1, cfg.horizon, cfg.action_dim)
+    assert ((chunk["done"] >= 0) & (chunk["done"] <= 1)).all()
+    calls = []
+    original = head.predict_chunk
+    head.predict_chunk = lambda b: calls.append(1) or original(b)
+    head.reset()
+    step = {"observation.state": batch["observation.state"][:1, -1], "skill.id": batch["skill.id"][:1],
+            "skill.params": batch["skill.params"][:1], "observation.images.wrist": batch["observation.images.wrist"][:1, -1]}
+    for _ in range(cfg.n_action_steps + 1):
+        assert head.select_action(step).shape == (1, cfg.action_dim)
+    assert len(calls) == 2  # one chunk serves n_action_steps steps
+
+
+def test_act_temporal_ensembling_predicts_every_step():
+    head = ACTHead(ACTConfig(**TINY_ACT, temporal_ensemble_coeff=0.01, n_action_steps=1), synthetic_stats()).eval()
+    b = example_batch(head)
+    step = {"observation.state": b["observation.state"][:, -1], "skill.id": b["skill.id"], "skill.params": b["skill.params"]}
+    b["observation.state"] = step["observation.state"].unsqueeze(1).repeat(1, 2, 1)  # history starts filled
+    first = head.predict_chunk(b)["action"][:, 0]
+    assert torch.allclose(head.select_action(step), first, atol=1e-5)  # one chunk: its first action
+    head.select_action(step)
+    assert len(head._chunks) == 2
+    with pytest.raises(ValueError, match="n_action_steps=1"):
+        ACTConfig(temporal_ensemble_coeff=0.01, n_action_steps=8).validate()
+
+
+def test_bad_inputs_name_what_is_wrong():
+    head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats())
+    b = example_batch(head)
+    b["observation.state"] = b["observation.state"][..., :5]
+    with pytest.raises(ValueError, match="observation.state"):
+        head.predict_chunk(b)
+    with pytest.raises(ValueError, match="horizon 10 must be a multiple of 4"):
+        DiffusionConfig(horizon=10).validate()
+    with pytest.raises(ValueError, match="state values"):
+        DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats(state_dim=5, action_dim=5))
+    skill = LearnedSkill(head.eval(), "touch")
+    skill.start(SkillCall("touch", xyz=(0.5, 0.0, 0.02)), {"proprio": arm_state().numpy()})
+    with pytest.raises(ValueError, match="proprio"):
+        skill.act({"proprio": np.zeros(5, np.float32)})
+    with pytest.raises(ValueError, match="cannot run a 'pick' call"):
+        skill.start(SkillCall("pick"), {"proprio": arm_state().numpy()})
+    with pytest.raises(ValueError, match="'<head>:<run dir>'"):
+        load_head("transformer:/nowhere")
+
+
+def test_learned_skill_reports_done_from_the_done_channel_and_fails_past_its_budget():
+    head = ACTHead(ACTConfig(**TINY_ACT), synthetic_stats()).eval()
+    obs = {"proprio": arm_state().numpy()}
+    call = SkillCall("touch", xyz=(0.5, 0.0, 0.02))
+    with torch.no_grad():
+        head.done_out.bias.fill_(10.0)  # every step predicted past the segment's end
+    skill = LearnedSkill(head, "touch", min_steps=2, patience=2)
+    skill.start(call, obs)
+    actions = [skill.act(obs) for _ in range(4)]
+    assert skill.done and not skill.failed
+    assert np.all(actions[-1][:4] == 0)  # finished: hold still
+    with torch.no_grad():
+        head.done_out.bias.fill_(-10.0)
+    skill = LearnedSkill(head, "touch", budget=5)
+    skill.start(call, obs)
+    for _ in range(6):
+        skill.act(obs)
+    assert skill.failed and not skill.done
+
+
+def test_checkpoint_round_trip_and_corruption_names_the_file(tmp_path):
+    head = ACTHead(ACTConfig(**TINY_ACT), synthetic_stats())
+    opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    b = example_batch(head)
+    b["action"] = torch.zeros(1, 16, 5)
+    head(b)["loss"].backward()
+    opt.step()
+    save_checkpoint(tmp_path, 7, {"model": head.state_dict(), "optimizer": opt.state_dict()})
+    step, parts = load_checkpoint(latest_checkpoint(tmp_path))
+    assert step == 7
+    opt2 = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    opt2.load_state_dict(parts["optimizer"])
+    for group in opt2.state_dict()["state"].values():
+        assert set(group) == {"step", "exp_avg", "exp_avg_sq"}
+    assert all(torch.equal(v, head.state_dict()[k]) for k, v in parts["model"].items())
+    target = latest_checkpoint(tmp_path) / "model.safetensors"
+    data = bytearray(target.read_bytes())
+    data[-10] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="model.safetensors: corrupt"):
+        load_checkpoint(latest_checkpoint(tmp_path))
+    (latest_checkpoint(tmp_path) / "optimizer.json").unlink()
+    with pytest.raises(CheckpointError, match="optimizer.json: missing"):
+        load_checkpoint(latest_checkpoint(tmp_path), ("optimizer",))
+
+
+def test_every_skill_id_has_an_embedding_row():
+    head = ACTHead(ACTConfig(**TINY_ACT), synthetic_stats())
+    assert head.skill_embed.num_embeddings == len(SKILL_IDS) + 1
+
+
+def test_bench_head_reports_both_heads_and_eval_head_rejects_a_bad_spec(capsys):
+    import json
+
+    from embodied.cli.main import main
+
+    assert main(["bench", "head", "--repeats", "3", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["head"] for r in rows} == {"diffusion", "act"}
+    assert all(r["chunk_ms_median"] > 0 and r["target_ms"] in (5.0, 15.0) for r in rows)
+    assert main(["eval-head", "--head", "bogus", "--task", "RememberColor-v0"]) == 2
+    assert "'<head>:<run dir>'" in capsys.readouterr().err
