@@ -58,6 +58,7 @@ class MemoryAgent:
 
     def __init__(self, labels: dict[int, str], config: AgentConfig | None = None, skills: dict | None = None,
                  planner: Planner | None = None):
+        """``skills``: skill name -> Skill replacing the scripted one (e.g. ``policies.load_head(spec)``)."""
         self.labels = dict(labels)
         self.config = config or AgentConfig()
         self.planner = planner or Planner()
@@ -71,7 +72,7 @@ class MemoryAgent:
             cfg.perception.seed = int(seed)
         self.perceive = Perceiver(self.labels, cfg.perception)
         self.memory = SpatialMemory(cfg.memory)
-        self.skills = dict(self._skills_given) if self._skills_given is not None else {}
+        self.skills = dict(self._skills_given or {})  # completed with the body's scripted skills at the first act
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
         self.t = 0
         self.goal_text: str | None = None
@@ -125,10 +126,11 @@ class MemoryAgent:
             self.freespace = FreeSpaceMap()
             # Movable things are left out of the map (a carried object must not leave a trail of walls).
             self._movable = np.array(sorted(i for i, c in self.labels.items() if kind_of(c) in ("object", "container")))
-        if self._skills_given is None:
-            self.skills = dict(arm_skills()) if arm else {}
-            if self.freespace is not None:
-                self.skills["navigate"] = NavigateSkill(self.freespace)
+        # The scripted skills for this body; skills given to the agent (learned heads) replace them.
+        self.skills = dict(arm_skills()) if arm else {}
+        if self.freespace is not None:
+            self.skills["navigate"] = NavigateSkill(self.freespace)
+        self.skills.update(self._skills_given or {})
 
     # --- perception + memory ---------------------------------------------------------
     def _remember(self, obs: dict) -> None:
@@ -137,7 +139,7 @@ class MemoryAgent:
             self.memory = SpatialMemory(self.config.memory)
             if self.freespace is not None:
                 self.freespace = FreeSpaceMap()
-                if self._skills_given is None:
+                if "navigate" not in (self._skills_given or {}):
                     self.skills["navigate"] = NavigateSkill(self.freespace)
         self._phase = phase
         if self.config.blank_observe and phase == 0:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> dict | None:
         policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder, rider) if p is not None]
         if policies:
             hooks["on_policy"] = lambda policy: [p.set_policy(policy) for p in policies]
-        results = run_episodes(env, args.policy, seeds, video=video, **hooks)
+        results = run_episodes(env, args.policy, seeds, video=video, head=getattr(args, "head", None), **hooks)
     finally:
         # Also on Ctrl-C: the video gets the frames so far, the recording its last state.
         if recorder is not None:
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> dict | None:
     summary.update(
         task=entry.name,
         policy=args.policy,
+        head=getattr(args, "head", None),
         options=dataclasses.asdict(options),
         chance_rate=cls.chance_rate(options),
         episodes=[r.to_dict() for r in results],
@@ -213,12 +214,15 @@ def ablate(args: argparse.Namespace) -> dict | None:
         options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
     columns = tuple(args.column) or COLUMNS
     report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=not args.json,
-                        ablation_episodes=args.ablation_episodes)
+                        ablation_episodes=args.ablation_episodes, head=args.head)
+    columns = tuple(report["columns"])
     if args.json:
         return report
     print(f"{'task':<20} " + " ".join(f"{c:>12}" for c in columns) + f" {'chance':>8}")
     for row in report["tasks"]:
         print(f"{row['task']:<20} " + " ".join(f"{row[c]:>12.1%}" for c in columns) + f" {row['chance']:>8.1%}")
+    if args.head:
+        print(f"agent:head = the agent with the learned skills of {args.head}")
     return None
 
 

@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="expert: scripted, privileged; random: uniform actions; memoryless: the expert guessing the cue",
     )
     p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--head", metavar="KIND:RUN", help="with --policy agent: learned skills of a trained run "
+                   "(diffusion:RUN or act:RUN) in place of the scripted ones")
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i uses seed+i")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
     p.add_argument("--video", help="write an mp4 of the episodes")
@@ -111,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=1000, help="first seed; episode i uses seed+i")
     p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
+    p.add_argument("--head", metavar="KIND:RUN", help="add a column: the agent with this run's learned skills")
     p.add_argument("--ablation-episodes", type=int, help="episodes of the wiped and blank columns (default: --episodes)")
     p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
                    "agent:wiped, agent:blank); default: all")

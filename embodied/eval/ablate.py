@@ -23,12 +23,14 @@ COLUMNS = ("expert", "agent", "agent:wiped", "agent:blank")
 
 def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int | None = None,
            columns: tuple[str, ...] = COLUMNS, options: dict | None = None, progress: bool = True,
-           ablation_episodes: int | None = None) -> dict:
+           ablation_episodes: int | None = None, head: str | None = None) -> dict:
     """``ablation_episodes`` (default ``episodes``) runs the wiped and blank columns on the first that
     many seeds only: a memoryless agent that finds nothing to do idles to the horizon, which is slow."""
     names = [get_task(t).name for t in tasks] if tasks else list(TASKS)
+    if head:
+        columns = tuple(c for c in columns if c != "agent:head") + ("agent:head",)
     for column in columns:
-        if column not in COLUMNS:
+        if column not in COLUMNS + ("agent:head",):
             raise ValueError(f"unknown ablation column {column!r}; known: {', '.join(COLUMNS)}")
     rows = []
     for name in names:
@@ -43,7 +45,10 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             env = gym.make(entry.env_id, images=column != "expert", **size, **dataclasses.asdict(opts))
             t0 = time.perf_counter()
             try:
-                results = run_episodes(env, column, seeds, progress=progress)
+                if column == "agent:head":
+                    results = run_episodes(env, "agent", seeds, progress=progress, head=head)
+                else:
+                    results = run_episodes(env, column, seeds, progress=progress)
             finally:
                 env.close()
             elapsed = time.perf_counter() - t0
@@ -54,4 +59,5 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             row[f"{column}_steps_per_s"] = sum(r.steps for r in results) / max(elapsed, 1e-9)
             row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
         rows.append(row)
-    return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "tasks": rows}
+    return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "head": head,
+            "tasks": rows}

@@ -41,16 +41,36 @@ class EpisodeResult:
         return asdict(self)
 
 
-def make_agent(env: gym.Env, seed: int | None = None, **knobs) -> MemoryAgent:
+def make_agent(env: gym.Env, seed: int | None = None, head: str | None = None, **knobs) -> MemoryAgent:
     """The memory agent for ``env``'s task. It gets the detector's vocabulary (instance id -> class),
-    nothing else of the simulator; perception is seeded per episode (shuffled instance ids)."""
+    nothing else of the simulator; perception is seeded per episode (shuffled instance ids).
+    ``head`` ("diffusion:RUN" / "act:RUN") runs the skills that trained run learned in place of the
+    scripted ones."""
     config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), **knobs)
-    return MemoryAgent(env.unwrapped.labels, config)
+    return MemoryAgent(env.unwrapped.labels, config, skills=learned_skills(head) if head else None)
 
 
-def make_policy(name: str, env: gym.Env, seed: int | None = None):
+_HEADS: dict[str, dict] = {}
+
+
+def learned_skills(spec: str) -> dict:
+    """The learned skills of a trained run, loaded once per process (one torch thread: two thrash on
+    two shared cores); each episode's agent gets them fresh from ``reset``."""
+    if spec not in _HEADS:
+        import torch
+
+        from policies.skill_head import load_head
+
+        torch.set_num_threads(1)
+        _HEADS[spec] = load_head(spec)
+    return _HEADS[spec]
+
+
+def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):
     if name in AGENT_VARIANTS:
-        return make_agent(env, seed, **AGENT_VARIANTS[name])
+        return make_agent(env, seed, head, **AGENT_VARIANTS[name])
+    if head:
+        raise ValueError(f"--head runs learned skills inside the agent: use --policy agent, not {name!r}")
     if name == "expert":
         return make_expert(env)
     if name == "random":
@@ -92,6 +112,7 @@ def run_episodes(
     on_reset: Callable[[int, dict, dict], None] | None = None,
     on_end: Callable[[EpisodeResult], None] | None = None,
     on_policy: Callable[[object], None] | None = None,
+    head: str | None = None,
 ) -> list[EpisodeResult]:
     """Run one episode per seed.
 
@@ -105,7 +126,7 @@ def run_episodes(
     results: list[EpisodeResult] = []
     bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
     for seed in bar:
-        policy = make_policy(policy_name, env, seed)
+        policy = make_policy(policy_name, env, seed, head)
         if on_policy is not None:
             on_policy(policy)
         obs, info = env.reset(seed=seed)
