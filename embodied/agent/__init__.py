@@ -2,9 +2,14 @@
 
 Nothing here imports the simulator side (``embodied.tasks``, ``embodied.experts``,
 ``embodied.envs``); running policies in tasks and checking against the
-simulator's truth is ``embodied.eval``. Import the submodules directly:
+simulator's truth is ``embodied.eval``.
 
+    embodied.agent.memory_agent   MemoryAgent: perceive -> remember -> plan -> act
     embodied.agent.ride     MemoryRider: perception + memory fed each episode's observations
     embodied.agent.record   the recording format for the viewer: Recorder, load_recording
     embodied.agent.skills   the Skill protocol
 """
+
+from embodied.agent.memory_agent import AgentConfig, MemoryAgent
+
+__all__ = ["AgentConfig", "MemoryAgent"]
