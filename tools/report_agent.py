@@ -18,21 +18,23 @@ def main(root: str) -> None:
         row = report["tasks"][0]
         delay_path = root_path / path.name.replace("ablate_", "delay10_")
         if delay_path.exists():
-            row["delay10"] = json.loads(delay_path.read_text())["tasks"][0]["agent"]
+            delay = json.loads(delay_path.read_text())
+            row["delay10"], row["delay10_n"] = delay["tasks"][0]["agent"], delay["episodes"]
         rows.append(row)
     if not rows:
         sys.exit(f"no ablate_*.json in {root}")
     print("| task | expert | agent | memory wiped at recall | blank cue | chance | agent, 10x delay | agent steps/s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        cells = [f"{100 * r[c]:.0f}%" if c in r else "-" for c in ("expert", "agent", "agent:wiped", "agent:blank")]
-        delay = f"{100 * r['delay10']:.0f}%" if "delay10" in r else "-"
+        cells = [
+            f"{100 * r[c]:.0f}% ({r.get(f'{c}_episodes', r['episodes'])})" if c in r else "-"
+            for c in ("expert", "agent", "agent:wiped", "agent:blank")
+        ]
+        delay = f"{100 * r['delay10']:.0f}% ({r['delay10_n']})" if "delay10" in r else "-"
         speed = f"{r['agent_steps_per_s']:.0f}" if "agent_steps_per_s" in r else "-"
         print(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
     agent = [r["agent"] for r in rows if "agent" in r]
-    few = {r["task"]: r.get("agent:wiped_episodes") for r in rows if r.get("agent:wiped_episodes", 0) < r["episodes"]}
-    if few:
-        print(f"\nwiped / blank columns over fewer seeds: {few}")
+    print("\n(n): episodes, seeds from 1000 (10x delay: from 2000)")
     print(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
 
 
