@@ -191,9 +191,9 @@ class _SizedVideo:
     def add(self, frame) -> None:
         import numpy as np
 
-        height = self.HEIGHT + max(0, frame.shape[0] - self.HEIGHT)  # a plan caption below the view
-        canvas = np.zeros((max(height, 360), self.WIDTH, 3), np.uint8)
-        h, w = min(frame.shape[0], self.HEIGHT), min(frame.shape[1], self.WIDTH)
+        # One size for every task: the view (up to HEIGHT) plus room for a plan caption below it.
+        canvas = np.zeros((self.HEIGHT + 120, self.WIDTH, 3), np.uint8)
+        h, w = min(frame.shape[0], canvas.shape[0]), min(frame.shape[1], self.WIDTH)
         canvas[:h, :w] = frame[:h, :w]
         self.writer.add(canvas)
 
