@@ -16,6 +16,13 @@ def main(root: str) -> None:
     for path in sorted(root_path.glob("ablate_*.json")):
         report = json.loads(path.read_text())
         row = report["tasks"][0]
+        extra_path = root_path / path.name.replace("ablate_", "extra_")
+        if extra_path.exists():
+            # More agent seeds run separately (the same command on the next seeds): pool them.
+            extra = json.loads(extra_path.read_text())["tasks"][0]
+            n0, n1 = row.get("agent_episodes", row["episodes"]), extra["episodes"]
+            row["agent"] = (row["agent"] * n0 + extra["agent"] * n1) / (n0 + n1)
+            row["agent_episodes"] = n0 + n1
         delay_path = root_path / path.name.replace("ablate_", "delay10_")
         if delay_path.exists():
             delay = json.loads(delay_path.read_text())
@@ -34,7 +41,7 @@ def main(root: str) -> None:
         speed = f"{r['agent_steps_per_s']:.0f}" if "agent_steps_per_s" in r else "-"
         print(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
     agent = [r["agent"] for r in rows if "agent" in r]
-    print("\n(n): episodes, seeds from 1000 (10x delay: from 2000)")
+    print("\n(n): episodes, consecutive seeds from 1000 (10x delay: from 2000)")
     print(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
 
 
