@@ -27,7 +27,7 @@ import numpy as np
 
 from embodied.planner.calls import SkillCall
 from embodied.planner.grammar import Goal, Ref
-from embodied.planner.resolver import Resolver, ResolutionError
+from embodied.planner.resolver import ResolutionError, Resolver
 
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
