@@ -16,13 +16,14 @@ def main(root: str) -> None:
     for path in sorted(root_path.glob("ablate_*.json")):
         report = json.loads(path.read_text())
         row = report["tasks"][0]
-        extra_path = root_path / path.name.replace("ablate_", "extra_")
-        if extra_path.exists():
-            # More agent seeds run separately (the same command on the next seeds): pool them.
-            extra = json.loads(extra_path.read_text())["tasks"][0]
-            n0, n1 = row.get("agent_episodes", row["episodes"]), extra["episodes"]
-            row["agent"] = (row["agent"] * n0 + extra["agent"] * n1) / (n0 + n1)
-            row["agent_episodes"] = n0 + n1
+        for extra_path in sorted(root_path.glob(path.name.replace("ablate_", "extra*_"))):
+            # More seeds run separately (the same command on the following seeds): pool each column.
+            extra = json.loads(extra_path.read_text())
+            for column in extra["columns"]:
+                n0 = row.get(f"{column}_episodes", row["episodes"])
+                n1 = extra["tasks"][0].get(f"{column}_episodes", extra["episodes"])
+                row[column] = (row[column] * n0 + extra["tasks"][0][column] * n1) / (n0 + n1)
+                row[f"{column}_episodes"] = n0 + n1
         delay_path = root_path / path.name.replace("ablate_", "delay10_")
         if delay_path.exists():
             delay = json.loads(delay_path.read_text())
