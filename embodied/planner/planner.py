@@ -91,11 +91,8 @@ class Planner:
         return SkillCall(skill, node, tuple(r.position(node)), yaw, tuple(r.size(node)), note, dict(extra or {}))
 
     def navigate(self, r: Resolver, node: str, when: str, note: str) -> SkillCall:
-        xyz = r.position(node, when) if when == "first" else self._latest(r, node)
+        xyz = r.position(node, when)
         return SkillCall("navigate", node, tuple(xyz), math.nan, tuple(r.size(node)), note, {"when": when})
-
-    def _latest(self, r: Resolver, node: str) -> np.ndarray:
-        return r.position(node)
 
     def _pull_heading(self, drawer: str, r: Resolver) -> float:
         """Heading (rad) from the drawer's housing to the drawer: the way it slides out."""

@@ -19,7 +19,6 @@ from embodied.planner.grammar import Ref
 
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
-PHYSICAL = ("object", "container", "articulated")
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 
 
