@@ -15,6 +15,18 @@ reported speeds) are scaled by ``1 + N(0, s)``. It is re-zeroed to the dock
 (home) pose when the recall phase starts, like a robot re-localising on its
 charger.
 
+Camera pose: ``extrinsics/head`` (4,4) float32 camera-to-world (OpenCV axes,
+metres) is the *odometry* pose of the base composed with the camera's fixed
+mount on it (camera ``head`` relative to body ``base``, read from the model),
+so it drifts with ``odom_noise`` exactly as the odometry does; at
+``odom_noise=0`` it equals the true camera pose to float precision.
+Ground truth is privileged (``info["privileged"]``):
+
+* ``robot_pose`` (3,) float64: true base ``[x m, y m, yaw rad]``, yaw wrapped;
+* ``odometry_pose`` (3,) float64: the odometry estimate, same layout;
+* ``camera_pose`` {cam: (4,4) float32}: the true camera-to-world transform,
+  OpenCV axes, metres (what ``extrinsics/<cam>`` would be without drift).
+
 Phases: observe is the *tour*: the env drives the base itself, with the same
 velocity actuators, through every room (a full turn in each) and ends at the
 dock facing a blank outer wall; **the agent's actions are ignored during
@@ -46,7 +58,7 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied.envs.base import MemoryTaskEnv
-from embodied.envs.cameras import CameraRig
+from embodied.envs.cameras import GL_TO_CV, CameraRig
 from embodied.envs.nav_drive import TourBuilder, heading, track, wrap
 from embodied.envs.nav_layout import FURNITURE, SEGMENTS, SIZE, WALL_HEIGHT
 from embodied.envs.nav_map import MapPainter
@@ -137,6 +149,43 @@ class NavigationEnv(MemoryTaskEnv):
         self._painted_for: object = None
         self.apartment: Apartment | None = None
         self._odom_rng = np.random.default_rng(0)
+        self._mount = self._camera_mounts()
+
+    def _camera_mounts(self) -> dict[str, np.ndarray]:
+        """(4,4) camera-to-base transform (OpenCV axes, m) of every observed camera fixed on the base."""
+        m = self.model
+        mounts = {}
+        for cam, cam_id in self.rig.camera_ids.items():
+            if m.cam_bodyid[cam_id] != self._robot_body:
+                continue  # a world-fixed camera keeps its calibrated pose
+            if m.cam_mode[cam_id] != mujoco.mjtCamLight.mjCAMLIGHT_FIXED:
+                raise ValueError(f"camera {cam!r} on the base must be fixed to it (mode 'fixed')")
+            rot = np.zeros(9)
+            mujoco.mju_quat2Mat(rot, m.cam_quat[cam_id])
+            mount = np.eye(4)
+            mount[:3, :3] = rot.reshape(3, 3) @ GL_TO_CV
+            mount[:3, 3] = m.cam_pos[cam_id]
+            mounts[cam] = mount
+        return mounts
+
+    def base_matrix(self, pose) -> np.ndarray:
+        """(4,4) base-to-world transform of the planar pose ``(x m, y m, yaw rad)``.
+
+        The base body's rest frame (``body_pos``/``body_quat``) is composed with
+        its joints: slide x, slide y, then the yaw hinge.
+        """
+        m, b = self.model, self._robot_body
+        rest = np.eye(4)
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, m.body_quat[b])
+        rest[:3, :3], rest[:3, 3] = rot.reshape(3, 3), m.body_pos[b]
+        c, s = np.cos(pose[2]), np.sin(pose[2])
+        planar = np.array([[c, -s, 0.0, pose[0]], [s, c, 0.0, pose[1]], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+        return rest @ planar
+
+    def odometry_pose(self) -> np.ndarray:
+        """(3,) odometry ``[x m, y m, yaw rad]`` (yaw wrapped): where the robot believes it is."""
+        return np.array([self._odom[0], self._odom[1], float(wrap(self._odom[2]))])
 
     def _action_space(self) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -273,7 +322,13 @@ class NavigationEnv(MemoryTaskEnv):
             self._integrate_odometry()
             self._odom_t = self.t
         self._trail.append(self.data.qpos[self._qadr[:2]].copy())
-        return super()._observation(force_render)
+        obs = super()._observation(force_render)
+        if self.images and self.apartment is not None:
+            # Cameras on the base are placed by odometry, as on a real robot; the true pose is privileged.
+            base = self.base_matrix(self._odom)
+            for cam, mount in self._mount.items():
+                obs[f"extrinsics/{cam}"] = (base @ mount).astype(np.float32)
+        return obs
 
     def _integrate_odometry(self) -> None:
         # Increments are taken in the previous heading's frame, as wheel odometry measures them;
@@ -343,6 +398,8 @@ class NavigationEnv(MemoryTaskEnv):
         xy, normal = self._goal()
         return {
             "robot_pose": self.robot_pose(),
+            "odometry_pose": self.odometry_pose(),
+            "camera_pose": self.rig.extrinsics(self.data),
             "home": self.apartment.home.copy(),
             "objects": {c: self.object_xy(c) for c in self.active},
             "goal": {"xy": xy, "approach": xy + APPROACH * normal, "stage": xy + STAGE * normal},

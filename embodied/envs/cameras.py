@@ -22,7 +22,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 # MuJoCo cameras look along -z with y up; OpenCV looks along +z with y down.
-_GL_TO_CV = np.diag([1.0, -1.0, -1.0])
+GL_TO_CV = np.diag([1.0, -1.0, -1.0])
 _GEOM = int(mujoco.mjtObj.mjOBJ_GEOM)
 
 
@@ -36,7 +36,7 @@ def intrinsics(model: mujoco.MjModel, camera: str, width: int, height: int) -> n
 
 def extrinsics(data: mujoco.MjData, camera_id: int) -> np.ndarray:
     pose = np.eye(4)
-    pose[:3, :3] = data.cam_xmat[camera_id].reshape(3, 3) @ _GL_TO_CV
+    pose[:3, :3] = data.cam_xmat[camera_id].reshape(3, 3) @ GL_TO_CV
     pose[:3, 3] = data.cam_xpos[camera_id]
     return pose.astype(np.float32)
 
