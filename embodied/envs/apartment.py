@@ -58,7 +58,8 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied.envs.base import MemoryTaskEnv
-from embodied.envs.cameras import GL_TO_CV, CameraRig
+from embodied.envs.cameras import CameraRig
+from embodied.envs.nav_base import DriveBase
 from embodied.envs.nav_drive import TourBuilder, heading, track, wrap
 from embodied.envs.nav_layout import FURNITURE, SEGMENTS, SIZE, WALL_HEIGHT
 from embodied.envs.nav_map import MapPainter
@@ -137,10 +138,8 @@ class NavigationEnv(MemoryTaskEnv):
     def _setup(self) -> None:
         m = self.model
         self.entity = {e.name: e for e in self.entities}
-        self._robot_body = m.body("base").id
-        self._qadr = [int(m.joint(j).qposadr[0]) for j in ("base_x", "base_y", "base_yaw")]
-        self._dadr = [int(m.joint(j).dofadr[0]) for j in ("base_x", "base_y", "base_yaw")]
-        self._act = [m.actuator(a).id for a in ("drive_x", "drive_y", "drive_yaw")]
+        self.drive = DriveBase(m, self.data, self.rig.camera_ids)
+        self._robot_body = self.drive.body
         self._obj_body = {c: m.body(self.entity[c].root_body).id for c in OBJECT_CLASSES}
         furniture = {name: m.body(self.entity[name].root_body).id for name, _ in FURNITURE}
         self.sampler = LayoutSampler(m, self.data, self._robot_body, furniture, list(self._obj_body.values()))
@@ -148,44 +147,12 @@ class NavigationEnv(MemoryTaskEnv):
         self._painter = MapPainter(SIZE)
         self._painted_for: object = None
         self.apartment: Apartment | None = None
-        self._odom_rng = np.random.default_rng(0)
-        self._mount = self._camera_mounts()
-
-    def _camera_mounts(self) -> dict[str, np.ndarray]:
-        """(4,4) camera-to-base transform (OpenCV axes, m) of every observed camera fixed on the base."""
-        m = self.model
-        mounts = {}
-        for cam, cam_id in self.rig.camera_ids.items():
-            if m.cam_bodyid[cam_id] != self._robot_body:
-                continue  # a world-fixed camera keeps its calibrated pose
-            if m.cam_mode[cam_id] != mujoco.mjtCamLight.mjCAMLIGHT_FIXED:
-                raise ValueError(f"camera {cam!r} on the base must be fixed to it (mode 'fixed')")
-            rot = np.zeros(9)
-            mujoco.mju_quat2Mat(rot, m.cam_quat[cam_id])
-            mount = np.eye(4)
-            mount[:3, :3] = rot.reshape(3, 3) @ GL_TO_CV
-            mount[:3, 3] = m.cam_pos[cam_id]
-            mounts[cam] = mount
-        return mounts
-
-    def base_matrix(self, pose) -> np.ndarray:
-        """(4,4) base-to-world transform of the planar pose ``(x m, y m, yaw rad)``.
-
-        The base body's rest frame (``body_pos``/``body_quat``) is composed with
-        its joints: slide x, slide y, then the yaw hinge.
-        """
-        m, b = self.model, self._robot_body
-        rest = np.eye(4)
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, m.body_quat[b])
-        rest[:3, :3], rest[:3, 3] = rot.reshape(3, 3), m.body_pos[b]
-        c, s = np.cos(pose[2]), np.sin(pose[2])
-        planar = np.array([[c, -s, 0.0, pose[0]], [s, c, 0.0, pose[1]], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
-        return rest @ planar
+        self.drive.odometry.noise = self.options.odom_noise
 
     def odometry_pose(self) -> np.ndarray:
-        """(3,) odometry ``[x m, y m, yaw rad]`` (yaw wrapped): where the robot believes it is."""
-        return np.array([self._odom[0], self._odom[1], float(wrap(self._odom[2]))])
+        """(3,) wheel odometry ``[x m, y m, yaw rad]`` (yaw wrapped): where the robot believes it is."""
+        odom = self.drive.odometry.pose
+        return np.array([odom[0], odom[1], float(wrap(odom[2]))])
 
     def _action_space(self) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -229,11 +196,7 @@ class NavigationEnv(MemoryTaskEnv):
         self.set_robot_pose(start)
         self.tour = tour.array()
         self.tour_marks = dict(tour.marks)
-        self._odom_rng = np.random.default_rng(self._odom_seed)
-        self._odom = start.copy()
-        self._pre_pose = start.copy()
-        self._odom_t = 0
-        self._odom_vel = np.zeros(2)
+        self.drive.odometry.reset(start, seed=self._odom_seed)
         self._trail: list[np.ndarray] = []
 
     @property
@@ -285,74 +248,47 @@ class NavigationEnv(MemoryTaskEnv):
             self.set_robot_pose(home)
             self._recall_state()
             mujoco.mj_forward(self.model, self.data)
-            self._odom, self._pre_pose = home.copy(), home.copy()
-            self._odom_vel = np.zeros(2)
+            self.drive.odometry.reset(home)  # re-localised on the dock; the noise stream goes on
             self.recall_start = self.t
 
     def _recall_state(self) -> None:
         """Write the cue-free recall-phase arrangement of the objects (the robot is docked)."""
 
     def set_robot_pose(self, pose) -> None:
-        self.data.qpos[self._qadr] = pose
-        self.data.qvel[self._dadr] = 0.0
-        self.data.ctrl[self._act] = 0.0
+        self.drive.set_pose(pose)
 
     def robot_pose(self) -> np.ndarray:
         """True (x, y, yaw) of the base; yaw wrapped to [-pi, pi)."""
-        x, y, yaw = self.data.qpos[self._qadr]
+        x, y, yaw = self.drive.pose()
         return np.array([x, y, float(wrap(yaw))])
 
     def _apply_action(self, action: np.ndarray) -> None:
-        pose = self.data.qpos[self._qadr].copy()
-        self._pre_pose = pose
+        pose = self.drive.pose()
         if self.phase == "observe":
             v, w = track(pose, self.tour[self.t], self.tour[self.t + 1], self.control_dt)
         elif self.phase == "delay":
             v = w = 0.0
         else:
             v, w = float(action[0]) * MAX_V, float(action[1]) * MAX_W
-        v, w = float(np.clip(v, -MAX_V, MAX_V)), float(np.clip(w, -MAX_W, MAX_W))
-        # Velocity targets along the heading at mid-step, so the base follows the arc, not its tangent.
-        mid = pose[2] + 0.5 * w * self.control_dt
-        self.data.ctrl[self._act] = [v * np.cos(mid), v * np.sin(mid), w]
+        self.drive.command(float(np.clip(v, -MAX_V, MAX_V)), float(np.clip(w, -MAX_W, MAX_W)))
+
+    def _simulate(self) -> None:
+        self.drive.simulate(self.substeps, self.model.opt.timestep)
 
     # --- observations --------------------------------------------------------
     def _observation(self, force_render: bool = False) -> dict:
-        if self.t != self._odom_t:
-            self._integrate_odometry()
-            self._odom_t = self.t
-        self._trail.append(self.data.qpos[self._qadr[:2]].copy())
+        self._trail.append(self.drive.pose()[:2])
         obs = super()._observation(force_render)
         if self.images and self.apartment is not None:
             # Cameras on the base are placed by odometry, as on a real robot; the true pose is privileged.
-            base = self.base_matrix(self._odom)
-            for cam, mount in self._mount.items():
-                obs[f"extrinsics/{cam}"] = (base @ mount).astype(np.float32)
+            for cam, pose in self.drive.camera_poses(self.drive.odometry.pose).items():
+                obs[f"extrinsics/{cam}"] = pose
         return obs
-
-    def _integrate_odometry(self) -> None:
-        # Increments are taken in the previous heading's frame, as wheel odometry measures them;
-        # composed onto the odometry pose they reproduce the true pose exactly when noise is off.
-        now = self.data.qpos[self._qadr]
-        prev = self._pre_pose
-        c, s = np.cos(prev[2]), np.sin(prev[2])
-        d = now[:2] - prev[:2]
-        forward, lateral = c * d[0] + s * d[1], -s * d[0] + c * d[1]
-        turn = now[2] - prev[2]
-        vel = self.data.qvel[self._dadr]
-        speed = np.cos(now[2]) * vel[0] + np.sin(now[2]) * vel[1]
-        gain = np.ones(2)
-        if self.options.odom_noise > 0:
-            gain = 1.0 + self.options.odom_noise * self._odom_rng.standard_normal(2)
-        forward, lateral, turn = forward * gain[0], lateral * gain[0], turn * gain[1]
-        c, s = np.cos(self._odom[2]), np.sin(self._odom[2])
-        self._odom = self._odom + np.array([c * forward - s * lateral, s * forward + c * lateral, turn])
-        self._odom_vel = np.array([speed * gain[0], vel[2] * gain[1]])
 
     def _proprio(self) -> np.ndarray:
         if self.apartment is None:  # called once before any reset, to size the space
             return np.zeros(5, dtype=np.float32)
-        return np.array([self._odom[0], self._odom[1], wrap(self._odom[2]), *self._odom_vel], dtype=np.float32)
+        return np.array([*self.odometry_pose(), *self.drive.odometry.velocity], dtype=np.float32)
 
     def _info(self) -> dict:
         info = super()._info()
@@ -400,6 +336,7 @@ class NavigationEnv(MemoryTaskEnv):
             "robot_pose": self.robot_pose(),
             "odometry_pose": self.odometry_pose(),
             "camera_pose": self.rig.extrinsics(self.data),
+            "lateral_speed": self.drive.slip,
             "home": self.apartment.home.copy(),
             "objects": {c: self.object_xy(c) for c in self.active},
             "goal": {"xy": xy, "approach": xy + APPROACH * normal, "stage": xy + STAGE * normal},

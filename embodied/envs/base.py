@@ -173,6 +173,10 @@ class MemoryTaskEnv(gym.Env):
         """(observe_steps, delay_steps)."""
         raise NotImplementedError
 
+    def _simulate(self) -> None:
+        """Advance the physics by one control step (``substeps`` MuJoCo steps)."""
+        mujoco.mj_step(self.model, self.data, nstep=self.substeps)
+
     def _on_phase(self, phase: str) -> None:
         """Called once when ``phase`` starts (after the reset for 'observe')."""
 
@@ -226,7 +230,7 @@ class MemoryTaskEnv(gym.Env):
     def step(self, action):
         action = self._validate(action)
         self._apply_action(action)
-        mujoco.mj_step(self.model, self.data, nstep=self.substeps)
+        self._simulate()
         self.t += 1
         observe, delay = self._phase_lengths()
         phase = PHASES[int(self.t >= observe) + int(self.t >= observe + delay)]
