@@ -113,7 +113,8 @@ def test_walls_stop_the_robot_and_odometry_tracks_it():
         obs, _, terminated, _, info = env.step(np.array([1.0, 0.0 if t < 60 else 0.3], np.float32))
         pose = info["privileged"]["robot_pose"]
         assert box_distance(pose[None, :2], u.apartment.grid.boxes)[0] > 0.12, "the base went into a wall"
-        assert np.allclose(obs["proprio"][:2], pose[:2], atol=1e-4)
+        # Wheel odometry misses only the sub-mm/s skid of the bumper pressed against the wall.
+        assert np.allclose(obs["proprio"][:2], pose[:2], atol=1e-3)
         if terminated:
             break
     env.close()

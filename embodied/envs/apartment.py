@@ -1,18 +1,22 @@
 """The navigation base: a mobile robot touring a four-room apartment.
 
-Robot: a differential-drive base (``scenes/apartment/robot.xml``) moved by
-velocity actuators; it collides with walls and furniture. Control runs at
-10 Hz (10 physics substeps of 10 ms).
+Robot: a differential-drive base (``scenes/apartment/robot.xml``, driven
+through ``embodied.envs.nav_base.DriveBase``): a forward-speed and a yaw-rate
+actuator in the body frame and a lateral no-slip constraint, so it rolls
+and turns but never moves sideways; it collides with walls and furniture.
+Control runs at 10 Hz (10 physics substeps of 10 ms).
 
 Action (2,) float32 in [-1, 1]: ``[forward speed, yaw rate]``, scaled to
-0.5 m/s and 1.5 rad/s.
+0.5 m/s and 1.5 rad/s. There is no sideways component; any other shape is
+rejected.
 
-Proprio (5,) float32: odometry ``[x (m), y (m), yaw (rad, wrapped)]`` in the
-world frame, then body-frame forward speed (m/s) and yaw rate (rad/s).
-Odometry integrates the base's measured motion each step; with
-``odom_noise=s`` every step's forward and turning increments (and the
-reported speeds) are scaled by ``1 + N(0, s)``. It is re-zeroed to the dock
-(home) pose when the recall phase starts, like a robot re-localising on its
+Proprio (5,) float32: wheel odometry ``[x (m), y (m), yaw (rad, wrapped)]``
+in the world frame, then the odometry's forward speed (m/s) and yaw rate
+(rad/s) over the last step. Odometry integrates the two wheels' encoder
+increments (radius 0.06 m, track 0.34 m) every substep; with
+``odom_noise=s`` each wheel's increments over a control step are scaled by
+``1 + N(0, s)`` (seeded per episode). It is re-zeroed to the dock (home)
+pose when the recall phase starts, like a robot re-localising on its
 charger.
 
 Camera pose: ``extrinsics/head`` (4,4) float32 camera-to-world (OpenCV axes,
@@ -24,6 +28,8 @@ Ground truth is privileged (``info["privileged"]``):
 
 * ``robot_pose`` (3,) float64: true base ``[x m, y m, yaw rad]``, yaw wrapped;
 * ``odometry_pose`` (3,) float64: the odometry estimate, same layout;
+* ``lateral_speed`` float m/s: the base's largest sideways (body y) speed
+  over the last control step's substeps (zero up to solver precision);
 * ``camera_pose`` {cam: (4,4) float32}: the true camera-to-world transform,
   OpenCV axes, metres (what ``extrinsics/<cam>`` would be without drift).
 
@@ -89,7 +95,7 @@ class NavOptions:
     objects: int = 10  # small objects in the apartment (distinct class and colour)
     delay: int = 10  # control steps between the tour's end and the goal
     time_limit: int = 400  # control steps (10 Hz) allowed per goal
-    odom_noise: float = 0.0  # relative std of each step's odometry increments and speeds
+    odom_noise: float = 0.0  # relative std of each wheel's encoder increments per control step
 
     def validate(self) -> None:
         if not 4 <= self.objects <= len(OBJECT_CLASSES):

@@ -1,10 +1,13 @@
 """The apartment robot's base: differential-drive actuation, wheel odometry, camera mounts.
 
 Actuation (``scenes/apartment/robot.xml``): a forward-speed actuator along the
-base's own x axis, a yaw-rate actuator and a stiff lateral no-slip damper,
-all in the body frame, so the base can roll forward/back and turn but never
-move sideways. Commands are ``(v, w)``: forward speed (m/s) and yaw rate
-(rad/s).
+base's own x axis and a yaw-rate actuator, both in the body frame, plus the
+``no_slip`` tendon: a fixed tendon whose coefficients are set every substep
+to ``(-sin yaw, cos yaw)`` on the x/y slides, so its velocity is the base's
+sideways (body y) velocity, which its friction loss holds at zero inside the
+constraint solver, together with the contacts. The base rolls forward/back
+and turns but never moves sideways. Commands are ``(v, w)``: forward speed
+(m/s) and yaw rate (rad/s).
 
 Wheels: radius ``WHEEL_RADIUS`` (0.06 m), track ``TRACK`` (0.34 m). After every
 physics substep the wheels' hinge angles advance by the base's rolling motion
@@ -42,6 +45,8 @@ class WheelOdometry:
     pose: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (x m, y m, yaw rad unwrapped)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # (forward m/s, yaw rate rad/s) last step
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    _gains: np.ndarray = field(default_factory=lambda: np.ones(2), init=False, repr=False)  # this step's per wheel
+    _step: np.ndarray = field(default_factory=lambda: np.zeros(2), init=False, repr=False)  # (m, rad) this step
 
     def reset(self, pose, seed: int | None = None) -> None:
         self.pose = np.asarray(pose, dtype=np.float64).copy()
