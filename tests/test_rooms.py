@@ -112,7 +112,7 @@ def test_room_roundtrip(toured, tmp_path):
 
 
 def test_room_goal_is_planned_from_memory(toured):
-    seed, agent, env = toured[2]
+    _, agent, env = toured[2]
     memory = agent.memory
     target = env.unwrapped.active[0]
     colour = memory.graph.nodes[memory.find(cls=target)[0]]["colour"]
@@ -143,7 +143,7 @@ def test_room_expert_succeeds_and_waiting_does_not(seed):
     obs, info = env.reset(seed=seed)
     done = False
     while not done:
-        obs, _, terminated, truncated, info = env.step(np.zeros(2, np.float32))
+        _, _, terminated, truncated, info = env.step(np.zeros(2, np.float32))
         done = terminated or truncated
     u = env.unwrapped
     assert info["is_success"] == u.inside_target_room(u.apartment.home), seed

@@ -19,7 +19,8 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-from embodied.agent.skills.navigate import CAMERA as HEAD, integrate_observation
+from embodied.agent.skills.navigate import CAMERA as HEAD
+from embodied.agent.skills.navigate import integrate_observation
 from embodied.eval.accuracy import AccuracyRecorder
 from embodied.eval.recall import QUESTIONS, answer_question, check_answer
 from embodied.experts import make_expert

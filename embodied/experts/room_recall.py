@@ -8,7 +8,8 @@ rate]``, then stands still, which is what the task counts as stopping in the
 room. It idles during the tour and the delay, when the env ignores actions.
 
 ``current_call``: a ``navigate`` call to the room's viewpoint (z = 0, no
-heading to face) during the recall phase, else ``None``.
+heading to face; size: the room's extent and wall height) during the recall
+phase, else ``None``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from embodied.envs.apartment import MAX_V, MAX_W
 from embodied.envs.nav_drive import PathFollower
+from embodied.envs.nav_layout import ROOMS, WALL_HEIGHT
 from embodied.planner.calls import SkillCall
 
 
@@ -50,8 +52,9 @@ class RoomExpert:
             points = env.apartment.planner.path(pose[:2], goal) + [goal]
             self.follower = PathFollower(points[1:])
             self.best, self.since_best = dist, 0
+            x0, y0, x1, y1 = ROOMS[env.target_room]
             self.current_call = SkillCall("navigate", f"room {env.target_room}", (goal[0], goal[1], 0.0),
-                                          note=env._goal_text())
+                                          size=(x1 - x0, y1 - y0, WALL_HEIGHT), note=env._goal_text())
         if self.follower.done:
             return np.zeros(2, dtype=np.float32)
         v, w = self.follower.act(pose)

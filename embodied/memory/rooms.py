@@ -162,7 +162,7 @@ def thin_walls(freespace: FreeSpaceMap, reach: float) -> tuple[np.ndarray, np.nd
     bool. A wall between two rooms is thin; furniture, and a wall with furniture against it, are not."""
     occ = freespace.occupied
     free = freespace.known_free | freespace.visited
-    r = max(1, int(round(reach / freespace.res)))
+    r = max(1, round(reach / freespace.res))
     out = []
     for axis in (1, 0):  # across x (columns), across y (rows)
         before = np.zeros_like(free)
@@ -181,7 +181,7 @@ def doorway_seals(freespace: FreeSpaceMap, cfg: RoomConfig, walls: tuple[np.ndar
     A wall across x runs along y, so its gaps are closed along y, and the other way round.
     """
     across_x, across_y = walls if walls is not None else thin_walls(freespace, cfg.wall_reach)
-    n = max(3, int(round(cfg.door_max / freespace.res)))
+    n = max(3, round(cfg.door_max / freespace.res))
     along_y = ndi.binary_closing(across_x, structure=np.ones((n, 1), dtype=bool))
     along_x = ndi.binary_closing(across_y, structure=np.ones((1, n), dtype=bool))
     return (along_y & ~across_x) | (along_x & ~across_y)
