@@ -140,7 +140,7 @@ def test_room_expert_succeeds_and_waiting_does_not(seed):
     [result] = run_episodes(env, "expert", [seed], progress=False)
     assert result.success
     # Standing at the dock succeeds only when the target was in the dock's room.
-    obs, info = env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     done = False
     while not done:
         _, _, terminated, truncated, info = env.step(np.zeros(2, np.float32))
