@@ -9,8 +9,10 @@ memory room is matched to the true room (``nav_layout.ROOMS``) under its
 centre, and every object, piece of furniture and place the memory holds is
 scored: right when its ``in_room`` room matches the true room it stands in.
 The true room of a small object is that of its true position (matched by
-class, each class appears once); furniture and places use their remembered
-position (within a few cm of the truth, and never near a wall's line).
+class, each class appears once), or of the spot it stood on when the env has
+taken it out of the apartment (RoomRecall's target at recall); furniture and
+places use their remembered position (within a few cm of the truth, and
+never near a wall's line).
 Structure (floor, walls) is in no room and not scored. A node with no room,
 or in a memory room that no true room matches one-to-one, counts as wrong.
 
@@ -28,7 +30,7 @@ import numpy as np
 from tqdm import tqdm
 
 from embodied.agent.memory_agent import MemoryAgent
-from embodied.envs.nav_layout import ROOMS, room_of
+from embodied.envs.nav_layout import ROOMS, SIZE, room_of
 from embodied.memory.room_nodes import ROOMED_KINDS, STRUCTURE_CLASSES
 from embodied.tasks import get_task
 
@@ -50,8 +52,10 @@ def room_accuracy(memory, env) -> dict:
     for node, a in graph.nodes(data=True):
         if a["kind"] not in ROOMED_KINDS or a.get("cls") in STRUCTURE_CLASSES:
             continue
-        xy = objects[a["cls"]] if a["cls"] in objects else a["position"]
-        truth = room_of(np.asarray(xy)[:2])
+        xy = np.asarray(objects[a["cls"]] if a["cls"] in objects else a["position"], dtype=np.float64)[:2]
+        if a["cls"] in objects and not (np.all(xy >= 0) and np.all(xy <= SIZE)):
+            xy = apartment.slots[u.spot[a["cls"]], :2]  # taken away: where it stood
+        truth = room_of(xy)
         ok = one_to_one.get(a.get("room", ""), -1) == truth
         right += ok
         total += 1
