@@ -165,4 +165,6 @@ def test_random_policy_fails_and_render_shows_map():
 def test_chance_rates():
     for name in NAV:
         cls = TASKS[name].env_class()
-        assert 0.0 < cls.default_chance_rate() < 0.1 and cls.chance
+        # Picking a place among a dozen spots, except RoomRecall's one room in four.
+        limit = 0.25 if name == "RoomRecall-v0" else 0.1
+        assert 0.0 < cls.default_chance_rate() <= limit and cls.chance

@@ -22,6 +22,7 @@ EXPECTED = {
     "ObjectRevisit-v0": ["navigate"],
     "MovedObject-v0": ["navigate"],
     "MultiGoal-v0": ["navigate", "navigate", "navigate"],
+    "RoomRecall-v0": ["navigate"],
 }
 
 

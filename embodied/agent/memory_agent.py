@@ -6,7 +6,10 @@
     agent.memory, agent.plan, agent.current_call, agent.plan_text()
 
 Each step the observation is perceived (``embodied.perception``) and folded
-into a :class:`~embodied.memory.SpatialMemory`. Whenever the goal text changes
+into a :class:`~embodied.memory.SpatialMemory`; a mobile base also folds its
+head depth into its own free-space map and cuts that map into room nodes
+(``SpatialMemory.update_rooms``) every ``rooms_every`` steps and whenever a
+goal arrives. Whenever the goal text changes
 it is parsed (``embodied.planner.grammar``) and planned from memory
 (``embodied.planner.Planner``) into skill calls, which run one after another
 through the skill library (scripted skills by default; learned heads implement
@@ -51,6 +54,7 @@ class AgentConfig:
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
+    rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
 
 
 class MemoryAgent:
@@ -149,6 +153,8 @@ class MemoryAgent:
             seg = obs.get(f"segmentation/{HEAD_CAMERA}")
             ignore = None if seg is None else np.isin(seg, self._movable)
             integrate_observation(self.freespace, obs, ignore)
+            if self.config.rooms_every and self.t % self.config.rooms_every == 0:
+                self.memory.update_rooms(self.freespace)
         self.t += 1
 
     # --- planning --------------------------------------------------------------------
@@ -162,6 +168,8 @@ class MemoryAgent:
         self.replans = 0
         self.skill, self.current_call = None, None
         self.done_calls = []
+        if self.freespace is not None and self.config.rooms_every:
+            self.memory.update_rooms(self.freespace)  # rooms as the map stands now, before planning
         self._make_plan("plan")
 
     def _make_plan(self, why: str) -> None:

@@ -10,6 +10,7 @@
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
+    embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--json]
     embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4]
     embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
     embodied data info|check|video DIR ...
@@ -134,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-accuracy", action="store_true", help="skip ground-truth accuracy; stop at the question")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=memory_cmds.eval_memory)
+
+    p = sub.add_parser("eval-rooms", help="the agent's room nodes (from its own map) against the true rooms")
+    p.add_argument("--task", action="append", help="navigation task (repeatable; default: all of them)")
+    p.add_argument("--episodes", type=int, default=30)
+    p.add_argument("--seed", type=int, default=3000, help="first seed; episode i uses seed+i")
+    p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=memory_cmds.eval_rooms)
 
     p = sub.add_parser("demo", help="the memory agent (or the expert) on every memory task, with a video")
     p.add_argument("--episodes", type=int, default=3)

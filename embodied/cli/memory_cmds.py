@@ -1,4 +1,4 @@
-"""``embodied eval-memory`` and ``embodied bench memory``."""
+"""``embodied eval-memory``, ``embodied eval-rooms`` and ``embodied bench memory``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,22 @@ def eval_memory(args: argparse.Namespace) -> dict | None:
         )
         for failure in row["failures"][:3]:
             print(f"    failed seed {failure['seed']}: {failure['answer']}")
+    return None
+
+
+def eval_rooms(args: argparse.Namespace) -> dict | None:
+    from embodied.eval.rooms import eval_rooms as run_eval
+
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    report = run_eval(args.task, episodes=args.episodes, seed=args.seed, image_size=args.image_size)
+    if args.json:
+        return report
+    print(f"{'task':<18} {'assigned right':>15} {'min':>6} {'4 rooms':>8} {'doors':>6} {'names right':>12}")
+    for row in report["tasks"]:
+        n = row["episodes"]
+        print(f"{row['task']:<18} {row['accuracy']:>15.3f} {row['accuracy_min']:>6.3f} {row['four_rooms']:>5}/{n:<2} "
+              f"{row['doors_right']:>3}/{n:<2} {row['named_right']:>6}/{row['named']:<5}")
     return None
 
 

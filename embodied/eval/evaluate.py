@@ -19,10 +19,13 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
+from embodied.agent.skills.navigate import CAMERA as HEAD
+from embodied.agent.skills.navigate import integrate_observation
 from embodied.eval.accuracy import AccuracyRecorder
 from embodied.eval.recall import QUESTIONS, answer_question, check_answer
 from embodied.experts import make_expert
-from embodied.memory.config import MemoryConfig
+from embodied.memory.config import MemoryConfig, kind_of
+from embodied.memory.freespace import FreeSpaceMap
 from embodied.memory.memory import SpatialMemory
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.tasks import TASKS, get_task
@@ -85,6 +88,10 @@ def run_episode(
         memory = SpatialMemory(memory_config)
         recorder = AccuracyRecorder() if accuracy else None
         obs, info = env.reset(seed=seed)
+        # A mobile robot's own free-space map, as the agent keeps it: the memory cuts it into rooms.
+        freespace = FreeSpaceMap() if f"depth/{HEAD}" in obs and np.shape(obs["proprio"]) == (5,) else None
+        labels = env.unwrapped.labels
+        movable = np.array(sorted(i for i, c in labels.items() if kind_of(c) in ("object", "container")))
         expert = make_expert(env)
         t, answer, correct = 0, {}, None
         p_ms, u_ms = [], []
@@ -96,6 +103,8 @@ def run_episode(
                 t1 = time.perf_counter()
                 memory.update(frame)
                 t2 = time.perf_counter()
+                if freespace is not None:
+                    integrate_observation(freespace, obs, np.isin(obs[f"segmentation/{HEAD}"], movable))
                 p_ms.append((t1 - t0) * 1e3)
                 u_ms.append((t2 - t1) * 1e3)
                 if recorder is not None and (len(p_ms) % accuracy_every == 0):
@@ -103,6 +112,8 @@ def run_episode(
             # Ask at the first recall step, and again whenever the goal changes (MultiGoal's next goal).
             if info["phase"] == "recall" and obs["goal"]["text"] != asked:
                 asked = obs["goal"]["text"]
+                if freespace is not None:
+                    memory.update_rooms(freespace)
                 if family in QUESTIONS:
                     answer = answer_question(family, memory, obs["goal"])
                     ok = check_answer(family, answer, info["privileged"])

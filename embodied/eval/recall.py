@@ -68,6 +68,15 @@ def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
     return float(np.linalg.norm(np.asarray(answer["answer"])[:2] - np.asarray(privileged["goal"]["xy"])[:2])) <= reach
 
 
+def check_room(answer: dict, privileged: dict) -> bool:
+    """The answer (the plan's goal point) lies in the room the target stood in."""
+    if answer.get("answer") is None:
+        return False
+    x, y = np.asarray(answer["answer"], dtype=np.float64)[:2]
+    x0, y0, x1, y1 = privileged["room_box"]
+    return bool(x0 < x < x1 and y0 < y < y1)
+
+
 def check_rearrange(answer: dict, privileged: dict, tolerance: float = 0.03) -> bool:
     """Every displaced object's start is a place the plan goes to: within ``tolerance`` (xy) of a
     table start, or, for a start in a drawer, in that drawer's lane (its y, in front of its back)."""
@@ -101,6 +110,7 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "MovedObject": (check_go_to, "where the moved object is now / was first seen (0.5 m)"),
     "Rearrange": (check_rearrange, "where every displaced object started (a place call there)"),
     "MultiGoal": (check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
+    "RoomRecall": (check_room, "the room the object was seen in (a point inside it)"),
 }
 
 # family -> (answer from memory, check against the simulator, what is asked); the answer is

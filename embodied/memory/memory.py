@@ -15,8 +15,12 @@ Nodes (``memory.graph``, a MultiDiGraph keyed by relation) carry:
     state       articulation: open | closed | pressed | released | ""
     inside      remembered container of an unseen object ("" if none)
     held, n_obs, confidence
+    room        the room node it stands in ("" or absent: none known; see ``update_rooms``)
+Room nodes (``update_rooms(freespace)``, from the robot's own free-space map) add
+    name (kitchen, bedroom, ... or ""), area (m^2), links (rooms sharing a doorway).
 Edges (rel): on, in, near, part_of, in_room, connects; recomputed from
-geometry (see ``spatial.relations``) when the graph is read after something moved.
+geometry (see ``spatial.relations``) when the graph is read after something moved;
+connects edges join consecutive places and rooms that share a doorway.
 """
 
 from __future__ import annotations
@@ -31,13 +35,14 @@ from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
+from embodied.memory.room_nodes import RoomTracking
 from embodied.memory.spatial import relations
 from embodied.memory.tracker import Tracking
 from embodied.memory.tracks import Track
 from embodied.perception.types import Frame
 
 
-class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
+class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     """Scene graph + event log, fed one perception :class:`Frame` at a time."""
 
     def __init__(self, config: MemoryConfig | None = None, **knobs):
@@ -95,7 +100,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.log.append(t, UPDATE, node, tag, _compact(diff, a))
         a.update(diff)
         a["last_update"] = t
-        if any(k in diff for k in ("position", "box_min", "inside", "kind")):
+        if any(k in diff for k in ("position", "box_min", "inside", "kind", "room")):
             self._edges_dirty = True
 
     def delete(self, node: str, t: int | None = None, tag: str = "deleted") -> None:

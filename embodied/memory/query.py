@@ -109,7 +109,7 @@ class Queries:
         return [e.t for e in self.log.of_node(node) if e.tag == tag]
 
     def room_of(self, obj: str) -> str:
-        """Room node the object is in ("" if rooms are unknown)."""
+        """Room node the object (or place) is in ("" if rooms are unknown; see ``update_rooms``)."""
         node = self.resolve(obj)
         rooms = [v for _, v, k in self.graph.out_edges(node, keys=True) if k == "in_room"]
         return rooms[0] if rooms else ""
@@ -133,8 +133,9 @@ class Queries:
             kind = self.graph.nodes[node]["kind"] if node in self.graph else ""
             ends.append(node if kind == "place" else self.nearest_place(self.graph.nodes[node]["position"]))
         places = nx.Graph()
+        kinds = self.graph.nodes(data="kind")
         for u, v, k in self.graph.edges(keys=True):
-            if k == "connects":
+            if k == "connects" and kinds[u] == "place" and kinds[v] == "place":
                 pu, pv = (np.asarray(self.graph.nodes[n]["position"]) for n in (u, v))
                 places.add_edge(u, v, weight=float(np.linalg.norm(pu - pv)))
         places.add_nodes_from(ends)

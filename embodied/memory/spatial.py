@@ -76,10 +76,15 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     on:       u's bottom rests on v's top (within on_tol) over v's footprint (not for parts)
     near:     object centres closer than near_dist (both directions), if not on/in
     part_of:  an articulated part whose box cuts into a bigger piece of furniture
-    in_room:  a physical node whose centre lies in a room's footprint
+    in_room:  a node (physical or place) to the room node its ``room`` attribute names
+              (set by ``SpatialMemory.update_rooms`` from the robot's free-space map)
     """
-    ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
     edges: set[tuple[str, str, str]] = set()
+    for n, a in nodes.items():
+        home = a.get("room", "")
+        if home and home in nodes and nodes[home]["kind"] == "room":
+            edges.add((n, home, "in_room"))
+    ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
     if not ids:
         return edges
     lo = np.array([nodes[n]["box_min"] for n in ids])
@@ -134,9 +139,6 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     for i in np.flatnonzero(is_on.any(axis=1)):
         if i not in in_rows:
             edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
-    in_room = over & room[None] & physical[:, None]
-    for i, j in zip(*np.nonzero(in_room)):
-        edges.add((ids[i], ids[j], "in_room"))
     objectish = np.isin(kinds, ["object", "container", "articulated"])
     dist = np.linalg.norm(centre[:, None] - centre[None], axis=2)
     near = (dist < cfg.near_dist) & objectish[:, None] & objectish[None]

@@ -10,6 +10,7 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
                | "press" ref ["in the order they lit up"]            -> press
                | "go to" ref                                         -> go_to (where it is now)
                | "go to where" ref "was first seen"                  -> go_to (where it was first)
+               | "go to the room where you saw" ref                  -> go_to_room (the room it was in)
                | ("watch" | "remember" | "follow" | "wait" | "get ready" | "close") ...
                                                                      -> observe (nothing to do yet)
     ref       := ("the" | "a") {adjective} noun {clause}
@@ -36,12 +37,12 @@ COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
 STATES = ("open", "closed")
 NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey"}
 OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")
-ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "observe")
+ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "observe")
 
 UNDERSTOOD = (
     "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
     "retrieve the <ref> | press the <ref>[ in the order they lit up] | go to the <ref> | "
-    "go to where the <ref> was first seen | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
+    "go to where the <ref> was first seen | go to the room where you saw the <ref> | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
     "<class> [that was open|closed before | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
 )
@@ -138,6 +139,10 @@ class _Parser:
             self.end()
             return Goal("put_back", ref, when="first", text=text)
         if self.accept("go", "to"):
+            if self.accept("the", "room", "where", "you", "saw"):
+                ref = self.ref()
+                self.end()
+                return Goal("go_to_room", ref, text=text)
             if self.accept("where"):
                 ref = self.ref()
                 self.expect("was", "first", "seen")

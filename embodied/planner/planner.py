@@ -15,6 +15,7 @@ Plans by action (``Goal.action``):
     put_back everything  for each object away from where it was first seen:
                          uncover it, pick, open the drawer it came from, place
     go_to X              navigate(X now / X where first seen)
+    go_to_room X         navigate(the room memory has X in: its centre on the floor)
     observe              nothing
 uncover(X): open the drawer X is in, or lift the cup over it and set the cup aside.
 """
@@ -81,6 +82,16 @@ class Planner:
             else:
                 node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
             return [self.navigate(r, node, goal.when, note)]
+        if goal.action == "go_to_room":
+            # The latest sighting decides, as for "go to": a stale duplicate may sit in another room.
+            alike = r.resolve(Ref(**{**ref.__dict__, "plural": True}))
+            node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
+            room = r.memory.room_of(node)
+            if not room:
+                raise ResolutionError(f"memory knows no room for the {ref} (no rooms segmented yet?)")
+            name = r.attrs(room).get("name", "")
+            return [SkillCall("navigate", room, tuple(r.position(room)), math.nan, tuple(r.size(room)),
+                              f"{name or room} (where the {ref} was)", {"room": True})]
         raise ValueError(f"no plan for action {goal.action!r}")
 
     def call(self, skill: str, node: str, r: Resolver, note: str = "", extra: dict | None = None) -> SkillCall:

@@ -94,6 +94,8 @@ _NAVIGATION = [
      "an object is moved in view during the tour; go where it is now (or where it was first)"),
     ("MultiGoal-v0", "embodied.tasks.multi_goal:MultiGoal", 3000,
      "several objects to reach one after another in the same apartment; steps per goal in info"),
+    ("RoomRecall-v0", "embodied.tasks.room_recall:RoomRecall", 2000,
+     "a tour of the apartment, then: go to the room where an object (now gone) was seen"),
 ]
 
 for _name, _entry, _steps, _desc in _NAVIGATION:

@@ -59,6 +59,8 @@ def _label(node: str, a: dict) -> str:
         return "robot"
     if kind == "place":
         return node.replace("_", " ")
+    if kind == "room":
+        return a.get("name") or node.replace("_", " ")
     cls = str(a.get("cls", node)).replace("_", " ")
     colour = a.get("colour") or ""
     return f"{colour} {cls}".strip()
