@@ -95,7 +95,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         self.log.append(t, UPDATE, node, tag, _compact(diff, a))
         a.update(diff)
         a["last_update"] = t
-        if any(k in diff for k in ("position", "box_min", "inside", "kind")):
+        if any(k in diff for k in ("position", "box_min", "inside", "kind", "held")):
             self._edges_dirty = True
 
     def delete(self, node: str, t: int | None = None, tag: str = "deleted") -> None:
