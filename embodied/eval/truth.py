@@ -147,7 +147,7 @@ def true_relations(env, config: TruthConfig = TruthConfig()) -> set[tuple[str, s
         for top, bottom in ((ea, eb), (eb, ea)):
             if top not in rigid or top in inside or bottom not in named:
                 continue
-            if centre[top][2] > z and z > support.get(top, (-np.inf, -1))[0]:
+            if centre[top][2] > z > support.get(top, (-np.inf, -1))[0]:
                 support[top] = (z, bottom)
     for a in rigid:
         if a not in inside and model.body_weldid[model.body(entities[a].root_body).id] == 0:
