@@ -18,11 +18,11 @@ What is compared, and why:
     ``exposed_boxes``). Everything else is compared with its full true box.
   * An object sunk partly into its support (modelled through a counter top)
     is cut at the support's top (``above_supports``): the rest is unseeable.
-  * True on/in relations come from the same geometric rules as the memory's
-    (``spatial.relations``) applied to the true boxes, with articulated
-    parts marked as such (a drawer is part_of its housing, not "on" the
-    table). Only relations among entities the memory has a node for are
-    judged: an entity no camera ever saw is not a relation error.
+  * True on/in relations come from the simulator, not from the memory's own
+    box rules (``embodied.eval.truth``): "on" from contacts with a vertical
+    normal, "in" from the container's shape in its own body frame. Only
+    relations among entities the memory has a node for are judged: an
+    entity no camera ever saw is not a relation error.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embodied.memory.config import ARTICULATED_CLASSES, HOUSING_CLASSES, MemoryConfig, kind_of
+from embodied.eval.truth import true_relations
+from embodied.memory.config import ARTICULATED_CLASSES, HOUSING_CLASSES, kind_of
 from embodied.memory.memory import SpatialMemory
-from embodied.memory.spatial import relations
 
 OBJECT_KINDS = ("object", "container", "articulated")
 
@@ -151,6 +151,7 @@ class AccuracyRecorder:
     identities: dict[str, set] = field(default_factory=dict)
     last_truth: dict = field(default_factory=dict)  # reference boxes (parts: exposed box)
     last_relations_truth: dict = field(default_factory=dict)  # full true boxes
+    last_true_relations: set = field(default_factory=set)  # (a, b, "on"|"in") from contacts and shapes
 
     def _match(self, memory: SpatialMemory, truth: dict) -> dict[str, tuple[str, float]]:
         """node -> (entity, distance) for object-like nodes: the nearest same-class entity whose centre is
@@ -174,6 +175,7 @@ class AccuracyRecorder:
 
     def record(self, memory: SpatialMemory, env) -> None:
         self.last_relations_truth = above_supports(entity_boxes(env))
+        self.last_true_relations = true_relations(env)
         truth = exposed_boxes(self.last_relations_truth)
         self.last_truth = truth
         for node, (entity, d) in self._match(memory, truth).items():
@@ -202,7 +204,7 @@ class AccuracyRecorder:
             per_entity[entity] = per_entity.get(entity, 0) + 1
         duplicates = sum(k - 1 for k in per_entity.values())
         merges = sum(1 for ents in self.identities.values() if len(ents) > 1)
-        precision, recall = _relation_scores(memory, self.last_relations_truth, match)
+        precision, recall = _relation_scores(memory, self.last_relations_truth, self.last_true_relations, match)
         n_objects = sum(1 for cls, _, _ in truth.values() if kind_of(cls) in OBJECT_KINDS)
         return {
             "position_error_median": _median(self.errors_visible),
@@ -219,7 +221,9 @@ class AccuracyRecorder:
         }
 
 
-def _relation_scores(memory: SpatialMemory, truth: dict, match: dict) -> tuple[float | None, float | None]:
+def _relation_scores(
+    memory: SpatialMemory, truth: dict, true_edges: set, match: dict
+) -> tuple[float | None, float | None]:
     """Precision and recall of on/in edges, in entity names, at the last frame."""
     names = {node: entity for node, (entity, _) in match.items()}
     # Supports (tables, pads, housings) match by class and footprint overlap.
@@ -235,16 +239,7 @@ def _relation_scores(memory: SpatialMemory, truth: dict, match: dict) -> tuple[f
         for u, v, k in memory.graph.edges(keys=True)
         if k in ("on", "in") and u in names and v in names
     }
-    gt_nodes = {}
-    for name, (cls, lo, hi) in truth.items():
-        gt_nodes[name] = {
-            "kind": kind_of(cls),
-            "box_min": tuple(lo),
-            "box_max": tuple(hi),
-            "inside": "",
-            "articulated": cls in ARTICULATED_CLASSES,
-        }
-    gt = {(u, v, k) for u, v, k in relations(gt_nodes, MemoryConfig()) if k in ("on", "in")}
+    gt = set(true_edges)
     # Only judge what the memory could name: relations among matched entities.
     known = set(names.values())
     gt = {e for e in gt if e[0] in known and e[1] in known}

@@ -100,7 +100,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self.log.append(t, UPDATE, node, tag, _compact(diff, a))
         a.update(diff)
         a["last_update"] = t
-        if any(k in diff for k in ("position", "box_min", "inside", "kind", "room")):
+        if any(k in diff for k in ("position", "box_min", "inside", "kind", "room", "held")):
             self._edges_dirty = True
 
     def delete(self, node: str, t: int | None = None, tag: str = "deleted") -> None:

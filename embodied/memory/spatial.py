@@ -73,7 +73,9 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
 
     in:       u's centre lies in container v's box, or u is remembered inside v
-    on:       u's bottom rests on v's top (within on_tol) over v's footprint (not for parts)
+    on:       u's bottom rests on v's top (within on_tol) over v's footprint (not for parts); failing
+              that, on the smallest furniture whose footprint holds u's centre and whose height span
+              holds u's bottom (a sofa seat under the back); never for a held node
     near:     object centres closer than near_dist (both directions), if not on/in
     part_of:  an articulated part whose box cuts into a bigger piece of furniture
     in_room:  a node (physical or place) to the room node its ``room`` attribute names
@@ -105,9 +107,22 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     is_in = inside & container[None] & physical[:, None]
     over = np.all((centre[:, None, :2] >= lo[None, :, :2] - m) & (centre[:, None, :2] <= hi[None, :, :2] + m), axis=2)
     gap = lo[:, None, 2] - hi[None, :, 2]
+    # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
+    held = np.array([bool(nodes[n].get("held")) for n in ids])
+    is_in &= ~held[:, None]
     is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[:, None] & physical[None] & ~is_in
     np.fill_diagonal(is_on, False)
     is_on &= volume[:, None] < volume[None] * 4  # a table does not rest on a block
+    # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
+    # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
+    # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
+    furnishing = (kinds == "surface") & ~np.isin([nodes[n].get("cls", "") for n in ids], ["wall", "floor", "plane"])
+    sunk = over & furnishing[None] & np.isin(kinds, ["object", "container"])[:, None]
+    sunk &= (lo[:, None, 2] >= lo[None, :, 2] + cfg.on_tol) & (lo[:, None, 2] <= hi[None, :, 2])
+    sunk &= (volume[:, None] < volume[None]) & ~is_in
+    for i in np.flatnonzero(sunk.any(axis=1) & ~is_on.any(axis=1)):
+        is_on[i, np.flatnonzero(sunk[i])[np.argmin(volume[sunk[i]])]] = True
+    is_on &= ~held[:, None]
     remembered = {}  # unseen objects keep the container they were last known in
     for i, n in enumerate(ids):
         holder = nodes[n].get("inside", "")
@@ -118,6 +133,8 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         edges.add((ids[i], ids[j], "in"))
         in_rows.add(i)
     for i, holder in remembered.items():
+        if held[i]:
+            continue
         edges.add((ids[i], holder, "in"))
         in_rows.add(i)
     # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
