@@ -23,13 +23,13 @@ scripted skills.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from embodied.planner.calls import SKILL_IDS, SkillCall
+from policies.export import resolve_run
 from policies.head import IMAGE_PREFIX, HeadBase
 from policies.registry import HEADS, load_run
 
@@ -119,11 +119,14 @@ class LearnedSkill:
         return self._last.copy()
 
 def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, LearnedSkill]:
-    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned."""
+    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned.
+
+    RUN_DIR is a training run, an exported head (:mod:`policies.export`), or the short name of a
+    shipped one: ``"act:manip"`` is ``policies/checkpoints/act_manip``."""
     kind, sep, run = spec.partition(":")
     if not sep or kind not in HEADS or not run:
         raise ValueError(f"head spec must be '<head>:<run dir>' with head one of {', '.join(HEADS)}; got {spec!r}")
-    policy = load_run(Path(run), weights=weights)
+    policy = load_run(resolve_run(kind, run), weights=weights)
     if policy.name != kind:
         raise ValueError(f"{run} holds a {policy.name!r} head, not {kind!r}")
     if not policy.config.skills:
