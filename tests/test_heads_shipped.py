@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from embodied.cli.main import main
+from embodied.tasks import get_task
 from policies.checkpoint import CheckpointError
 from policies.data import SkillWindows
 from policies.export import SHIPPED, export_run, load_exported, resolve_run, shipped_heads
@@ -101,7 +102,7 @@ def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, see
     ShellGame needs pick and place of a cup, from where memory says the ball went."""
     from embodied.eval.rollout import head_for, learned_skills, run_episodes
 
-    env = gym.make(task, images=True)
+    env = gym.make(get_task(task).env_id, images=True)
     try:
         assert head_for(env, ["act:manip"]) == "act:manip"
         used = []
@@ -118,7 +119,7 @@ def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, see
 def test_the_shipped_head_drives_no_mobile_base():
     from embodied.eval.rollout import head_for
 
-    env = gym.make("ObjectRevisit-v0")
+    env = gym.make(get_task("ObjectRevisit").env_id)
     try:
         assert head_for(env, ["act:manip"]) is None
     finally:
