@@ -5,7 +5,8 @@
 
 An exported folder holds only what inference needs::
 
-    config.json          {"format", "head", "head_config", "source": {run, step, train config}}
+    config.json          {"format", "head", "head_config", "source": {run, step, train config},
+                          "agent_skills" (optional): the skills the demo runs by default}
     stats.json           the normaliser's statistics (also buffers inside the weights, kept float32)
     model.safetensors    the weights: parameters in ``dtype`` (float16 halves the size), buffers float32
     manifest.json        {"format", "sha256": {file: hash}}
@@ -67,6 +68,17 @@ def shipped_heads() -> dict[str, Path]:
     return out
 
 
+def agent_spec(short: str) -> str:
+    """The head spec the demo runs for shipped head ``short`` ("act:manip"): restricted to the
+    skills its config.json lists under ``agent_skills`` (those measured to work inside the agent),
+    when it lists any."""
+    path = shipped_heads().get(short)
+    if path is None:
+        raise ValueError(f"no shipped head {short!r}; shipped: {', '.join(shipped_heads()) or 'none'}")
+    skills = read_json(path / "config.json").get("agent_skills") or []
+    return f"{short}@{','.join(skills)}" if skills else short
+
+
 def resolve_run(kind: str, run: str) -> Path:
     """The folder a head spec's ``run`` part names: a path, or the short name of a shipped head."""
     path = Path(run)
@@ -77,11 +89,12 @@ def resolve_run(kind: str, run: str) -> Path:
 
 
 def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "ema",
-               dtype: str = "float16") -> dict:
+               dtype: str = "float16", agent_skills: tuple[str, ...] = ()) -> dict:
     """Write the latest checkpoint of training run ``run`` as an exported head in ``out``.
 
     ``weights``: "ema" (falls back to the raw weights when the run kept no EMA) or "model";
-    ``dtype``: "float16" or "float32" for the parameters. Returns a summary (files, bytes, params).
+    ``dtype``: "float16" or "float32" for the parameters; ``agent_skills``: the skills the demo
+    runs by default (:func:`agent_spec`; empty: all). Returns a summary (files, bytes, params).
     """
     from policies.registry import load_run  # registry imports this module
 
@@ -101,6 +114,11 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
     config = {"format": FORMAT, "head": cfg["head"], "head_config": cfg["head_config"],
               "source": {"run": str(run), "checkpoint": latest.get("checkpoint"), "step": latest.get("step"),
                          "weights": weights, "dtype": dtype, "train": cfg.get("train", {})}}
+    unknown = [s for s in agent_skills if s not in cfg["head_config"].get("skills", [])]
+    if unknown:
+        raise ValueError(f"agent skill {unknown[0]!r} is not one the head learned")
+    if agent_skills:
+        config["agent_skills"] = list(agent_skills)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:

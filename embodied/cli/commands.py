@@ -186,11 +186,12 @@ def demo(args: argparse.Namespace) -> dict | None:
 
 
 def _demo_heads(given: list[str] | None) -> list[str]:
-    """``--head`` values -> head specs: none given, every shipped head; ``none``, no head."""
+    """``--head`` values -> head specs: none given, every shipped head (with the skills its export
+    lists as measured to work in the agent); ``none``, no head."""
     if not given:
-        from policies.export import shipped_heads
+        from policies.export import agent_spec, shipped_heads
 
-        return list(shipped_heads())
+        return [agent_spec(short) for short in shipped_heads()]
     return [] if given == ["none"] else list(given)
 
 

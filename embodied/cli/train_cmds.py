@@ -7,7 +7,8 @@
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
     embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
                        [--patience K] [--json]
-    embodied export-head --run RUN --out policies/checkpoints/act_manip [--weights ema] [--dtype float16] [--json]
+    embodied export-head --run RUN --out policies/checkpoints/act_manip [--weights ema] [--dtype float16]
+                         [--agent-skills touch,lift] [--json]
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--out", required=True, help="folder to write, e.g. policies/checkpoints/act_manip")
     p.add_argument("--weights", default="ema", choices=["ema", "model"])
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"], help="storage of the parameters")
+    p.add_argument("--agent-skills", default="", help="comma-separated skills the demo runs with this head "
+                   "(default: all it learned)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=export_head)
 
@@ -132,7 +135,8 @@ def eval_head(args: argparse.Namespace) -> dict | None:
 def export_head(args: argparse.Namespace) -> dict | None:
     from policies.export import export_run
 
-    result = export_run(args.run, args.out, weights=args.weights, dtype=args.dtype)
+    result = export_run(args.run, args.out, weights=args.weights, dtype=args.dtype,
+                        agent_skills=_split(args.agent_skills))
     if not args.json:
         print(f"{result['head']} head ({', '.join(result['skills'])}; step {result['step']}, {result['weights']} "
               f"weights as {result['dtype']}) -> {result['out']}: {result['bytes'] / 2**20:.2f} MB")
