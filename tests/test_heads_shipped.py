@@ -85,6 +85,18 @@ def test_the_shipped_manipulation_head_is_small_and_covers_the_arm_skills():
     assert set(skills) == ARM_SKILLS and next(iter(skills.values())).policy.robot == "arm"
 
 
+def test_a_spec_can_keep_some_of_a_heads_skills_and_the_demo_keeps_the_measured_ones():
+    from policies.export import agent_spec
+
+    assert set(load_head("act:manip@open,close")) == {"open", "close"}
+    with pytest.raises(ValueError, match="navigate"):
+        load_head("act:manip@open,navigate")
+    spec = agent_spec("act:manip")
+    kept = set(load_head(spec))
+    assert spec.startswith("act:manip@") and kept and kept < ARM_SKILLS
+    assert kept == set(json.loads((MANIP / "config.json").read_text())["agent_skills"])
+
+
 def test_the_shipped_head_rejects_a_corrupt_copy(tmp_path):
     copy = tmp_path / "act_manip"
     shutil.copytree(MANIP, copy)
