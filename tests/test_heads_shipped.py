@@ -111,7 +111,7 @@ def test_the_shipped_head_rejects_a_corrupt_copy(tmp_path):
 @pytest.mark.parametrize("task,seed", [("ShellGame-v0", 7000)])
 def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, seed):
     """The whole agent (perception, memory, planner) with every arm skill run by the shipped head:
-    ShellGame needs pick and place of a cup, from where memory says the ball went."""
+    ShellGame lifts the cup that memory says hides the ball (the learned lift)."""
     from embodied.eval.rollout import head_for, learned_skills, run_episodes
 
     env = gym.make(get_task(task).env_id, images=True)
