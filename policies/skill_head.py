@@ -127,8 +127,8 @@ def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_option
     spec, at, only = spec.partition("@")
     kind, sep, run = spec.partition(":")
     if not sep or kind not in HEADS or not run:
-        raise ValueError(f"head spec must be '<head>:<run dir>[@skill,...]' with head one of {', '.join(HEADS)}; "
-                         f"got {spec + at + only!r}")
+        raise ValueError(f"head spec must be '<head>:<run dir>' (optionally '@skill,...') with head one of "
+                         f"{', '.join(HEADS)}; got {spec + at + only!r}")
     policy = load_run(resolve_run(kind, run), weights=weights)
     if policy.name != kind:
         raise ValueError(f"{run} holds a {policy.name!r} head, not {kind!r}")
