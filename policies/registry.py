@@ -11,6 +11,7 @@ from typing import Any
 from policies.act import ACTConfig, ACTHead
 from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
 from policies.diffusion import DiffusionConfig, DiffusionHead
+from policies.export import is_exported, load_exported
 from policies.head import HeadBase, HeadConfig
 
 HEADS: dict[str, tuple[type[HeadConfig], type[HeadBase]]] = {
@@ -81,10 +82,13 @@ def build_head(name: str, config: HeadConfig | dict, stats: dict[str, dict]) -> 
 
 
 def load_run(run: str | Path, weights: str = "ema") -> HeadBase:
-    """The head of a training run (its latest checkpoint; ``weights`` "ema" or "model"), in eval mode."""
+    """The head of a training run (its latest checkpoint; ``weights`` "ema" or "model") or of an
+    exported head folder (:mod:`policies.export`), in eval mode."""
     run = Path(run)
     if not run.is_dir():
         raise ValueError(f"run folder {run} does not exist")
+    if is_exported(run):  # a shipped head (policies/export.py): weights only, no training state
+        return load_exported(run)
     cfg = read_json(run / "config.json")
     if "head" not in cfg or "head_config" not in cfg:
         raise CheckpointError(run / "config.json", "lacks 'head' or 'head_config'")

@@ -23,13 +23,13 @@ scripted skills.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from embodied.planner.calls import SKILL_IDS, SkillCall
+from policies.export import resolve_run
 from policies.head import IMAGE_PREFIX, HeadBase
 from policies.registry import HEADS, load_run
 
@@ -119,13 +119,27 @@ class LearnedSkill:
         return self._last.copy()
 
 def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, LearnedSkill]:
-    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned."""
+    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned.
+
+    RUN_DIR is a training run, an exported head (:mod:`policies.export`), or the short name of a
+    shipped one: ``"act:manip"`` is ``policies/checkpoints/act_manip``. A suffix ``@pick,place``
+    keeps only those of the head's skills (the agent runs its scripted skills for the rest)."""
+    spec, at, only = spec.partition("@")
     kind, sep, run = spec.partition(":")
     if not sep or kind not in HEADS or not run:
-        raise ValueError(f"head spec must be '<head>:<run dir>' with head one of {', '.join(HEADS)}; got {spec!r}")
-    policy = load_run(Path(run), weights=weights)
+        raise ValueError(f"head spec must be '<head>:<run dir>' (optionally '@skill,...') with head one of "
+                         f"{', '.join(HEADS)}; got {spec + at + only!r}")
+    policy = load_run(resolve_run(kind, run), weights=weights)
     if policy.name != kind:
         raise ValueError(f"{run} holds a {policy.name!r} head, not {kind!r}")
     if not policy.config.skills:
         raise ValueError(f"{run}: the head's config names no skills")
-    return {name: LearnedSkill(policy, name, budget=budget, **skill_options) for name in policy.config.skills}
+    names = list(policy.config.skills)
+    if at:
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        missing = [s for s in wanted if s not in names]
+        if not wanted or missing:
+            raise ValueError(f"head spec {spec + at + only!r}: after '@' name skills the head learned "
+                             f"({', '.join(names)}); got {only!r}")
+        names = [s for s in names if s in wanted]
+    return {name: LearnedSkill(policy, name, budget=budget, **skill_options) for name in names}

@@ -11,7 +11,7 @@ import gymnasium as gym
 from embodied.agent.record import Recorder, load_recording
 from embodied.agent.ride import MemoryRider
 from embodied.envs.base import options_from
-from embodied.eval.rollout import VideoWriter, run_episodes, summarize
+from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
 from embodied.viz.caption import PlanCaption
@@ -141,30 +141,38 @@ def bench_viz(args: argparse.Namespace) -> dict | None:
 
 def demo(args: argparse.Namespace) -> dict | None:
     """Every task, a few episodes of the memory agent (or the expert); the first episode of each
-    goes in the video, with the agent's plan under the frames."""
+    goes in the video, with the agent's plan under the frames.
+
+    The agent runs the shipped learned heads (``policies/checkpoints``; ``--head none``: scripted
+    skills only): on each task the head trained for that robot runs the skills it learned, the
+    scripted skills run the rest, and the captions and the printed rows say which is which."""
     policy = getattr(args, "policy", "agent")
     agent = policy.startswith("agent")
+    heads = _demo_heads(getattr(args, "head", None)) if agent else []
     video = VideoWriter(args.video, fps=20) if args.video else None
     rows = []
     try:
         for entry in TASKS.values():
             env = gym.make(entry.env_id, images=agent, render_mode="rgb_array" if video else None)
             try:
+                head = head_for(env, heads) if heads else None
+                label = _head_label(head)
                 framed = _SizedVideo(video) if video else None
                 if framed is not None and agent:
-                    framed = PlanCaption(framed)
+                    framed = PlanCaption(framed, label=label if head else "scripted skills")
                 hooks = {"on_policy": framed.set_policy} if isinstance(framed, PlanCaption) else {}
-                first = run_episodes(env, policy, [0], video=framed, progress=False, **hooks)
-                rest = run_episodes(env, policy, range(1, args.episodes), progress=False)
+                first = run_episodes(env, policy, [0], video=framed, progress=False, head=head, **hooks)
+                rest = run_episodes(env, policy, range(1, args.episodes), progress=False, head=head)
             finally:
                 env.close()
             summary = summarize(first + rest)
-            summary.update(task=entry.name, policy=policy, chance_rate=entry.env_class().default_chance_rate())
+            summary.update(task=entry.name, policy=policy, chance_rate=entry.env_class().default_chance_rate(),
+                           head=head, skills=label if agent else "expert")
             rows.append(summary)
             if not args.json:
                 print(
                     f"{entry.name:<20} {policy} success {summary['success_rate']:.2f} over "
-                    f"{summary['n_episodes']} episodes (chance {summary['chance_rate']:.3f})",
+                    f"{summary['n_episodes']} episodes (chance {summary['chance_rate']:.3f}); {summary['skills']}",
                     flush=True,
                 )
     finally:
@@ -175,6 +183,25 @@ def demo(args: argparse.Namespace) -> dict | None:
             print(f"video: {args.video}")
         return None
     return {"tasks": rows, "video": args.video}
+
+
+def _demo_heads(given: list[str] | None) -> list[str]:
+    """``--head`` values -> head specs: none given, every shipped head (with the skills its export
+    lists as measured to work in the agent); ``none``, no head."""
+    if not given:
+        from policies.export import agent_spec, shipped_heads
+
+        return [agent_spec(short) for short in shipped_heads()]
+    return [] if given == ["none"] else list(given)
+
+
+def _head_label(head: str | None) -> str:
+    """Which skills are learned and which scripted, for captions and printed rows."""
+    if head is None:
+        return "scripted skills"
+    from embodied.eval.rollout import learned_skills
+
+    return f"learned {head}: {','.join(learned_skills(head))}; other skills scripted"
 
 
 class _SizedVideo:

@@ -11,7 +11,7 @@
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--json]
-    embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4]
+    embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4] [--head KIND:RUN|none ...]
     embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
     embodied data info|check|video DIR ...
     embodied bench data [--json]
@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=3)
     p.add_argument("--policy", default="agent", choices=["agent", "expert"])
     p.add_argument("--video", default="demo.mp4")
+    p.add_argument("--head", action="append", metavar="KIND:RUN",
+                   help="learned head for the agent's skills, repeatable (default: every shipped head in "
+                        "policies/checkpoints, each on its robot's tasks; 'none': scripted skills only)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
 

@@ -7,6 +7,8 @@
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
     embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
                        [--patience K] [--json]
+    embodied export-head --run RUN --out policies/checkpoints/act_manip [--weights ema] [--dtype float16]
+                         [--agent-skills touch,lift] [--json]
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
+
+    p = sub.add_parser("export-head", help="a trained run's weights as a small shipped head (safetensors + JSON)")
+    p.add_argument("--run", required=True, help="training run folder (embodied train --out)")
+    p.add_argument("--out", required=True, help="folder to write, e.g. policies/checkpoints/act_manip")
+    p.add_argument("--weights", default="ema", choices=["ema", "model"])
+    p.add_argument("--dtype", default="float16", choices=["float16", "float32"], help="storage of the parameters")
+    p.add_argument("--agent-skills", default="", help="comma-separated skills the demo runs with this head "
+                   "(default: all it learned)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=export_head)
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -116,5 +128,17 @@ def eval_head(args: argparse.Namespace) -> dict | None:
     if not args.json:
         print(f"{args.head} on {args.task}: success {result['success_rate']:.0%} over {result['episodes']} episodes "
               f"(skill said done in {result['skill_done_rate']:.0%})")
+        return None
+    return result
+
+
+def export_head(args: argparse.Namespace) -> dict | None:
+    from policies.export import export_run
+
+    result = export_run(args.run, args.out, weights=args.weights, dtype=args.dtype,
+                        agent_skills=_split(args.agent_skills))
+    if not args.json:
+        print(f"{result['head']} head ({', '.join(result['skills'])}; step {result['step']}, {result['weights']} "
+              f"weights as {result['dtype']}) -> {result['out']}: {result['bytes'] / 2**20:.2f} MB")
         return None
     return result

@@ -66,6 +66,19 @@ def learned_skills(spec: str) -> dict:
     return _HEADS[spec]
 
 
+def head_for(env: gym.Env, specs: Iterable[str]) -> str | None:
+    """The first head spec among ``specs`` trained for ``env``'s robot (arm or base, told by the
+    proprio width), or None: a manipulation head never drives the mobile base and vice versa."""
+    from policies.conditioning import robot_kind
+
+    robot = robot_kind(int(env.observation_space["proprio"].shape[0]))
+    for spec in specs:
+        skills = learned_skills(spec)
+        if skills and next(iter(skills.values())).policy.robot == robot:
+            return spec
+    return None
+
+
 def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):
     if name in AGENT_VARIANTS:
         return make_agent(env, seed, head, **AGENT_VARIANTS[name])

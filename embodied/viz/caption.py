@@ -16,15 +16,20 @@ MAX_LINES = 9
 
 
 class PlanCaption:
-    def __init__(self, video):
+    """``label`` (e.g. which skills a learned head runs) leads the caption's first line."""
+
+    def __init__(self, video, label: str = ""):
         self.video = video
         self.policy = None
+        self.label = label
 
     def set_policy(self, policy) -> None:
         self.policy = policy
 
     def add(self, frame: np.ndarray) -> None:
         text = self.policy.plan_text() if hasattr(self.policy, "plan_text") else ""
+        if text and self.label:
+            text = f"[{self.label}] {text}"
         self.video.add(caption(frame, text) if text else frame)
 
     def close(self) -> None:

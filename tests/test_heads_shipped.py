@@ -1,0 +1,138 @@
+"""Exported heads (policies/export.py) and the manipulation head that ships in policies/checkpoints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+
+from embodied.cli.main import main
+from embodied.tasks import get_task
+from policies.checkpoint import CheckpointError
+from policies.data import SkillWindows
+from policies.export import SHIPPED, export_run, load_exported, resolve_run, shipped_heads
+from policies.registry import load_run
+from policies.skill_head import load_head
+from policies.train import TrainConfig, train
+from tests.heads_helpers import TINY_ACT, one_torch_thread, tiny_dataset  # noqa: F401
+
+MANIP = SHIPPED / "act_manip"
+ARM_SKILLS = {"pick", "place", "open", "close", "lift", "press", "touch"}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
+    demos = tiny_dataset(tmp_path_factory, cameras=())
+    run = tmp_path_factory.mktemp("runs") / "act"
+    train(TrainConfig(head="act", data=str(demos), out=str(run), steps=5, batch_size=8, progress=False,
+                      head_options=TINY_ACT))
+    return demos, run
+
+
+def _batch(demos: Path) -> dict[str, torch.Tensor]:
+    from embodied.data import DemoDataset
+
+    return SkillWindows(DemoDataset(demos, 2, 16), progress=False).batch(torch.arange(6))
+
+
+def test_export_halves_the_weights_and_keeps_the_outputs(tiny_run, tmp_path):
+    demos, run = tiny_run
+    out16, out32 = tmp_path / "act_h16", tmp_path / "act_h32"
+    small = export_run(run, out16)
+    full = export_run(run, out32, dtype="float32")
+    assert sorted(p.name for p in out16.iterdir()) == ["config.json", "manifest.json", "model.safetensors",
+                                                       "stats.json"]
+    assert small["files"]["model.safetensors"] < 0.6 * full["files"]["model.safetensors"]
+    batch = _batch(demos)
+    ref = load_run(run).predict_action_chunk(batch)  # the run's EMA weights, float32
+    assert torch.equal(load_exported(out32).predict_action_chunk(batch), ref)
+    half = load_exported(out16)
+    assert all(p.dtype == torch.float32 for p in half.parameters())
+    err = (half.predict_action_chunk(batch) - ref).abs().max()
+    assert float(err) < 1e-2, f"float16 storage moved an action by {float(err):.4f}"
+    # the same spec syntax runs a run folder or an exported one
+    assert set(load_head(f"act:{out16}")) == set(load_head(f"act:{run}")) == {"touch"}
+
+
+@pytest.mark.parametrize("victim", ["model.safetensors", "stats.json", "config.json"])
+def test_a_corrupt_exported_file_is_named(tiny_run, tmp_path, victim, capsys):
+    _, run = tiny_run
+    out = tmp_path / "act_x"
+    export_run(run, out)
+    target = out / victim
+    target.write_bytes(target.read_bytes()[:-20])
+    with pytest.raises(CheckpointError, match=f"{victim}: corrupt"):
+        load_exported(out)
+    assert main(["run", "--task", "RememberColor", "--policy", "agent", "--head", f"act:{out}",
+                 "--episodes", "1"]) == 2
+    assert f"{target}: corrupt" in capsys.readouterr().err
+    (out / "manifest.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="manifest.json: not an exported head"):
+        load_exported(out)
+
+
+def test_the_shipped_manipulation_head_is_small_and_covers_the_arm_skills():
+    assert "act:manip" in shipped_heads() and resolve_run("act", "manip") == MANIP
+    total = sum(f.stat().st_size for f in SHIPPED.rglob("*") if f.is_file())
+    assert total <= 20 * 2**20, f"shipped heads take {total / 2**20:.1f} MB (budget 20 MB)"
+    cfg = json.loads((MANIP / "config.json").read_text())
+    assert set(cfg["head_config"]["skills"]) == ARM_SKILLS and cfg["source"]["weights"] == "ema"
+    skills = load_head("act:manip")
+    assert set(skills) == ARM_SKILLS and next(iter(skills.values())).policy.robot == "arm"
+
+
+def test_a_spec_can_keep_some_of_a_heads_skills_and_the_demo_keeps_the_measured_ones():
+    from policies.export import agent_spec
+
+    assert set(load_head("act:manip@open,close")) == {"open", "close"}
+    with pytest.raises(ValueError, match="navigate"):
+        load_head("act:manip@open,navigate")
+    spec = agent_spec("act:manip")
+    kept = set(load_head(spec))
+    assert spec.startswith("act:manip@") and kept and kept < ARM_SKILLS
+    assert kept == set(json.loads((MANIP / "config.json").read_text())["agent_skills"])
+
+
+def test_the_shipped_head_rejects_a_corrupt_copy(tmp_path):
+    copy = tmp_path / "act_manip"
+    shutil.copytree(MANIP, copy)
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="model.safetensors: corrupt"):
+        load_head(f"act:{copy}")
+
+
+@pytest.mark.parametrize("task,seed", [("ShellGame-v0", 7000)])
+def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, seed):
+    """The whole agent (perception, memory, planner) with every arm skill run by the shipped head:
+    ShellGame lifts the cup that memory says hides the ball (the learned lift)."""
+    from embodied.eval.rollout import head_for, learned_skills, run_episodes
+
+    env = gym.make(get_task(task).env_id, images=True)
+    try:
+        assert head_for(env, ["act:manip"]) == "act:manip"
+        used = []
+        [result] = run_episodes(env, "agent", [seed], progress=False, head="act:manip",
+                                on_policy=lambda p: used.append(p))
+    finally:
+        env.close()
+    agent = used[0]
+    learned = learned_skills("act:manip")
+    assert all(agent.skills[name] is learned[name] for name in ARM_SKILLS)  # no scripted arm skill ran
+    assert result.success, result
+
+
+def test_the_shipped_head_drives_no_mobile_base():
+    from embodied.eval.rollout import head_for
+
+    env = gym.make(get_task("ObjectRevisit").env_id)
+    try:
+        assert head_for(env, ["act:manip"]) is None
+    finally:
+        env.close()
