@@ -20,6 +20,7 @@ import numpy as np
 import open3d as o3d
 
 from embodied.perception.clouds import Group, describe_batch
+from embodied.perception.geometric_shapes import label_parts
 from embodied.perception.geometry import back_project, pixel_colours, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
@@ -53,6 +54,8 @@ def detect_geometric(
     heights: list[float] = []
     chunks: list[np.ndarray] = []  # point indices of each reported object, plane first
     names: list[str] = []
+    labels_of: list[str] = []  # class word per chunk, "" for a cluster of no known shape
+    clusters: list[np.ndarray] = []
     # Fixed RANSAC seed: the same frame always gives the same planes.
     o3d.utility.random.seed(cfg.seed)
     for _ in range(cfg.max_planes):
@@ -75,6 +78,7 @@ def detect_geometric(
             support = height
             chunks.append(idx)
             names.append("plane")
+            labels_of.append("surface")
     if support is not None:
         keep &= pts[:, 2] > support + cfg.plane_distance
     rest = np.flatnonzero(keep)
@@ -93,15 +97,17 @@ def detect_geometric(
                 continue  # the arm's foot, cut off from the rest of the arm by occlusion
             if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < cfg.tcp_clearance:
                 continue  # the fingers, or whatever they hold
+            clusters.append(idx)
+        clusters += _small_things(pts, rest[labels < 0], base, cfg)
+        for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points)):
             chunks.append(idx)
             names.append(f"c{k}")
+            labels_of.append(label)
     if not chunks:
         return [], heights
     groups, start = [], 0
-    for name, idx in zip(names, chunks):
-        groups.append(
-            Group("surface" if name == "plane" else "", f"{camera}#{name}", start, start + len(idx), len(idx))
-        )
+    for name, label, idx in zip(names, labels_of, chunks):
+        groups.append(Group(label, f"{camera}#{name}", start, start + len(idx), len(idx)))
         start += len(idx)
     order = np.concatenate(chunks)
     objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg)
@@ -109,3 +115,20 @@ def detect_geometric(
         if not obs.label:
             obs.label = obs.shape
     return objects, heights
+
+
+def _small_things(pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig) -> list[np.ndarray]:
+    """Clusters of a few points that DBSCAN left as noise, resting on the support: a small object
+    far from the camera (a 3 cm ball a metre away is about 3 pixels across)."""
+    if len(noise) < cfg.small_min_points:
+        return []
+    sub = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts[noise]))
+    labels = np.asarray(sub.cluster_dbscan(cfg.cluster_eps, cfg.small_min_points))
+    found = []
+    for k in range(int(labels.max()) + 1 if len(labels) else 0):
+        idx = noise[labels == k]
+        cp = pts[idx]
+        if cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height:
+            if np.ptp(cp[:, :2], axis=0).max() <= cfg.small_max_height:
+                found.append(idx)
+    return found

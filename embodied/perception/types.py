@@ -48,6 +48,8 @@ class PerceptionConfig:
     max_planes: int = 3
     cluster_eps: float = 0.025  # m, DBSCAN neighbourhood
     cluster_min_points: int = 5
+    small_min_points: int = 2  # a second pass over DBSCAN's noise keeps groups this small ...
+    small_max_height: float = 0.05  # m ... that rest on the support and are at most this big
     geometric_voxel: float = 0.008  # m, scene cloud downsampling before RANSAC
     geometric_max_pixels: int = 6000  # per camera, before back-projection
     max_object_height: float = 0.3  # m above the support; taller clusters are the arm

@@ -83,7 +83,10 @@ class Resolver:
             return memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
         if ref.plural or ref.colour_of is not None:
             return memory.find(kind="object") + memory.find(kind="articulated")
-        return []
+        # A bare noun ("the ball"): a small object remembered hidden in a container, else any small one.
+        small = memory.find(cls="small")
+        hidden = [n for n in small if self.attrs(n).get("inside") and not memory.where_is(n)["visible"]]
+        return hidden or small
 
     def resolve(self, ref: Ref) -> list[str]:
         """Nodes that fit ``ref``, best first (a singular ref gets exactly one)."""
