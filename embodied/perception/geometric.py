@@ -25,6 +25,7 @@ from embodied.perception.geometry import back_project, pixel_colours, stride_sub
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
+_SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
 
 
 def detect_geometric(
@@ -98,7 +99,7 @@ def detect_geometric(
             if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < cfg.tcp_clearance:
                 continue  # the fingers, or whatever they hold
             clusters.append(idx)
-        clusters += _small_things(pts, rest[labels < 0], base, cfg)
+        clusters += _small_things(pts, rest[labels < 0], base, cfg, clusters)
         for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points)):
             chunks.append(idx)
             names.append(f"c{k}")
@@ -117,11 +118,23 @@ def detect_geometric(
     return objects, heights
 
 
-def _small_things(pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig) -> list[np.ndarray]:
-    """Clusters of a few points that DBSCAN left as noise, resting on the support: a small object
-    far from the camera (a 3 cm ball a metre away is about 3 pixels across)."""
+def _small_things(
+    pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig, big: list[np.ndarray]
+) -> list[np.ndarray]:
+    """Clusters of a few points that DBSCAN left as noise, resting on the support and clear of every
+    bigger cluster (not a sliver of one): a small object far from the camera (a 3 cm ball a metre
+    away is about 3 pixels across)."""
     if len(noise) < cfg.small_min_points:
         return []
+    if big:
+        others = pts[np.concatenate(big)]
+        keys = {tuple(k) for k in np.floor(others / _SLIVER).astype(np.int64)}
+        cells = np.floor(pts[noise] / _SLIVER).astype(np.int64)
+        around = np.array([[dx, dy, dz] for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)])
+        near = np.array([any(tuple(c + d) in keys for d in around) for c in cells], dtype=bool)
+        noise = noise[~near]
+        if len(noise) < cfg.small_min_points:
+            return []
     sub = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts[noise]))
     labels = np.asarray(sub.cluster_dbscan(cfg.cluster_eps, cfg.small_min_points))
     found = []

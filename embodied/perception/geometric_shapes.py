@@ -44,6 +44,7 @@ PART_TOP = 0.03  # m above the support: a drawer part reaches this high (not a s
 SPLIT_GAP = 0.011  # m along the housing edge between two drawers' parts
 CUP_SIDE = (0.055, 0.11)  # m, footprint side range of a cup
 CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
+SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
 
 
@@ -142,16 +143,9 @@ def _merge_knobs(pts: np.ndarray, clusters: list[np.ndarray], support: float) ->
                 break
     out, gone = [], set()
     for j, knobs in knobs_of.items():
-        if len(knobs) == 1:
-            merged = np.concatenate([clusters[j], clusters[knobs[0]]])
-            if is_cup(pts[merged], support):
-                out.append(merged)
-                gone |= {j, knobs[0]}
-            continue
-        centres = np.array([pts[clusters[k], :2].mean(axis=0) for k in knobs])
-        owner = np.argmin(np.linalg.norm(pts[clusters[j], None, :2] - centres[None], axis=2), axis=1)
-        pieces = [np.concatenate([clusters[j][owner == m], clusters[k]]) for m, k in enumerate(knobs)]
-        if all(is_cup(pts[p], support) for p in pieces):
+        merged = np.concatenate([clusters[j]] + [clusters[k] for k in knobs])
+        pieces = [merged] if is_cup(pts[merged], support) else _split_cups(pts, merged, support)
+        if pieces is not None:
             out += pieces
             gone |= {j, *knobs}
     return out + [c for k, c in enumerate(clusters) if k not in gone]
@@ -205,16 +199,36 @@ def label_parts(
             for piece in _split_along(on_side, tangent, min_points):
                 if pts[piece, 2].max() >= support + PART_TOP:
                     parts.append(("drawer", piece))
+    cups: list[np.ndarray] = []
+    rest: list[np.ndarray] = []
     for k, idx in enumerate(clusters):
         if k in used:
             continue
-        if is_cup(pts[idx], support):
-            parts.append(("cup", idx))
-            continue
-        cups = _split_cups(pts, idx, support)
-        if cups is not None:
-            parts.extend(("cup", c) for c in cups)
+        split = [idx] if is_cup(pts[idx], support) else _split_cups(pts, idx, support)
+        if split is None:
+            rest.append(idx)
         else:
-            parts.append(("", idx))
-    return parts
+            cups += split
+    return parts + [("cup", c) for c in _absorb_slivers(pts, cups, rest)] + [("", c) for c in rest]
+
+
+def _absorb_slivers(pts: np.ndarray, cups: list[np.ndarray], rest: list[np.ndarray]) -> list[np.ndarray]:
+    """Clusters within a cup's footprint (grown 1 cm), at most ``SLIVER_DROP`` below its lowest point
+    seen (a wall seen apart from the top), join that cup; they are removed from ``rest`` in place.
+    A ball under a hovering cup is farther below and stays apart."""
+    if not cups:
+        return cups
+    boxes = [(pts[c].min(axis=0) - 0.01, pts[c].max(axis=0) + 0.01) for c in cups]
+    out, keep = list(cups), []
+    for r in rest:
+        lo, hi = pts[r].min(axis=0), pts[r].max(axis=0)
+        for k, (clo, chi) in enumerate(boxes):
+            # Inside the footprint, and no more than a wall's height below the top seen.
+            if np.all(lo[:2] >= clo[:2]) and np.all(hi[:2] <= chi[:2]) and clo[2] - hi[2] <= SLIVER_DROP:
+                out[k] = np.concatenate([out[k], r])
+                break
+        else:
+            keep.append(r)
+    rest[:] = keep
+    return out
 
