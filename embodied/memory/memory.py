@@ -181,8 +181,11 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
         parts = [n for n in self.find(cls=cls) if "now" in self.tracks[n].rest]
-        # The median of the rests, so one drawer seen half-hidden does not move the reference.
-        ref = float(np.median([self.tracks[n].rest["travel"] for n in parts]))
+        # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
+        # seen a tenth as often as the best seen (fleeting fragments) do not vote.
+        most = max(self._graph.nodes[n]["n_obs"] for n in parts)
+        voters = [n for n in parts if self._graph.nodes[n]["n_obs"] * 10 >= most] or parts
+        ref = float(np.median([self.tracks[n].rest["travel"] for n in voters]))
         for n in parts:
             state = "open" if self.tracks[n].rest["now"] > ref + self.config.drawer_open_delta else "closed"
             if state != self._graph.nodes[n]["state"]:

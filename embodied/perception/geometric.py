@@ -25,6 +25,7 @@ from embodied.perception.geometry import back_project, pixel_colours, stride_sub
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
+_WIDE = 0.15  # m; a cluster this wide that touches the fingers is furniture they work on, not held
 _SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
 
 
@@ -51,6 +52,10 @@ def detect_geometric(
     pts, cols = np.asarray(cloud.points), np.asarray(cloud.colors)
 
     keep = np.ones(len(pts), dtype=bool)
+    if tcp is not None:
+        # The hand and fingers: everything over the TCP's neighbourhood from just below it up. Cut
+        # before clustering, so an arm reaching into a drawer unit does not join it into one cluster.
+        keep &= ~((np.linalg.norm(pts[:, :2] - tcp[:2], axis=1) < cfg.hand_radius) & (pts[:, 2] > tcp[2] - 0.005))
     support: float | None = None
     heights: list[float] = []
     chunks: list[np.ndarray] = []  # point indices of each reported object, plane first
@@ -96,8 +101,11 @@ def detect_geometric(
                 continue  # the arm reaches up to its base: no tabletop object is this tall
             if np.min(np.linalg.norm(cp[:, :2] - base_xy, axis=1)) < cfg.robot_base_radius:
                 continue  # the arm's foot, cut off from the rest of the arm by occlusion
-            if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < cfg.tcp_clearance:
-                continue  # the fingers, or whatever they hold
+            if tcp is not None:
+                near = np.linalg.norm(cp - tcp, axis=1) < cfg.tcp_clearance
+                if near.any() and np.ptp(cp[:, :2], axis=0).max() < _WIDE:
+                    continue  # the fingers, or whatever they hold
+                idx = idx[~near]  # furniture the fingers touch: only the touched bit goes
             clusters.append(idx)
         clusters += _small_things(pts, rest[labels < 0], base, cfg, clusters)
         for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points)):

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 TOP_BAND = 0.007  # m below the highest point: the housing's top plate (a shut drawer's front is 1 cm lower)
-HOUSING_MIN = 0.1  # m, smallest top plate side of a housing
+HOUSING_MIN = 0.1  # m, smallest long side of a housing's top plate ...
+HOUSING_MIN_SIDE = 0.1  # m ... and short side (seen from close by, part of the top may be out of view)
 HOUSING_HEIGHT = (0.04, 0.25)  # m above the support
 OUT_TOL = 0.004  # m outside the top plate's footprint: a drawer part
 NEAR_OUT = 0.25  # m: a separate cluster within this outside a housing may be a drawer part ...
@@ -57,7 +58,7 @@ def _housing_footprint(cp: np.ndarray, support: float) -> tuple[np.ndarray, np.n
     if len(plate) < 12:
         return None
     lo, hi = np.percentile(plate, 1, axis=0), np.percentile(plate, 99, axis=0)
-    if np.any(hi - lo < HOUSING_MIN):
+    if np.max(hi - lo) < HOUSING_MIN or np.min(hi - lo) < HOUSING_MIN_SIDE:
         return None
     return lo, hi
 
@@ -197,8 +198,15 @@ def label_parts(
                 continue
             tangent = pts[on_side, 1 if s % 2 == 0 else 0]
             for piece in _split_along(on_side, tangent, min_points):
+                # A drawer shows its handle bar or its front along the edge; a scrap (a bit of
+                # a drawer the arm hides, a corner of table) keeps a size class.
+                axis = 1 if s % 2 == 0 else 0
+                whole = np.ptp(pts[piece, axis]) >= LONG_PART
+                mid = float(np.median(pts[piece, axis]))
+                if not lo[axis] <= mid <= hi[axis] or pts[piece, 2].max() > top + 0.005:
+                    continue  # not in front of this housing, or reaching over it: the arm
                 if pts[piece, 2].max() >= support + PART_TOP:
-                    parts.append(("drawer", piece))
+                    parts.append(("drawer" if whole else "", piece))
     cups: list[np.ndarray] = []
     rest: list[np.ndarray] = []
     for k, idx in enumerate(clusters):
