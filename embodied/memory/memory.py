@@ -187,9 +187,15 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, Queries):
         voters = [n for n in parts if self._graph.nodes[n]["n_obs"] * 10 >= most] or parts
         ref = float(np.median([self.tracks[n].rest["travel"] for n in voters]))
         for n in parts:
-            state = "open" if self.tracks[n].rest["now"] > ref + self.config.drawer_open_delta else "closed"
-            if state != self._graph.nodes[n]["state"]:
-                self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
+            rest = self.tracks[n].rest
+            state = "open" if rest["now"] > ref + self.config.drawer_open_delta else "closed"
+            before = self._graph.nodes[n]["state"]
+            if state == before:
+                continue
+            if before and abs(rest["now"] - rest.get("judged", rest["now"])) < self.config.drawer_open_delta / 2:
+                continue  # the part did not slide: the reference moved (a new view of the row), not the drawer
+            rest["judged"] = rest["now"]
+            self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
 
     def _drawer_travel(self, node: str, track) -> tuple[float, np.ndarray] | None:
         """How far a sliding part sticks out of its housing (m) and the outward direction (3,);

@@ -37,6 +37,8 @@ TOP_BAND = 0.007  # m below the highest point: the housing's top plate (a shut d
 HOUSING_MIN = 0.1  # m, smallest long side of a housing's top plate ...
 HOUSING_MIN_SIDE = 0.1  # m ... and short side (seen from close by, part of the top may be out of view)
 HOUSING_HEIGHT = (0.04, 0.25)  # m above the support
+PLATE_CELL = 0.02  # m, grid cell of the top plate fill test ...
+PLATE_FILL = 0.5  # ... and the fraction of cells the plate's points must reach
 OUT_TOL = 0.004  # m outside the top plate's footprint: a drawer part
 NEAR_OUT = 0.25  # m: a separate cluster within this outside a housing may be a drawer part ...
 RAISED = 0.025  # m ... if its lowest point is this far above the support (not a block on the table)
@@ -59,6 +61,10 @@ def _housing_footprint(cp: np.ndarray, support: float) -> tuple[np.ndarray, np.n
         return None
     lo, hi = np.percentile(plate, 1, axis=0), np.percentile(plate, 99, axis=0)
     if np.max(hi - lo) < HOUSING_MIN or np.min(hi - lo) < HOUSING_MIN_SIDE:
+        return None
+    # A plate, not a rim: its points cover most of its footprint (2 cm cells).
+    cells = np.unique(np.floor((plate - lo) / PLATE_CELL).astype(np.int64), axis=0)
+    if len(cells) < PLATE_FILL * np.prod(np.floor((hi - lo) / PLATE_CELL) + 1):
         return None
     return lo, hi
 
