@@ -48,7 +48,7 @@ def test_cups_found_without_masks():
 
 
 def test_without_shape_recognition_the_cup_question_fails(monkeypatch):
-    import embodied.perception.geometric as geometric
+    from embodied.perception import geometric
 
     monkeypatch.setattr(geometric, "label_parts", lambda pts, clusters, support, n: [("", c) for c in clusters])
     report = _geometric("ShellGame-v0", 0)

@@ -149,7 +149,7 @@ def _small_things(
     for k in range(int(labels.max()) + 1 if len(labels) else 0):
         idx = noise[labels == k]
         cp = pts[idx]
-        if cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height:
-            if np.ptp(cp[:, :2], axis=0).max() <= cfg.small_max_height:
-                found.append(idx)
+        resting = cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height
+        if resting and np.ptp(cp[:, :2], axis=0).max() <= cfg.small_max_height:
+            found.append(idx)
     return found
