@@ -151,8 +151,7 @@ and the bare cost of rendering one observation (all cameras).
 and `embodied eval-memory --mode geometric --task NAME ... --episodes 100 --json`
 (no masks, no class labels; manipulation only). Recall: the memory's answer
 to the task's question at the first recall step is right. Geometric mode
-has no notion of drawers or cups yet (it labels clusters by size), so it
-cannot answer the drawer and cup questions. Accuracy, against simulator truth
+recognises drawers and cups from shape (see Perception). Accuracy, against simulator truth
 over whole expert episodes, masks mode: the median object position error and
 on/in relation precision and recall (medians over episodes), and duplicated
 or merged objects summed over all 100 episodes.

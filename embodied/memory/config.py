@@ -41,6 +41,9 @@ SURFACE_CLASSES = frozenset(
         "wall",
     }
 )
+# Coarse size classes the geometric detector gives clusters of no recognised shape (see
+# embodied.perception.geometry.shape_class); with strict_class off they may continue any track.
+SIZE_CLASSES = frozenset({"flat", "small", "medium", "tall", "large"})
 HOUSING_CLASSES = frozenset({"cabinet", "dresser", "drawer_unit"})
 ROOM_CLASSES = frozenset({"room"})
 # Containers whose content cannot be seen once closed or put down over it.

@@ -186,12 +186,21 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
         parts = [n for n in self.find(cls=cls) if "now" in self.tracks[n].rest]
-        # The median of the rests, so one drawer seen half-hidden does not move the reference.
-        ref = float(np.median([self.tracks[n].rest["travel"] for n in parts]))
+        # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
+        # seen a tenth as often as the best seen (fleeting fragments) do not vote.
+        most = max(self._graph.nodes[n]["n_obs"] for n in parts)
+        voters = [n for n in parts if self._graph.nodes[n]["n_obs"] * 10 >= most] or parts
+        ref = float(np.median([self.tracks[n].rest["travel"] for n in voters]))
         for n in parts:
-            state = "open" if self.tracks[n].rest["now"] > ref + self.config.drawer_open_delta else "closed"
-            if state != self._graph.nodes[n]["state"]:
-                self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
+            rest = self.tracks[n].rest
+            state = "open" if rest["now"] > ref + self.config.drawer_open_delta else "closed"
+            before = self._graph.nodes[n]["state"]
+            if state == before:
+                continue
+            if before and abs(rest["now"] - rest.get("judged", rest["now"])) < self.config.drawer_open_delta / 2:
+                continue  # the part did not slide: the reference moved (a new view of the row), not the drawer
+            rest["judged"] = rest["now"]
+            self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
 
     def _drawer_travel(self, node: str, track) -> tuple[float, np.ndarray] | None:
         """How far a sliding part sticks out of its housing (m) and the outward direction (3,);

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
+from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_step, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
@@ -44,7 +44,7 @@ class Tracking:
 
     def _compatible(self, det: ObjectObservation, a: dict) -> tuple[bool, bool]:
         """(class ok, colour ok)."""
-        cls_ok = det.label == a["cls"] or not self.config.strict_class
+        cls_ok = det.label == a["cls"] or (not self.config.strict_class and det.label in SIZE_CLASSES)
         return cls_ok, same_colour(det.colour, det.rgb, a["colour"], np.asarray(a["rgb"]), self.config.colour_tolerance)
 
     def _table(self, camera: str) -> tuple:
@@ -91,8 +91,13 @@ class Tracking:
             gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
             dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
             ok = np.ones_like(gap, dtype=bool)
+            d_cls = np.array([d.label for d in dets], dtype=object)[:, None]
             if cfg.strict_class:
-                ok = np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
+                ok = d_cls == cls[None]
+            else:
+                # A size class ("flat": a partial view) may continue any track; a recognised shape
+                # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
+                ok = (d_cls == cls[None]) | np.isin(d_cls, list(SIZE_CLASSES))
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
             # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
             # detection is judged against this camera's own last look where there is one.

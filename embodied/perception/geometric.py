@@ -20,10 +20,13 @@ import numpy as np
 import open3d as o3d
 
 from embodied.perception.clouds import Group, describe_batch
+from embodied.perception.geometric_shapes import label_parts
 from embodied.perception.geometry import back_project, pixel_colours, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
+_WIDE = 0.15  # m; a cluster this wide that touches the fingers is furniture they work on, not held
+_SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
 
 
 def detect_geometric(
@@ -49,10 +52,16 @@ def detect_geometric(
     pts, cols = np.asarray(cloud.points), np.asarray(cloud.colors)
 
     keep = np.ones(len(pts), dtype=bool)
+    if tcp is not None:
+        # The hand and fingers: everything over the TCP's neighbourhood from just below it up. Cut
+        # before clustering, so an arm reaching into a drawer unit does not join it into one cluster.
+        keep &= ~((np.linalg.norm(pts[:, :2] - tcp[:2], axis=1) < cfg.hand_radius) & (pts[:, 2] > tcp[2] - 0.005))
     support: float | None = None
     heights: list[float] = []
     chunks: list[np.ndarray] = []  # point indices of each reported object, plane first
     names: list[str] = []
+    labels_of: list[str] = []  # class word per chunk, "" for a cluster of no known shape
+    clusters: list[np.ndarray] = []
     # Fixed RANSAC seed: the same frame always gives the same planes.
     o3d.utility.random.seed(cfg.seed)
     for _ in range(cfg.max_planes):
@@ -75,6 +84,7 @@ def detect_geometric(
             support = height
             chunks.append(idx)
             names.append("plane")
+            labels_of.append("surface")
     if support is not None:
         keep &= pts[:, 2] > support + cfg.plane_distance
     rest = np.flatnonzero(keep)
@@ -91,17 +101,22 @@ def detect_geometric(
                 continue  # the arm reaches up to its base: no tabletop object is this tall
             if np.min(np.linalg.norm(cp[:, :2] - base_xy, axis=1)) < cfg.robot_base_radius:
                 continue  # the arm's foot, cut off from the rest of the arm by occlusion
-            if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < cfg.tcp_clearance:
-                continue  # the fingers, or whatever they hold
+            if tcp is not None:
+                near = np.linalg.norm(cp - tcp, axis=1) < cfg.tcp_clearance
+                if near.any() and np.ptp(cp[:, :2], axis=0).max() < _WIDE:
+                    continue  # the fingers, or whatever they hold
+                idx = idx[~near]  # furniture the fingers touch: only the touched bit goes
+            clusters.append(idx)
+        clusters += _small_things(pts, rest[labels < 0], base, cfg, clusters)
+        for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points)):
             chunks.append(idx)
             names.append(f"c{k}")
+            labels_of.append(label)
     if not chunks:
         return [], heights
     groups, start = [], 0
-    for name, idx in zip(names, chunks):
-        groups.append(
-            Group("surface" if name == "plane" else "", f"{camera}#{name}", start, start + len(idx), len(idx))
-        )
+    for name, label, idx in zip(names, labels_of, chunks):
+        groups.append(Group(label, f"{camera}#{name}", start, start + len(idx), len(idx)))
         start += len(idx)
     order = np.concatenate(chunks)
     objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg)
@@ -109,3 +124,32 @@ def detect_geometric(
         if not obs.label:
             obs.label = obs.shape
     return objects, heights
+
+
+def _small_things(
+    pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig, big: list[np.ndarray]
+) -> list[np.ndarray]:
+    """Clusters of a few points that DBSCAN left as noise, resting on the support and clear of every
+    bigger cluster (not a sliver of one): a small object far from the camera (a 3 cm ball a metre
+    away is about 3 pixels across)."""
+    if len(noise) < cfg.small_min_points:
+        return []
+    if big:
+        others = pts[np.concatenate(big)]
+        keys = {tuple(k) for k in np.floor(others / _SLIVER).astype(np.int64)}
+        cells = np.floor(pts[noise] / _SLIVER).astype(np.int64)
+        around = np.array([[dx, dy, dz] for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)])
+        near = np.array([any(tuple(c + d) in keys for d in around) for c in cells], dtype=bool)
+        noise = noise[~near]
+        if len(noise) < cfg.small_min_points:
+            return []
+    sub = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts[noise]))
+    labels = np.asarray(sub.cluster_dbscan(cfg.cluster_eps, cfg.small_min_points))
+    found = []
+    for k in range(int(labels.max()) + 1 if len(labels) else 0):
+        idx = noise[labels == k]
+        cp = pts[idx]
+        resting = cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height
+        if resting and np.ptp(cp[:, :2], axis=0).max() <= cfg.small_max_height:
+            found.append(idx)
+    return found

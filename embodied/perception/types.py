@@ -48,10 +48,13 @@ class PerceptionConfig:
     max_planes: int = 3
     cluster_eps: float = 0.025  # m, DBSCAN neighbourhood
     cluster_min_points: int = 5
+    small_min_points: int = 2  # a second pass over DBSCAN's noise keeps groups this small ...
+    small_max_height: float = 0.05  # m ... that rest on the support and are at most this big
     geometric_voxel: float = 0.008  # m, scene cloud downsampling before RANSAC
     geometric_max_pixels: int = 6000  # per camera, before back-projection
     max_object_height: float = 0.3  # m above the support; taller clusters are the arm
     tcp_clearance: float = 0.045  # m; clusters this close to the TCP are the gripper
+    hand_radius: float = 0.1  # m (xy) around the TCP: points from just below the TCP up are the hand
     robot_base: tuple[float, float] = (0.0, 0.0)  # m, world xy of the arm's base (workcell origin)
     robot_base_radius: float = 0.13  # m; clusters reaching this close to the base are the arm
 

@@ -80,10 +80,15 @@ class Resolver:
         # of the named colour stands in, and a plural or colour-shown ref ranges over every object
         # (its clause, such as "in the order they lit up", then does the selecting).
         if ref.colour is not None:
-            return memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
+            now = memory.find(cls="small", colour=ref.colour) or memory.find(kind="object", colour=ref.colour)
+            # ... or one first seen in that colour (a block shut in a drawer may look the drawer's colour).
+            return now or [n for n in memory.find(kind="object") if self._first_colour(n) == ref.colour]
         if ref.plural or ref.colour_of is not None:
             return memory.find(kind="object") + memory.find(kind="articulated")
-        return []
+        # A bare noun ("the ball"): a small object remembered hidden in a container, else any small one.
+        small = memory.find(cls="small")
+        hidden = [n for n in small if self.attrs(n).get("inside") and not memory.where_is(n)["visible"]]
+        return hidden or small
 
     def resolve(self, ref: Ref) -> list[str]:
         """Nodes that fit ``ref``, best first (a singular ref gets exactly one)."""
@@ -129,6 +134,10 @@ class Resolver:
         if len({self.attrs(n).get("colour") for n in nodes}) <= 1:
             return nodes
         raise ResolutionError(f"no {colour} one among {nodes}")
+
+    def _first_colour(self, node: str) -> str:
+        history = self.memory.history(node)
+        return str(history[0]["data"].get("colour", "")) if history else ""
 
     def _time_in_state(self, node: str, state: str) -> int:
         """Steps the node was remembered in ``state`` (from its state events)."""

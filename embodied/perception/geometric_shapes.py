@@ -1,0 +1,248 @@
+"""Shape classes for the geometric detector: drawer units and cups, without masks.
+
+Input is the clusters DBSCAN found above the support (see ``geometric.py``);
+output is the same points regrouped into parts with class words from the
+memory's vocabulary (``cabinet``, ``drawer``, ``cup``) or "" (the caller then
+uses the coarse size class).
+
+Drawer unit (a housing with drawers sliding out of it):
+  * a cluster with a wide flat top: the points within ``TOP_BAND`` of its
+    highest point span at least ``HOUSING_MIN`` in x and in y, at a height
+    of ``HOUSING_HEIGHT`` above the support. That top's footprint is the
+    housing; the cluster's points inside it are the ``cabinet``;
+  * points sticking out of the footprint by more than ``OUT_TOL`` (a shut
+    drawer's front, posts and handle bar, or an open drawer's tray) and
+    clusters of their own just outside it, raised off the support (a handle
+    bar the camera sees apart from the rest), are drawer parts;
+  * drawer parts are split into drawers along the footprint edge they stick
+    out of, at gaps wider than ``SPLIT_GAP`` (neighbouring fronts stand a
+    centimetre or more apart; one front is continuous).
+  The memory then finds which drawer slides (``part_of`` + travel out of the
+  housing): the part that moves is the drawer, the part that stays is the
+  housing.
+
+Cup (upside down, open at the bottom): a cluster whose footprint is
+``CUP_SIDE`` wide both ways and whose height is ``CUP_HEIGHT``: bigger than a
+block, far smaller than a housing. Tall narrow clusters (an arm link) and
+flat ones (a handle bar) fail the test.
+
+All lengths in metres, world frame, z up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TOP_BAND = 0.007  # m below the highest point: the housing's top plate (a shut drawer's front is 1 cm lower)
+HOUSING_MIN = 0.1  # m, smallest long side of a housing's top plate ...
+HOUSING_MIN_SIDE = 0.1  # m ... and short side (seen from close by, part of the top may be out of view)
+HOUSING_HEIGHT = (0.04, 0.25)  # m above the support
+PLATE_CELL = 0.02  # m, grid cell of the top plate fill test ...
+PLATE_FILL = 0.5  # ... and the fraction of cells the plate's points must reach
+OUT_TOL = 0.004  # m outside the top plate's footprint: a drawer part
+NEAR_OUT = 0.25  # m: a separate cluster within this outside a housing may be a drawer part ...
+RAISED = 0.025  # m ... if its lowest point is this far above the support (not a block on the table)
+LONG_PART = 0.09  # m ... or it runs this far along the housing edge (an open drawer; a block is 4 cm)
+PART_TOP = 0.03  # m above the support: a drawer part reaches this high (not a scrap of table)
+SPLIT_GAP = 0.011  # m along the housing edge between two drawers' parts
+CUP_SIDE = (0.055, 0.11)  # m, footprint side range of a cup
+CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
+SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
+KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
+
+
+def _housing_footprint(cp: np.ndarray, support: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lo, hi) xy of the top plate of a housing-like cluster (N,3), or None."""
+    top = float(cp[:, 2].max())
+    if not HOUSING_HEIGHT[0] <= top - support <= HOUSING_HEIGHT[1]:
+        return None
+    plate = cp[cp[:, 2] >= top - TOP_BAND, :2]
+    if len(plate) < 12:
+        return None
+    lo, hi = np.percentile(plate, 1, axis=0), np.percentile(plate, 99, axis=0)
+    if np.max(hi - lo) < HOUSING_MIN or np.min(hi - lo) < HOUSING_MIN_SIDE:
+        return None
+    # A plate, not a rim: its points cover most of its footprint (2 cm cells).
+    cells = np.unique(np.floor((plate - lo) / PLATE_CELL).astype(np.int64), axis=0)
+    if len(cells) < PLATE_FILL * np.prod(np.floor((hi - lo) / PLATE_CELL) + 1):
+        return None
+    return lo, hi
+
+
+def _outside(xy: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How far each point (N,2) lies outside the rectangle, and which side (0: -x, 1: -y, 2: +x, 3: +y)."""
+    out = np.stack([lo[0] - xy[:, 0], lo[1] - xy[:, 1], xy[:, 0] - hi[0], xy[:, 1] - hi[1]], axis=1)
+    side = np.argmax(out, axis=1)
+    return out[np.arange(len(xy)), side], side
+
+
+def _split_along(idx: np.ndarray, coord: np.ndarray, min_points: int) -> list[np.ndarray]:
+    """Pieces of ``idx`` split where sorted ``coord`` jumps by more than ``SPLIT_GAP``."""
+    order = np.argsort(coord, kind="stable")
+    cuts = np.flatnonzero(np.diff(coord[order]) > SPLIT_GAP) + 1
+    return [idx[order[p]] for p in np.split(np.arange(len(order)), cuts) if len(p) >= min_points]
+
+
+def is_cup(cp: np.ndarray, support: float) -> bool:
+    """Whether a cluster (N,3) m has a cup's size: a 5.5-11 cm square footprint and a top 6 cm or more
+    above the support, with at least 2 cm of height showing (seen from straight above, its top and knob)."""
+    ext = cp.max(axis=0) - cp.min(axis=0)
+    return bool(
+        CUP_SIDE[0] <= ext[0] <= CUP_SIDE[1]
+        and CUP_SIDE[0] <= ext[1] <= CUP_SIDE[1]
+        and CUP_HEIGHT[0] <= ext[2] + 0.03 and ext[2] <= CUP_HEIGHT[1]
+        and cp[:, 2].max() - support >= CUP_HEIGHT[0]
+    )
+
+
+def _components(xy: np.ndarray, reach: float) -> list[np.ndarray]:
+    """Connected components (index arrays) of a few points (N,2) linked within ``reach`` m."""
+    near = np.linalg.norm(xy[:, None] - xy[None], axis=2) <= reach
+    label = -np.ones(len(xy), dtype=np.int64)
+    for start in range(len(xy)):
+        if label[start] >= 0:
+            continue
+        label[start], todo = start, [start]
+        while todo:
+            i = todo.pop()
+            for j in np.flatnonzero(near[i] & (label < 0)):
+                label[j] = start
+                todo.append(int(j))
+    return [np.flatnonzero(label == k) for k in np.unique(label)]
+
+
+def _split_cups(pts: np.ndarray, idx: np.ndarray, support: float) -> list[np.ndarray] | None:
+    """Cups standing side by side in one cluster, split by their knobs: the top band of the cluster
+    falls apart into knob-sized pieces a cup width apart, and every point goes to the nearest knob.
+    None if the cluster is not a row of cups."""
+    cp = pts[idx]
+    ext = cp.max(axis=0) - cp.min(axis=0)
+    if max(ext[0], ext[1]) <= CUP_SIDE[1] or max(ext[0], ext[1]) > 5 * CUP_SIDE[1]:
+        return None
+    band = np.flatnonzero(cp[:, 2] >= cp[:, 2].max() - KNOB_BAND)
+    knobs = [c for c in _components(cp[band, :2], 0.02) if len(c) >= 2]
+    if len(knobs) < 2:
+        return None
+    centres = np.array([cp[band[c], :2].mean(axis=0) for c in knobs])
+    if any(np.ptp(cp[band[c], :2], axis=0).max() > 0.04 for c in knobs):
+        return None
+    owner = np.argmin(np.linalg.norm(cp[:, None, :2] - centres[None], axis=2), axis=1)
+    pieces = [idx[owner == k] for k in range(len(knobs))]
+    if not all(is_cup(pts[p], support) for p in pieces):
+        return None
+    return pieces
+
+
+def _merge_knobs(pts: np.ndarray, clusters: list[np.ndarray], support: float) -> list[np.ndarray]:
+    """Small clusters just above a bigger one (knobs seen apart from their cups' tops) join it; a
+    cluster under several knobs is split among them (cups side by side seen from above)."""
+    boxes = [(pts[c].min(axis=0), pts[c].max(axis=0)) for c in clusters]
+    knobs_of: dict[int, list[int]] = {}
+    for k, (lo, hi) in enumerate(boxes):
+        if np.max(hi[:2] - lo[:2]) > 0.035:
+            continue
+        centre = (lo[:2] + hi[:2]) / 2
+        for j, (lo2, hi2) in enumerate(boxes):
+            if j == k or np.max(hi2[:2] - lo2[:2]) < CUP_SIDE[0]:
+                continue
+            if np.all(centre >= lo2[:2]) and np.all(centre <= hi2[:2]) and -0.01 <= lo[2] - hi2[2] <= 0.035:
+                knobs_of.setdefault(j, []).append(k)
+                break
+    out, gone = [], set()
+    for j, knobs in knobs_of.items():
+        merged = np.concatenate([clusters[j]] + [clusters[k] for k in knobs])
+        pieces = [merged] if is_cup(pts[merged], support) else _split_cups(pts, merged, support)
+        if pieces is not None:
+            out += pieces
+            gone |= {j, *knobs}
+    return out + [c for k, c in enumerate(clusters) if k not in gone]
+
+
+def label_parts(
+    pts: np.ndarray, clusters: list[np.ndarray], support: float, min_points: int
+) -> list[tuple[str, np.ndarray]]:
+    """Regroup clusters (index arrays into ``pts`` (N,3) m) into labelled parts.
+
+    Returns (label, indices) pairs; label is ``cabinet``, ``drawer``, ``cup``
+    or "" (no shape class recognised). ``support``: the support plane height (m).
+    """
+    clusters = _merge_knobs(pts, clusters, support)
+    housings: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for k, idx in enumerate(clusters):
+        found = _housing_footprint(pts[idx], support)
+        if found is not None:
+            housings.append((k, *found))
+    used: set[int] = {k for k, _, _ in housings}
+    parts: list[tuple[str, np.ndarray]] = []
+    for k, lo, hi in housings:
+        idx = clusters[k]
+        top = float(pts[idx, 2].max())
+        dist, side = _outside(pts[idx, :2], lo, hi)
+        out = dist > OUT_TOL
+        parts.append(("cabinet", idx[~out]))
+        drawer_idx, drawer_side = [idx[out]], [side[out]]
+        for j, other in enumerate(clusters):
+            if j in used:
+                continue
+            cp = pts[other]
+            d, s = _outside(cp[:, :2], lo, hi)
+            along = np.ptp(cp[:, 1 if s[0] % 2 == 0 else 0])
+            if (
+                d.min() > OUT_TOL
+                and d.max() < NEAR_OUT
+                and (cp[:, 2].min() > support + RAISED or along >= LONG_PART)
+                and cp[:, 2].max() <= top + 0.005
+                and len(set(s.tolist())) == 1
+            ):
+                used.add(j)
+                drawer_idx.append(other)
+                drawer_side.append(s)
+        di, ds = np.concatenate(drawer_idx), np.concatenate(drawer_side)
+        for s in range(4):
+            on_side = di[ds == s]
+            if len(on_side) < min_points:
+                continue
+            tangent = pts[on_side, 1 if s % 2 == 0 else 0]
+            for piece in _split_along(on_side, tangent, min_points):
+                # A drawer shows its handle bar or its front along the edge; a scrap (a bit of
+                # a drawer the arm hides, a corner of table) keeps a size class.
+                axis = 1 if s % 2 == 0 else 0
+                whole = np.ptp(pts[piece, axis]) >= LONG_PART
+                mid = float(np.median(pts[piece, axis]))
+                if not lo[axis] <= mid <= hi[axis] or pts[piece, 2].max() > top + 0.005:
+                    continue  # not in front of this housing, or reaching over it: the arm
+                if pts[piece, 2].max() >= support + PART_TOP:
+                    parts.append(("drawer" if whole else "", piece))
+    cups: list[np.ndarray] = []
+    rest: list[np.ndarray] = []
+    for k, idx in enumerate(clusters):
+        if k in used:
+            continue
+        split = [idx] if is_cup(pts[idx], support) else _split_cups(pts, idx, support)
+        if split is None:
+            rest.append(idx)
+        else:
+            cups += split
+    return parts + [("cup", c) for c in _absorb_slivers(pts, cups, rest)] + [("", c) for c in rest]
+
+
+def _absorb_slivers(pts: np.ndarray, cups: list[np.ndarray], rest: list[np.ndarray]) -> list[np.ndarray]:
+    """Clusters within a cup's footprint (grown 1 cm), at most ``SLIVER_DROP`` below its lowest point
+    seen (a wall seen apart from the top), join that cup; they are removed from ``rest`` in place.
+    A ball under a hovering cup is farther below and stays apart."""
+    if not cups:
+        return cups
+    boxes = [(pts[c].min(axis=0) - 0.01, pts[c].max(axis=0) + 0.01) for c in cups]
+    out, keep = list(cups), []
+    for r in rest:
+        lo, hi = pts[r].min(axis=0), pts[r].max(axis=0)
+        for k, (clo, chi) in enumerate(boxes):
+            # Inside the footprint, and no more than a wall's height below the top seen.
+            if np.all(lo[:2] >= clo[:2]) and np.all(hi[:2] <= chi[:2]) and clo[2] - hi[2] <= SLIVER_DROP:
+                out[k] = np.concatenate([out[k], r])
+                break
+        else:
+            keep.append(r)
+    rest[:] = keep
+    return out
+
