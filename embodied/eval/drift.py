@@ -123,6 +123,8 @@ def summarise(rows: list[dict]) -> list[dict]:
             "success": float(np.mean([r["success"] for r in rs])),
             "agent_ms_per_step": float(np.median([r["agent_ms_per_step"] for r in rs])),
             "registration_ms": float(np.median([r["localiser"]["median_ms"] for r in rs])) if correct else None,
+            "localiser_cpu_ms_per_frame": float(np.median([r["localiser"]["cpu_ms_per_frame"] for r in rs]))
+            if correct else None,
             "failed_seeds": [r["seed"] for r in rs if not r["success"]],
         })
     return out

@@ -44,7 +44,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import open3d as o3d
+
+from embodied.memory.registration import Fit, VoxelMap, grid_cloud, planar_icp, voxel_thin, wrap, yaw_of
 
 
 @dataclass
@@ -57,13 +58,14 @@ class LocaliserConfig:
     max_depth: float = 5.0
     voxel: float = 0.08  # source downsampling and map cell
     crease: float = 0.97  # cosine: grid points whose two one-sided normals differ more are edges, left out
-    kernel: float = 0.0  # Tukey robust kernel width (m) of the ICP; 0: plain least squares
     crop: float = 4.5  # map points within this xy distance of the camera are the ICP target
     max_corr: float = 0.15  # ICP correspondence distance
+    kernel: float = 0.05  # Tukey width (m) of the point-to-plane residuals; 0: plain least squares
     iterations: int = 12
+    solver: str = "planar"  # "planar": (x, y, yaw) ICP; "open3d": open3d's 6-DoF ICP cut to planar (ablation)
     min_fitness: float = 0.3
     min_structure: int = 40  # inliers whose normal is within 60 degrees of horizontal (walls, furniture sides)
-    max_rmse: float = 0.06
+    max_rmse: float = 0.03  # point-to-plane, inliers
     min_eigen: float = 0.02  # planar information per inlier below which a direction is left to odometry
     # Largest accepted change of the correction: a base plus a fraction of the odometry's motion since the
     # last accepted registration (odometry cannot err by more than a fraction of what it measured).
@@ -85,58 +87,14 @@ class LocaliserConfig:
             raise ValueError(f"LocaliserConfig: need 0 < min_depth < max_depth, got {self.min_depth}, {self.max_depth}")
         if min(self.voxel, self.crop, self.max_corr, self.max_rmse, self.max_step, self.max_turn) <= 0:
             raise ValueError("LocaliserConfig: voxel, crop, max_corr, max_rmse, max_step, max_turn must be > 0")
-
-
-def planar(yaw: float, xy) -> np.ndarray:
-    """(4,4) rotation by ``yaw`` (rad) about world z, then translation ``(x, y, 0)`` (m)."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    out = np.eye(4)
-    out[:2, :2] = [[c, -s], [s, c]]
-    out[:2, 3] = xy
-    return out
-
-
-def yaw_of(T: np.ndarray) -> float:
-    """Heading (rad) of a camera pose: its optical axis (OpenCV z) projected on the floor."""
-    return float(np.arctan2(T[1, 2], T[0, 2]))
-
-
-def grid_cloud(depth: np.ndarray, K: np.ndarray, stride: int, lo: float, hi: float, ignore=None,
-               crease: float = 0.97):
-    """Camera-frame points (N,3) and unit normals (N,3) of the pixel grid every ``stride`` px.
-
-    Normals: cross products of the grid neighbours' differences; pixels with a
-    missing neighbour, a depth step over 10 %, or whose two one-sided normals
-    differ by more than ``acos(crease)`` (an edge or a corner) are dropped.
-    """
-    h, w = depth.shape
-    v, u = np.mgrid[stride // 2 : h : stride, stride // 2 : w : stride]
-    z = depth[v, u].astype(np.float64)
-    ok = np.isfinite(z) & (z > lo) & (z < hi)
-    if ignore is not None:
-        ok &= ~np.asarray(ignore, dtype=bool)[v, u]
-    z = np.where(ok, z, 0.0)
-    pts = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=-1)
-    c = pts[1:-1, 1:-1]
-    # Two one-sided normals (right/down and left/up): on a plane they agree, across a crease they do not.
-    n = np.cross(pts[1:-1, 2:] - c, pts[2:, 1:-1] - c)
-    n2 = np.cross(c - pts[1:-1, :-2], c - pts[:-2, 1:-1])
-    zc = z[1:-1, 1:-1]
-    near = [z[1:-1, 2:], z[1:-1, :-2], z[2:, 1:-1], z[:-2, 1:-1]]
-    keep = ok[1:-1, 1:-1] & np.all([np.abs(q - zc) < 0.1 * zc for q in near], axis=0)
-    n1n = np.linalg.norm(n, axis=-1) * np.linalg.norm(n2, axis=-1)
-    keep &= np.einsum("ijk,ijk->ij", n, n2) > crease * np.maximum(n1n, 1e-24)
-    n = n + n2
-    norm = np.linalg.norm(n, axis=-1)
-    keep &= norm > 1e-12
-    n = n[keep] / norm[keep][:, None]
-    n *= -np.sign(np.einsum("ij,ij->i", n, c[keep]))[:, None]  # face the camera
-    return c[keep], n
+        if self.solver not in ("planar", "open3d"):
+            raise ValueError(f"LocaliserConfig: solver must be 'planar' or 'open3d', got {self.solver!r}")
 
 
 @dataclass
 class Registration:
-    """One frame's outcome: ``t``, whether ICP ran / was accepted, its fitness and inlier RMSE (m)."""
+    """One registration: step ``t``, whether ICP ran / was accepted, fitness, point-to-plane RMSE (m),
+    inliers on vertical surfaces, directions left to odometry, cost (ms) and why it was refused."""
 
     t: int
     ran: bool
@@ -144,7 +102,9 @@ class Registration:
     fitness: float = 0.0
     rmse: float = 0.0
     structure: int = 0
+    weak: int = 0
     ms: float = 0.0
+    cpu_ms: float = 0.0
     why: str = ""
 
 
@@ -154,19 +114,18 @@ class DepthLocaliser:
     def __init__(self, config: LocaliserConfig | None = None):
         self.config = config or LocaliserConfig()
         self.config.validate()
+        cfg = self.config
         self.correction = np.eye(4)
-        self.map_points = np.zeros((0, 3))
-        self.map_normals = np.zeros((0, 3))
-        self._keys = np.zeros(0, dtype=np.int64)  # sorted voxel keys of the map points
+        self.map = VoxelMap(cfg.voxel, cfg.crop)
         self.times: list[int] = []
         self.poses: list[np.ndarray] = []  # corrected camera-to-world (4,4) per frame
         self.raw: list[np.ndarray] = []  # odometry camera-to-world (4,4) per frame
         self.log: list[Registration] = []
         self._last_raw: np.ndarray | None = None
         self._last_reg: np.ndarray | None = None  # odometry pose at the last registration
+        self._accepted: np.ndarray | None = None  # odometry pose at the last accepted registration
         self._since = 0
         self._wide = 0
-        self._accepted: np.ndarray | None = None  # odometry pose at the last accepted registration
         self.reanchors = 0
 
     # --- public ------------------------------------------------------------------------
@@ -212,75 +171,62 @@ class DepthLocaliser:
         return {"t": np.asarray(self.times, dtype=np.int64), "corrected": xyh(self.poses), "odometry": xyh(self.raw)}
 
     def stats(self) -> dict:
-        """Registrations run / accepted, their median cost (ms), re-anchors, map size (points)."""
+        """Registrations run / accepted, their median cost (wall and CPU ms), the cost per frame (ms, all
+        registrations' wall time over all frames), re-anchors, map size (points)."""
         ran = [r for r in self.log if r.ran]
+        frames = max(len(self.times), 1)
         return {"frames": len(self.times), "registrations": len(ran), "accepted": sum(r.accepted for r in ran),
-                "median_ms": float(np.median([r.ms for r in ran])) if ran else 0.0,
-                "reanchors": self.reanchors, "map_points": int(len(self.map_points))}
+                "median_ms": float(np.median([r.ms for r in self.log])) if self.log else 0.0,
+                "median_cpu_ms": float(np.median([r.cpu_ms for r in self.log])) if self.log else 0.0,
+                "ms_per_frame": sum(r.ms for r in self.log) / frames,
+                "cpu_ms_per_frame": sum(r.cpu_ms for r in self.log) / frames,
+                "reanchors": self.reanchors, "map_points": len(self.map)}
 
     # --- registration --------------------------------------------------------------------
     def _register(self, depth, K, T_odom, t: int, ignore) -> None:
         cfg = self.config
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         cam_pts, cam_n = grid_cloud(depth, K, cfg.stride, cfg.min_depth, cfg.max_depth, ignore, cfg.crease)
+        self._last_reg, self._since = T_odom, 0
         if len(cam_pts) == 0:
             self.log.append(Registration(t, False, False, why="no depth"))
             return
-        cam_pts, cam_n = _voxel_thin(cam_pts, cam_n, T_odom, cfg.voxel)
-        self._last_reg, self._since = T_odom, 0
-        rec = Registration(t, False, False)
-        if len(self.map_points):
-            rec = self._icp(cam_pts, T_odom, t)
-        T = self.correction @ T_odom
-        self._add(cam_pts @ T[:3, :3].T + T[:3, 3], cam_n @ T[:3, :3].T)
-        rec.ms = (time.perf_counter() - start) * 1e3
+        init = self.correction @ T_odom
+        pts, normals = voxel_thin(cam_pts @ init[:3, :3].T + init[:3, 3], cam_n @ init[:3, :3].T, cfg.voxel)
+        rec = self._icp(pts, normals, T_odom, t) if len(self.map) else Registration(t, False, False)
+        if rec.accepted:
+            pts, normals = pts @ self._last_delta[:3, :3].T + self._last_delta[:3, 3], normals @ self._last_delta[:3, :3].T
+        self.map.add(pts, normals)
+        rec.ms, rec.cpu_ms = (time.perf_counter() - start) * 1e3, (time.thread_time() - cpu) * 1e3
         self.log.append(rec)
 
-    def _icp(self, cam_pts: np.ndarray, T_odom: np.ndarray, t: int) -> Registration:
+    def _icp(self, pts: np.ndarray, normals: np.ndarray, T_odom: np.ndarray, t: int) -> Registration:
         cfg = self.config
         wide = self._wide > 0
         self._wide = max(0, self._wide - 1)
+        pivot = (self.correction @ T_odom)[:3, 3]
         corr = cfg.reanchor_corr if wide else cfg.max_corr
-        init = self.correction @ T_odom
-        # The target: map points near the camera on surfaces facing it (back-face culling: the far face of
-        # a 10 cm wall, seen from the next room, must not attract the near face).
-        rel = init[:3, 3] - self.map_points
-        near = (np.linalg.norm(rel[:, :2], axis=1) < cfg.crop) & (np.einsum("ij,ij->i", rel, self.map_normals) > 0)
-        if near.sum() < 50:
-            return Registration(t, False, False, why="no map near")
-        target = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(self.map_points[near]))
-        target.normals = o3d.utility.Vector3dVector(self.map_normals[near])
-        source = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(cam_pts @ init[:3, :3].T + init[:3, 3]))
-        reg = o3d.pipelines.registration
-        estimation = reg.TransformationEstimationPointToPlane(reg.TukeyLoss(cfg.kernel)) if cfg.kernel > 0 else \
-            reg.TransformationEstimationPointToPlane()
-        result = reg.registration_icp(source, target, corr, np.eye(4), estimation,
-                                      reg.ICPConvergenceCriteria(max_iteration=cfg.iterations))
-        T = np.asarray(result.transformation)
-        corres = np.asarray(result.correspondence_set)
-        if not np.all(np.isfinite(T)) or len(corres) == 0:
-            return Registration(t, True, False, why="no fit")
-        pivot = init[:3, 3]
-        delta = _to_planar(T, pivot)
-        moved_src = np.asarray(source.points)[corres[:, 0]] @ T[:3, :3].T + T[:3, 3]
-        normals = self.map_normals[near][corres[:, 1]]
-        delta, weak = _constrained(delta, moved_src, normals, pivot, cfg.min_eigen)
-        rec = Registration(t, True, False, float(result.fitness), float(result.inlier_rmse),
-                           int((np.abs(normals[:, 2]) < 0.5).sum()))
-        step = float(np.linalg.norm(delta[:2, :2] @ pivot[:2] + delta[:2, 3] - pivot[:2]))
-        turn = abs(float(np.arctan2(delta[1, 0], delta[0, 0])))
+        if cfg.solver == "open3d":
+            from embodied.memory.registration_o3d import open3d_icp
+
+            fit = open3d_icp(pts, self.map, pivot, corr, cfg.iterations, cfg.kernel)
+        else:
+            fit = planar_icp(pts, normals, self.map, pivot, corr, cfg.iterations, cfg.min_eigen, cfg.kernel)
+        rec = Registration(t, True, False, fit.fitness, fit.rmse, fit.structure, fit.weak)
+        step, turn = _size(fit, pivot)
+        allow_step, allow_turn = self._allowed(wide, T_odom)
         if rec.fitness < cfg.min_fitness:
             rec.why = "low overlap"
         elif rec.structure < cfg.min_structure:
             rec.why = "no vertical structure"
         elif rec.rmse > cfg.max_rmse:
             rec.why = "poor fit"
-        elif step > self._allowed(wide, T_odom)[0] or turn > self._allowed(wide, T_odom)[1]:
+        elif step > allow_step or turn > allow_turn:
             rec.why = "jump"
         else:
             rec.accepted = True
-            rec.why = f"{weak} weak directions kept" if weak else ""
-            self.correction = delta @ self.correction
+            self.correction = fit.delta @ self.correction
+            self._last_delta = fit.delta
             self._accepted = T_odom
         return rec
 
@@ -291,72 +237,16 @@ class DepthLocaliser:
         if wide or self._accepted is None:
             return cfg.reanchor_step, cfg.reanchor_turn
         dist = float(np.linalg.norm(T_odom[:2, 3] - self._accepted[:2, 3]))
-        turn = abs((yaw_of(T_odom) - yaw_of(self._accepted) + np.pi) % (2 * np.pi) - np.pi)
+        turn = abs(wrap(yaw_of(T_odom) - yaw_of(self._accepted)))
         return cfg.max_step + cfg.per_motion * (dist + 0.3 * turn), cfg.max_turn + cfg.per_motion * (turn + dist)
 
-    def _add(self, pts: np.ndarray, normals: np.ndarray) -> None:
-        """Add the points whose voxel the map lacks (one per voxel)."""
-        keys = _voxel_keys(pts, self.config.voxel)
-        keys, first = np.unique(keys, return_index=True)
-        known = np.zeros(len(keys), dtype=bool)
-        if len(self._keys):
-            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-            known = self._keys[pos] == keys
-        new = first[~known]
-        if not len(new):
-            return
-        self.map_points = np.concatenate([self.map_points, pts[new]])
-        self.map_normals = np.concatenate([self.map_normals, normals[new]])
-        self._keys = np.sort(np.concatenate([self._keys, keys[~known]]))
 
-
-def _voxel_keys(pts: np.ndarray, voxel: float) -> np.ndarray:
-    """One int64 per point naming its voxel (21 bits per axis, offset so negatives fit)."""
-    idx = np.floor(pts / voxel).astype(np.int64) + (1 << 20)
-    return (idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2]
-
-
-def _voxel_thin(cam_pts: np.ndarray, cam_n: np.ndarray, T: np.ndarray, voxel: float):
-    """Keep one point per world voxel (under pose ``T``): the first on the pixel grid."""
-    world = cam_pts @ T[:3, :3].T + T[:3, 3]
-    _, first = np.unique(_voxel_keys(world, voxel), return_index=True)
-    first.sort()
-    return cam_pts[first], cam_n[first]
-
-
-def _to_planar(T: np.ndarray, pivot: np.ndarray) -> np.ndarray:
-    """The planar transform nearest a 6-DoF one: its yaw, and the xy it moves ``pivot`` (3,) to."""
-    yaw = float(np.arctan2(T[1, 0] - T[0, 1], T[0, 0] + T[1, 1]))
-    moved = T[:3, :3] @ pivot + T[:3, 3]
-    rot = planar(yaw, (0.0, 0.0))
-    return planar(yaw, moved[:2] - (rot[:3, :3] @ pivot)[:2])
-
-
-def _constrained(delta: np.ndarray, points: np.ndarray, normals: np.ndarray, pivot: np.ndarray,
-                 min_eigen: float) -> tuple[np.ndarray, int]:
-    """``delta`` (4,4 planar) kept only along the directions the correspondences constrain.
-
-    Point-to-plane residuals ``n . (p - q)`` depend on the planar pose
-    ``(x, y, yaw * 1 m)`` about ``pivot`` through rows ``[n_x, n_y, n . (z x (p - pivot))]``;
-    eigen-directions of their mean outer product below ``min_eigen`` (a blank wall
-    fixes neither the slide along it) keep the prior (no change). Returns the kept
-    delta and how many directions were dropped.
-    """
-    rel = points[:, :2] - pivot[:2]
-    rows = np.stack([normals[:, 0], normals[:, 1], normals[:, 1] * rel[:, 0] - normals[:, 0] * rel[:, 1]], axis=1)
-    vals, vecs = np.linalg.eigh(rows.T @ rows / len(rows))
-    yaw = float(np.arctan2(delta[1, 0], delta[0, 0]))
-    move = delta[:2, :2] @ pivot[:2] + delta[:2, 3] - pivot[:2]
-    step = np.array([move[0], move[1], yaw])
-    keep = vals >= min_eigen
-    if keep.all():
-        return delta, 0
-    step = vecs[:, keep] @ (vecs[:, keep].T @ step)
-    rot = planar(step[2], (0.0, 0.0))[:2, :2]
-    return planar(step[2], pivot[:2] + step[:2] - rot @ pivot[:2]), int((~keep).sum())
+def _size(fit: Fit, pivot: np.ndarray) -> tuple[float, float]:
+    """How far (m) the fit moves the camera at ``pivot`` and how much (rad) it turns it."""
+    D = fit.delta
+    return float(np.linalg.norm(D[:2, :2] @ pivot[:2] + D[:2, 3] - pivot[:2])), abs(float(np.arctan2(D[1, 0], D[0, 0])))
 
 
 def _moved(a: np.ndarray, b: np.ndarray, step: float, turn: float) -> bool:
     """Whether camera pose ``b`` is more than ``step`` m or ``turn`` rad (heading) away from ``a``."""
-    d_yaw = abs((yaw_of(b) - yaw_of(a) + np.pi) % (2 * np.pi) - np.pi)
-    return bool(np.linalg.norm(b[:2, 3] - a[:2, 3]) > step or d_yaw > turn)
+    return bool(np.linalg.norm(b[:2, 3] - a[:2, 3]) > step or abs(wrap(yaw_of(b) - yaw_of(a))) > turn)
