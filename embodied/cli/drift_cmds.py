@@ -33,20 +33,26 @@ def register(bench_sub: argparse._SubParsersAction) -> None:
 
 
 def bench_drift(args: argparse.Namespace) -> dict | None:
-    if args.episodes < 1:
-        raise ValueError("--episodes must be >= 1")
+    if args.episodes < 0 or (args.episodes == 0 and not args.pool):
+        raise ValueError("--episodes must be >= 1 (or 0 with --pool: only pool earlier runs)")
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.mode]
-    report = drift_sweep(args.task or NAV_TASKS, args.noise, range(args.seed, args.seed + args.episodes), modes,
-                         progress=not args.json)
-    rows = list(report["rows"])
+    pooled = []
     for path in args.pool:
         if not Path(path).exists():
             raise ValueError(f"--pool file {path} does not exist")
-        rows += json.loads(Path(path).read_text())["rows"]
-    out = {"command": "embodied bench drift", "rows": rows, "summary": summarise(rows)}
+        pooled += json.loads(Path(path).read_text())["rows"]
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
-    _write_atomic(folder / "drift.json", json.dumps(out, indent=1).encode())
+
+    def save(rows: list[dict]) -> dict:
+        """drift.json after every episode (a cut-short run keeps what it measured)."""
+        out = {"command": "embodied bench drift", "rows": rows + pooled, "summary": summarise(rows + pooled)}
+        _write_atomic(folder / "drift.json", json.dumps(out, indent=1).encode())
+        return out
+
+    seeds = range(args.seed, args.seed + args.episodes) if args.episodes > 0 else range(0)
+    report = drift_sweep(args.task or NAV_TASKS, args.noise, seeds, modes, progress=not args.json, on_row=save)
+    out = save(report["rows"])
     plot(out["summary"], folder / "drift.png")
     if args.json:
         return {"out": str(folder), "summary": out["summary"]}

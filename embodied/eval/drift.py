@@ -132,10 +132,13 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 def drift_sweep(tasks: Iterable[str] = NAV_TASKS, noises: Iterable[float] = (0.0, 0.02, 0.05, 0.1),
                 seeds: Iterable[int] = range(2000, 2010), modes: Iterable[bool] = (True, False),
-                image_size: int | None = None, progress: bool = True) -> dict:
-    """Every (task, noise, correction on/off, seed); returns ``{"rows": [...], "summary": [...]}``."""
-    jobs = [(t, n, c, s) for t in tasks for n in noises for c in modes for s in seeds]
+                image_size: int | None = None, progress: bool = True, on_row=None) -> dict:
+    """Every (task, noise, correction on/off, seed), seeds outermost (a cut-short run covers every setting);
+    ``on_row(rows)`` after each episode. Returns ``{"rows": [...], "summary": [...]}``."""
+    jobs = [(t, n, c, s) for s in seeds for t in tasks for n in noises for c in modes]
     rows = []
     for task, noise, correct, seed in tqdm(jobs, desc="drift", disable=not progress):
         rows.append(drift_episode(task, seed, noise, correct, image_size))
+        if on_row is not None:
+            on_row(rows)
     return {"rows": rows, "summary": summarise(rows)}
