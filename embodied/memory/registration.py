@@ -175,14 +175,14 @@ def planar_icp(pts: np.ndarray, normals: np.ndarray, target: VoxelMap, pivot: np
     first whose surface faces the camera at ``pivot`` (3,) and whose normal
     is within 45 degrees of the source normal (so the far face of a thin wall
     never matches the near one). Each Gauss-Newton step solves the 3x3
-    normal equations (Tukey weights of width ``kernel``) along the
+    normal equations (Tukey weights, their width halving from ``max_corr`` down to ``kernel``) along the
     eigen-directions whose information per correspondence is at least
     ``min_eigen``; the others keep the prior (a blank wall fixes no slide along it).
     """
     pivot = np.asarray(pivot, dtype=np.float64)
     step = np.zeros(3)
     weak, r, ok, nt = 0, np.zeros(0), np.zeros(len(pts), dtype=bool), np.zeros((0, 3))
-    for _ in range(iterations):
+    for it in range(iterations):
         D = planar_about(step, pivot)
         q, qn = pts @ D[:3, :3].T + D[:3, 3], normals @ D[:3, :3].T
         d, j = target.query(q, pivot, k, max_corr)
@@ -202,9 +202,12 @@ def planar_icp(pts: np.ndarray, normals: np.ndarray, target: VoxelMap, pivot: np
             return Fit(np.eye(4), 0.0, 0.0, 0, 3)
         rel = qq[:, :2] - (pivot[:2] + step[:2])
         J = np.stack([nt[:, 0], nt[:, 1], nt[:, 1] * rel[:, 0] - nt[:, 0] * rel[:, 1]], axis=1)
-        w = np.clip(1 - (r / kernel) ** 2, 0, None) ** 2 if kernel > 0 else np.ones(len(r))
-        H = (J * w[:, None]).T @ J / len(r)
-        g = (J * w[:, None]).T @ r / len(r)
+        width = max(kernel, max_corr * 0.5**it)  # annealed: wide while far off, ``kernel`` once close
+        w = np.clip(1 - (r / width) ** 2, 0, None) ** 2 if kernel > 0 else np.ones(len(r))
+        if w.sum() < 3:
+            return Fit(np.eye(4), 0.0, 0.0, 0, 3)
+        H = (J * w[:, None]).T @ J / w.sum()
+        g = (J * w[:, None]).T @ r / w.sum()
         vals, vecs = np.linalg.eigh(H)
         keep = vals >= min_eigen
         weak = int((~keep).sum())
