@@ -1,8 +1,8 @@
-"""Odometry drift correction: each head depth frame registered against the map it builds (open3d ICP).
+"""Odometry drift correction: each head depth frame registered against the map it builds (planar ICP).
 
     loc = DepthLocaliser(LocaliserConfig())
     corrected = loc.correct(depth, K, T_odom, t, ignore=None)   # (4,4) camera-to-world, every frame
-    loc.trajectory()                                             # the corrected (and raw) camera poses
+    loc.trajectory()                                             # the corrected (and odometry) camera track
     loc.reanchor()                                               # odometry re-zeroed by an outside reference
 
 Frames, units: world frame, metres, z up; camera poses are (4,4)
@@ -16,26 +16,26 @@ world z and an (x, y) translation.
 
 Every ``every``-th frame while the camera moves (and the first frame), the
 depth image is back-projected on a pixel stride with ``C @ T_odom`` and
-voxel-downsampled; normals come from the organised pixel grid. With a map
-in place, the cloud is registered against the map's points near the camera
-on surfaces that face it (point-to-plane ICP, open3d), started from
-``C @ T_odom``. The 6-DoF result
-is cut to planar (its yaw, and the translation that moves the camera's
-position where the full result moves it). A fit is accepted when it has
-``min_fitness`` of the source within ``max_corr`` of the map, at least
-``min_structure`` inliers on vertical surfaces (floor alone fixes no x, y,
-yaw), an inlier RMSE of at most ``max_rmse``, and a step of at most
-``max_step`` m / ``max_turn`` rad; otherwise ``C`` is kept (odometry
-carries the estimate). Either way the frame's points in voxels the map does
-not have yet are added (first come, first kept), so the map grows into new
-rooms and keeps what it saw first where it has seen before.
+thinned to one point per ``voxel``; normals come from the organised pixel
+grid (``registration.grid_cloud``). With a map in place the cloud is
+registered against it by point-to-plane ICP in (x, y, yaw) about the camera
+(``registration.planar_icp``; ``solver="open3d"`` runs open3d's 6-DoF ICP
+and cuts it to planar instead, an ablation), started from ``C @ T_odom``. A
+fit is accepted when at least ``min_fitness`` of the source found a match,
+at least ``min_structure`` matches lie on vertical surfaces (floor alone
+fixes no x, y or yaw), the point-to-plane RMSE is at most ``max_rmse``, and
+the change is at most ``max_step`` m / ``max_turn`` rad plus ``per_motion``
+of the odometry's motion since the last accepted fit; otherwise ``C`` is
+kept (odometry carries the estimate). Either way the frame's points in
+voxels the map does not have yet are added (first come, first kept), so the
+map grows into new rooms and keeps what it saw first where it has been.
 
 Re-anchoring: a jump of the odometry larger than the base can move in one
 frame (``jump_step`` m / ``jump_turn`` rad), or a call to ``reanchor()``,
 means the odometry was re-zeroed against an outside reference (the dock):
-``C`` restarts at identity and the next frame is registered at once with a
-wider gate (``reanchor_corr``, ``reanchor_step``) for ``reanchor_frames``
-registrations.
+``C`` restarts at identity and the next ``reanchor_frames`` frames are
+registered at once with a wider gate (``reanchor_corr``, ``reanchor_step``,
+``reanchor_turn``).
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ class DepthLocaliser:
         self._last_raw: np.ndarray | None = None
         self._last_reg: np.ndarray | None = None  # odometry pose at the last registration
         self._accepted: np.ndarray | None = None  # odometry pose at the last accepted registration
+        self._last_delta = np.eye(4)  # the last accepted fit's change
         self._since = 0
         self._wide = 0
         self.reanchors = 0
