@@ -215,7 +215,10 @@ class DepthLocaliser:
             fit = planar_icp(pts, normals, self.map, pivot, corr, cfg.iterations, cfg.min_eigen, cfg.kernel)
         rec = Registration(t, True, False, fit.fitness, fit.rmse, fit.structure, fit.weak)
         step, turn = _size(fit, pivot)
-        allow_step, allow_turn = self._allowed(wide, T_odom)
+        # A tight, well-constrained fit may move as far as after a re-anchor: a burst of wheel slip (large noise)
+        # can turn the odometry further in one interval than the motion-scaled gate allows.
+        sure = fit.rmse <= cfg.max_rmse / 3 and fit.fitness >= 0.8 and fit.weak == 0
+        allow_step, allow_turn = self._allowed(wide or sure, T_odom)
         if rec.fitness < cfg.min_fitness:
             rec.why = "low overlap"
         elif rec.structure < cfg.min_structure:
