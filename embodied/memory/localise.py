@@ -218,7 +218,9 @@ class DepthLocaliser:
         # A tight, well-constrained fit may move as far as after a re-anchor: a burst of wheel slip (large noise)
         # can turn the odometry further in one interval than the motion-scaled gate allows.
         sure = fit.rmse <= cfg.max_rmse / 3 and fit.fitness >= 0.8 and fit.weak == 0
-        allow_step, allow_turn = self._allowed(wide or sure, T_odom)
+        allow_step, allow_turn = self._allowed(wide, T_odom)
+        if sure:
+            allow_step, allow_turn = max(allow_step, cfg.reanchor_step), max(allow_turn, cfg.reanchor_turn)
         if rec.fitness < cfg.min_fitness:
             rec.why = "low overlap"
         elif rec.structure < cfg.min_structure:
