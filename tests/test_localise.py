@@ -133,3 +133,23 @@ def test_agent_corrects_drift_on_a_tour_and_the_ablation_does_not():
     err_on, err_off = _object_error(on.memory, objects), _object_error(off.memory, objects)
     assert err_on < 0.05, err_on
     assert err_off > 2 * err_on and err_off > 0.08, (err_on, err_off)
+
+
+def test_bench_drift_rejects_an_empty_run_and_summarises_rows(tmp_path):
+    from embodied.cli.drift_cmds import plot, table
+    from embodied.cli.main import main
+    from embodied.eval.drift import summarise
+
+    assert main(["bench", "drift", "--episodes", "0", "--out", str(tmp_path)]) == 2
+    rows = [{"task": "ObjectRevisit-v0", "seed": s, "noise": 0.05, "correct": c, "odom_drift": 0.5,
+             "pose_error": 0.01 if c else 0.5, "pose_error_max": 0.02 if c else 0.5,
+             "object_errors": [0.01, 0.03] if c else [0.2, 0.4], "objects_missing": 0, "recall": c, "success": c,
+             "agent_ms_per_step": 10.0, "localiser": {"median_ms": 3.0, "cpu_ms_per_frame": 1.0}}
+            for s in (1, 2) for c in (True, False)]
+    summary = summarise(rows)
+    on, off = sorted(summary, key=lambda s: not s["correct"])
+    assert on["episodes"] == off["episodes"] == 2 and on["object_error_cm"] == pytest.approx(2.0)
+    assert on["recall"] == 1.0 and off["recall"] == 0.0 and off["failed_seeds"] == [1, 2]
+    assert "| ObjectRevisit-v0 | 0.05 | on | 2 |" in table(summary)
+    plot(summary, tmp_path / "drift.png")
+    assert (tmp_path / "drift.png").stat().st_size > 1000
