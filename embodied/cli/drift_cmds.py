@@ -93,11 +93,6 @@ def plot(summary: list[dict], path: Path) -> None:
             for ax, (key, _) in zip(axes, panels):
                 ax.plot([n for n, _ in pts], [s[key] if s[key] is not None else float("nan") for _, s in pts],
                         style, label=label)
-    for task in sorted({s["task"] for s in summary})[:1]:
-        pts = sorted((s["noise"], s) for s in summary if s["task"] == task and not s["correct"])
-        if pts:
-            axes[0].plot([n for n, _ in pts], [s["odom_drift_m"] for _, s in pts], ":", color="grey",
-                         label="odometry drift")
     for ax, (_, title) in zip(axes, panels):
         ax.set_xlabel("odom_noise")
         ax.set_title(title, fontsize=10)
