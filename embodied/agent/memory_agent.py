@@ -17,6 +17,15 @@ the same :class:`~embodied.agent.skills.Skill` protocol). After each call the
 planner checks its effect in memory; a failure is retried, then replanned from
 memory, a bounded number of times, and each is logged as a memory event.
 
+Mobile base: the head camera's extrinsics come from wheel odometry and drift;
+``localise`` (a :class:`~embodied.memory.localise.LocaliserConfig`, on by
+default; ``None`` switches it off) registers every few head depth frames
+against the map it builds and replaces ``extrinsics/head`` with the corrected
+pose before anything reads it, so perception, the free-space map and the
+navigate skill all use the corrected pose (``agent.localiser.trajectory()``).
+The odometry is re-zeroed on the dock when the recall phase starts: the
+localiser re-anchors there.
+
 Ablations: ``wipe_at_recall`` gives the agent a fresh memory at the first
 recall step (it knows only what it senses from then on); ``blank_observe``
 feeds perception blank frames while the goal's phase is 0 (observe).
@@ -35,6 +44,7 @@ from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
 from embodied.memory import MemoryConfig, SpatialMemory
 from embodied.memory.config import kind_of
 from embodied.memory.freespace import FreeSpaceMap
+from embodied.memory.localise import DepthLocaliser, LocaliserConfig
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.planner.calls import SkillCall
 from embodied.planner.grammar import Goal, parse
@@ -55,6 +65,8 @@ class AgentConfig:
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
+    # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
+    localise: LocaliserConfig | None = field(default_factory=LocaliserConfig)
 
 
 class MemoryAgent:
@@ -78,6 +90,7 @@ class MemoryAgent:
         self.memory = SpatialMemory(cfg.memory)
         self.skills = dict(self._skills_given or {})  # completed with the body's scripted skills at the first act
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
+        self.localiser: DepthLocaliser | None = None  # the mobile robot's drift correction
         self.t = 0
         self.goal_text: str | None = None
         self.goal: Goal | None = None
@@ -99,6 +112,7 @@ class MemoryAgent:
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         if self._action_dim is None:
             self._embody(obs)
+        obs = self._localise(obs)
         self._remember(obs)
         self._follow_goal(obs)
         if self.skill is not None and (self.skill.done or self.skill.failed):
@@ -130,6 +144,8 @@ class MemoryAgent:
             self.freespace = FreeSpaceMap()
             # Movable things are left out of the map (a carried object must not leave a trail of walls).
             self._movable = np.array(sorted(i for i, c in self.labels.items() if kind_of(c) in ("object", "container")))
+            if self.config.localise is not None:
+                self.localiser = DepthLocaliser(self.config.localise)
         # The scripted skills for this body; skills given to the agent (learned heads) replace them.
         self.skills = dict(arm_skills()) if arm else {}
         if self.freespace is not None:
@@ -137,12 +153,27 @@ class MemoryAgent:
         self.skills.update(self._skills_given or {})
 
     # --- perception + memory ---------------------------------------------------------
+    def _localise(self, obs: dict) -> dict:
+        """The observation with the head camera's drift-corrected pose (unchanged without a localiser)."""
+        if self.localiser is None:
+            return obs
+        if int(obs["goal"]["phase"]) == RECALL and self._phase != RECALL:
+            self.localiser.reanchor()  # the env re-zeroes odometry on the dock as recall starts
+        seg = obs.get(f"segmentation/{HEAD_CAMERA}")
+        key = f"extrinsics/{HEAD_CAMERA}"
+        out = dict(obs)
+        out[key] = self.localiser.correct(obs[f"depth/{HEAD_CAMERA}"], obs[f"intrinsics/{HEAD_CAMERA}"], obs[key],
+                                          self.t, None if seg is None else np.isin(seg, self._movable))
+        return out
+
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
         if phase == RECALL and self._phase != RECALL and self.config.wipe_at_recall:
             self.memory = SpatialMemory(self.config.memory)
             if self.freespace is not None:
                 self.freespace = FreeSpaceMap()
+                if self.localiser is not None:
+                    self.localiser = DepthLocaliser(self.config.localise)
                 if "navigate" not in (self._skills_given or {}):
                     self.skills["navigate"] = NavigateSkill(self.freespace)
         self._phase = phase

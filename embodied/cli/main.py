@@ -17,6 +17,7 @@
     embodied bench data [--json]
     embodied train --head diffusion|act --data DIR --out RUN [...]   (see embodied/cli/train_cmds.py)
     embodied bench head [--json]
+    embodied bench drift [--noise ...] [--episodes N] [--out DIR] [--json]
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import argparse
 import json
 import sys
 
-from embodied.cli import bench, commands, data_cmds, memory_cmds, train_cmds
+from embodied.cli import bench, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
 from embodied.eval.rollout import POLICIES
 
 
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     train_cmds.register(sub, bench_sub)  # train --head diffusion|act, bench head
+    drift_cmds.register(bench_sub)  # bench drift
     return parser
 
 

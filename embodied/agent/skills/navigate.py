@@ -25,7 +25,9 @@ Pose: the base pose used for driving is derived from the head camera's
 extrinsics (``obs["extrinsics/head"]``) composed with the camera's known
 mount on the base (``CAMERA_MOUNT``): the same transform the map is built
 from, so map and pose stay consistent even when the extrinsics come from
-drifting odometry. ``proprio`` odometry is not used.
+drifting odometry. ``proprio`` odometry is not used. Inside the
+``MemoryAgent`` the extrinsics it is handed are already drift-corrected
+(``embodied.memory.localise``), like those the map and memory are built from.
 
 Actions are ``(2,) float32`` in [-1, 1]: ``[forward, yaw rate]`` as fractions
 of ``max_v`` (0.5 m/s) and ``max_w`` (1.5 rad/s).

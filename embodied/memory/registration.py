@@ -1,0 +1,221 @@
+"""Depth clouds, the voxel map they build, and planar point-to-plane ICP against it.
+
+Frames, units: world frame, metres, z up; camera poses are (4,4)
+camera-to-world in OpenCV axes; ``depth (H,W) float32`` metres (z-depth),
+``K (3,3)`` pixels with pixel centres at integer coordinates.
+
+A planar pose change is ``(dx, dy, dyaw)`` about a pivot ``c`` (the camera):
+``p' = Rz(dyaw) (p - c) + c + (dx, dy, 0)``, as the (4,4) ``planar_about``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+
+def planar(yaw: float, xy) -> np.ndarray:
+    """(4,4) rotation by ``yaw`` (rad) about world z, then translation ``(x, y, 0)`` (m)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    out = np.eye(4)
+    out[:2, :2] = [[c, -s], [s, c]]
+    out[:2, 3] = xy
+    return out
+
+
+def planar_about(step, pivot) -> np.ndarray:
+    """(4,4) of the planar change ``step = (dx, dy, dyaw)`` about ``pivot`` (2+,)."""
+    c = np.asarray(pivot, dtype=np.float64)[:2]
+    rot = planar(step[2], (0.0, 0.0))[:2, :2]
+    return planar(step[2], c + np.asarray(step[:2]) - rot @ c)
+
+
+def yaw_of(T: np.ndarray) -> float:
+    """Heading (rad) of a camera pose: its optical axis (OpenCV z) projected on the floor."""
+    return float(np.arctan2(T[1, 2], T[0, 2]))
+
+
+def wrap(angle: float) -> float:
+    return float((angle + np.pi) % (2 * np.pi) - np.pi)
+
+
+def grid_cloud(depth: np.ndarray, K: np.ndarray, stride: int, lo: float, hi: float, ignore=None,
+               crease: float = 0.97) -> tuple[np.ndarray, np.ndarray]:
+    """Camera-frame points (N,3) and unit normals (N,3), facing the camera, of the pixel grid every ``stride`` px.
+
+    Normals: cross products of the grid neighbours' differences; pixels with a
+    missing neighbour, a depth step over 10 %, or whose two one-sided normals
+    differ by more than ``acos(crease)`` (an edge or a corner) are dropped, as
+    are pixels outside ``[lo, hi]`` m and those ``ignore (H,W) bool`` marks.
+    """
+    h, w = depth.shape
+    v, u = np.mgrid[stride // 2 : h : stride, stride // 2 : w : stride]
+    z = depth[v, u].astype(np.float64)
+    ok = np.isfinite(z) & (z > lo) & (z < hi)
+    if ignore is not None:
+        ok &= ~np.asarray(ignore, dtype=bool)[v, u]
+    z = np.where(ok, z, 0.0)
+    pts = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=-1)
+    c = pts[1:-1, 1:-1]
+    # Two one-sided normals (right/down and left/up): on a plane they agree, across a crease they do not.
+    n = np.cross(pts[1:-1, 2:] - c, pts[2:, 1:-1] - c)
+    n2 = np.cross(c - pts[1:-1, :-2], c - pts[:-2, 1:-1])
+    zc = z[1:-1, 1:-1]
+    near = [z[1:-1, 2:], z[1:-1, :-2], z[2:, 1:-1], z[:-2, 1:-1]]
+    keep = ok[1:-1, 1:-1] & np.all([np.abs(q - zc) < 0.1 * zc for q in near], axis=0)
+    lengths = np.linalg.norm(n, axis=-1) * np.linalg.norm(n2, axis=-1)
+    keep &= np.einsum("ijk,ijk->ij", n, n2) > crease * np.maximum(lengths, 1e-24)
+    n = n + n2
+    norm = np.linalg.norm(n, axis=-1)
+    keep &= norm > 1e-12
+    n = n[keep] / norm[keep][:, None]
+    n *= -np.sign(np.einsum("ij,ij->i", n, c[keep]))[:, None]
+    return c[keep], n
+
+
+def voxel_keys(pts: np.ndarray, voxel: float) -> np.ndarray:
+    """One int64 per point naming its voxel (21 bits per axis, offset so negatives fit)."""
+    idx = np.floor(pts / voxel).astype(np.int64) + (1 << 20)
+    return (idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2]
+
+
+def voxel_thin(pts: np.ndarray, normals: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray]:
+    """The first point (in order) of each voxel, with its normal."""
+    _, first = np.unique(voxel_keys(pts, voxel), return_index=True)
+    first.sort()
+    return pts[first], normals[first]
+
+
+class VoxelMap:
+    """World points (N,3) with normals (N,3), one per ``voxel`` cell, first come first kept.
+
+    Nearest-neighbour queries go to a KD-tree of the points within ``crop`` m
+    (xy) of where it was built, rebuilt when the query point leaves half that
+    radius or the points added since outnumber ``rebuild`` x the tree; points
+    added since the build sit in a second, small tree rebuilt on demand.
+    """
+
+    def __init__(self, voxel: float, crop: float, rebuild: float = 0.5):
+        self.voxel, self.crop, self.rebuild = voxel, crop, rebuild
+        self.points = np.zeros((0, 3))
+        self.normals = np.zeros((0, 3))
+        self._keys = np.zeros(0, dtype=np.int64)  # sorted
+        self._tree: tuple[cKDTree, np.ndarray, np.ndarray] | None = None  # tree, its point indices, centre xy
+        self._recent: tuple[cKDTree, np.ndarray] | None = None
+        self._built_n = 0
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def add(self, pts: np.ndarray, normals: np.ndarray) -> int:
+        """Add the points whose voxel the map lacks; returns how many were added."""
+        keys, first = np.unique(voxel_keys(pts, self.voxel), return_index=True)
+        known = np.zeros(len(keys), dtype=bool)
+        if len(self._keys):
+            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+            known = self._keys[pos] == keys
+        new = first[~known]
+        if len(new):
+            self.points = np.concatenate([self.points, pts[new]])
+            self.normals = np.concatenate([self.normals, normals[new]])
+            self._keys = np.sort(np.concatenate([self._keys, keys[~known]]))
+            self._recent = None
+        return len(new)
+
+    def query(self, pts: np.ndarray, centre: np.ndarray, k: int, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest map points within ``radius`` of each of ``pts`` (M,3): distances (M,k) (inf: none)
+        and map indices (M,k) (len(self): none), nearest first, over both trees."""
+        self._refresh(np.asarray(centre, dtype=np.float64)[:2])
+        parts = []
+        for tree, index in ((self._tree[0], self._tree[1]), self._recent or (None, None)):
+            if tree is None or not len(index):
+                continue
+            d, j = tree.query(pts, k=k, distance_upper_bound=radius)
+            d, j = d.reshape(len(pts), k), j.reshape(len(pts), k)
+            parts.append((d, np.where(j < len(index), index[np.minimum(j, len(index) - 1)], len(self.points))))
+        if not parts:
+            return np.full((len(pts), k), np.inf), np.full((len(pts), k), len(self.points))
+        d = np.concatenate([p[0] for p in parts], axis=1)
+        j = np.concatenate([p[1] for p in parts], axis=1)
+        order = np.argsort(d, axis=1)[:, :k]
+        return np.take_along_axis(d, order, 1), np.take_along_axis(j, order, 1)
+
+    def _refresh(self, centre: np.ndarray) -> None:
+        tree = self._tree
+        stale = tree is None or np.linalg.norm(centre - tree[2]) > self.crop / 2 or \
+            len(self.points) - self._built_n > self.rebuild * max(len(tree[1]), 1)
+        if stale:
+            index = np.flatnonzero(np.linalg.norm(self.points[:, :2] - centre, axis=1) < self.crop * 1.5)
+            self._tree = (cKDTree(self.points[index]) if len(index) else None, index, centre)
+            self._built_n, self._recent = len(self.points), None
+        if self._recent is None:
+            index = np.arange(self._built_n, len(self.points))
+            self._recent = (cKDTree(self.points[index]) if len(index) else None, index)
+
+
+@dataclass
+class Fit:
+    """Result of :func:`planar_icp`: the change (4,4, planar, world frame), fitness (share of source points
+    with a match), RMSE (m, point-to-plane, inliers), inliers on vertical surfaces, directions left weak."""
+
+    delta: np.ndarray
+    fitness: float
+    rmse: float
+    structure: int
+    weak: int
+
+
+def planar_icp(pts: np.ndarray, normals: np.ndarray, target: VoxelMap, pivot: np.ndarray, max_corr: float,
+               iterations: int = 12, min_eigen: float = 0.02, kernel: float = 0.05, k: int = 4) -> Fit:
+    """Point-to-plane ICP of world points ``pts`` (N,3) with normals against ``target``, in (x, y, yaw) only.
+
+    Correspondences: of the ``k`` nearest map points within ``max_corr``, the
+    first whose surface faces the camera at ``pivot`` (3,) and whose normal
+    is within 45 degrees of the source normal (so the far face of a thin wall
+    never matches the near one). Each Gauss-Newton step solves the 3x3
+    normal equations (Tukey weights, their width halving from ``max_corr`` down to ``kernel``) along the
+    eigen-directions whose information per correspondence is at least
+    ``min_eigen``; the others keep the prior (a blank wall fixes no slide along it).
+    """
+    pivot = np.asarray(pivot, dtype=np.float64)
+    step = np.zeros(3)
+    weak, r, ok, nt = 0, np.zeros(0), np.zeros(len(pts), dtype=bool), np.zeros((0, 3))
+    for it in range(iterations):
+        D = planar_about(step, pivot)
+        q, qn = pts @ D[:3, :3].T + D[:3, 3], normals @ D[:3, :3].T
+        d, j = target.query(q, pivot, k, max_corr)
+        valid = np.isfinite(d)
+        jj = np.minimum(j, len(target) - 1)
+        tn, tp = target.normals[jj], target.points[jj]
+        facing = np.einsum("mkc,mc->mk", tn, qn) > 0.7
+        facing &= np.einsum("mkc,mkc->mk", tn, pivot - tp) > 0
+        good = valid & facing
+        ok = good.any(axis=1)
+        pick = np.argmax(good, axis=1)[ok]
+        rows_idx = np.flatnonzero(ok)
+        nt, pt = tn[rows_idx, pick], tp[rows_idx, pick]
+        qq = q[ok]
+        r = np.einsum("mc,mc->m", nt, qq - pt)
+        if len(r) < 6:
+            return Fit(np.eye(4), 0.0, 0.0, 0, 3)
+        rel = qq[:, :2] - (pivot[:2] + step[:2])
+        J = np.stack([nt[:, 0], nt[:, 1], nt[:, 1] * rel[:, 0] - nt[:, 0] * rel[:, 1]], axis=1)
+        width = max(kernel, max_corr * 0.5**it)  # annealed: wide while far off, ``kernel`` once close
+        w = np.clip(1 - (r / width) ** 2, 0, None) ** 2 if kernel > 0 else np.ones(len(r))
+        if w.sum() < 3:
+            return Fit(np.eye(4), 0.0, 0.0, 0, 3)
+        H = (J * w[:, None]).T @ J / w.sum()
+        g = (J * w[:, None]).T @ r / w.sum()
+        vals, vecs = np.linalg.eigh(H)
+        keep = vals >= min_eigen
+        weak = int((~keep).sum())
+        inc = -(vecs[:, keep] @ ((vecs[:, keep].T @ g) / vals[keep])) if keep.any() else np.zeros(3)
+        step = step + inc
+        if np.linalg.norm(inc[:2]) < 1e-4 and abs(inc[2]) < 1e-4:
+            break
+    inlier = np.abs(r) < max_corr
+    rmse = float(np.sqrt(np.mean(r[inlier] ** 2))) if inlier.any() else 0.0
+    structure = int((np.abs(nt[:, 2]) < 0.5).sum())
+    return Fit(planar_about(step, pivot), float(ok.mean()), rmse, structure, weak)
