@@ -131,6 +131,20 @@ class MemoryAgent:
         if self.freespace is not None:
             self.skills["navigate"] = NavigateSkill(self.freespace)
         self.skills.update(self._skills_given or {})
+        self._lend_map()
+
+    def _lend_map(self) -> None:
+        """Skills that plan on the robot's own map (a learned navigate head's route) get this episode's."""
+        if self.freespace is None:
+            return
+        for skill in self.skills.values():
+            if hasattr(skill, "use_map"):
+                skill.use_map(self.freespace)
+
+    @property
+    def current_guide(self) -> np.ndarray | None:
+        """The running skill's route features of the last step (``NavigateSkill.guide``), else None."""
+        return None if self.skill is None else getattr(self.skill, "guide", None)
 
     # --- perception + memory ---------------------------------------------------------
     def _remember(self, obs: dict) -> None:
@@ -141,6 +155,7 @@ class MemoryAgent:
                 self.freespace = FreeSpaceMap()
                 if "navigate" not in (self._skills_given or {}):
                     self.skills["navigate"] = NavigateSkill(self.freespace)
+                self._lend_map()
         self._phase = phase
         if self.config.blank_observe and phase == 0:
             obs = _blank(obs)
