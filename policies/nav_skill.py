@@ -38,6 +38,10 @@ class LearnedNavigateSkill:
 
     name = "navigate"
 
+    # The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm); a learned
+    # driver that circles the last few centimetres then turns to face the target instead.
+    ROUTE_DEFAULTS = {"last_tol": 0.08}
+
     def __init__(self, head: LearnedSkill, **route_options):
         if head.name != "navigate":
             raise ValueError(f"LearnedNavigateSkill drives with a navigate head, got a {head.name!r} head")
@@ -46,7 +50,7 @@ class LearnedNavigateSkill:
             raise ValueError(f"the navigate head takes {dim} route features; the route gives {GUIDE_DIM}")
         self.head = head
         self.head.budget = 10**9  # the route's step budget (max_steps) bounds the skill
-        self.route_options = dict(route_options)
+        self.route_options = {**self.ROUTE_DEFAULTS, **route_options}
         self.route: NavigateSkill | None = None
         self._done = False
         self.overrides = 0  # steps the route acted instead of the head (back-off, replans) since start

@@ -86,3 +86,27 @@ def test_learned_navigate_skill_needs_the_agents_map():
                          "navigate")
     with pytest.raises(ValueError, match="route features"):
         LearnedNavigateSkill(head)
+
+
+EPISODE_TASK, EPISODE_SEED = "ObjectRevisit-v0", 7000  # a short episode of the evaluation seeds
+
+
+@pytest.mark.skipif(not (SHIPPED / "config.json").exists(), reason="no shipped navigation checkpoint")
+def test_shipped_nav_head_drives_the_whole_agent_to_the_goal():
+    from embodied.eval.rollout import learned_skills, run_episodes
+    from embodied.tasks import make
+
+    skills = learned_skills(f"act:{SHIPPED}")
+    assert set(skills) == {"navigate"} and isinstance(skills["navigate"], LearnedNavigateSkill)
+    agents = []
+    env = make(EPISODE_TASK)
+    try:
+        [result] = run_episodes(env, "agent", [EPISODE_SEED], progress=False, on_policy=agents.append,
+                                head=f"act:{SHIPPED}")
+    finally:
+        env.close()
+    agent = agents[0]
+    assert agent.skills["navigate"] is skills["navigate"]  # the learned skill ran in place of the scripted one
+    ends = [e for e in agent.log if e["tag"] in ("skill_done", "skill_failed") and "navigate" in e["text"]]
+    assert ends and ends[-1]["tag"] == "skill_done", agent.log
+    assert result.success, agent.log

@@ -29,6 +29,13 @@ drifting odometry. ``proprio`` odometry is not used.
 
 Actions are ``(2,) float32`` in [-1, 1]: ``[forward, yaw rate]`` as fractions
 of ``max_v`` (0.5 m/s) and ``max_w`` (1.5 rad/s).
+
+Route and driver: ``act`` is ``guide_step`` (budgets, back-off, replans,
+waypoint progress; it leaves the step's route features in ``guide``, see
+``guide_features``), then the turn-then-drive controller, then ``drive``
+(the depth safety check). A learned head drives the same route in place of
+the controller (``policies.nav_skill.LearnedNavigateSkill``); the agent's
+recordings keep ``guide`` per frame as ``skill.guide``.
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ class NavigateSkill:
         max_replans: int = 8,
         max_steps: int = 700,
         camera: str = CAMERA,
+        last_tol: float = 0.04,
     ):
         self.map = freespace
         self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
@@ -102,6 +110,7 @@ class NavigateSkill:
         self.stop_dist, self.stuck_steps = stop_dist, stuck_steps
         self.max_replans, self.max_steps = max_replans, max_steps
         self.camera = camera
+        self.last_tol = last_tol  # m: the path's end counts as reached this close (the others at 12 cm)
         self._done = self._failed = False
         self.target = np.zeros(2)
         self.path: list[np.ndarray] = []
@@ -283,10 +292,10 @@ class NavigateSkill:
 
     # --- driving -----------------------------------------------------------------------------
     def _advance(self, pose: np.ndarray) -> None:
-        """Skip the waypoints already reached (the last one within 4 cm, the others within 12 cm)."""
+        """Skip the waypoints already reached (the last one within ``last_tol``, the others within 12 cm)."""
         while self.index < len(self.path):
             last = self.index == len(self.path) - 1
-            if np.linalg.norm(self.path[self.index] - pose[:2]) > (0.04 if last else 0.12):
+            if np.linalg.norm(self.path[self.index] - pose[:2]) > (self.last_tol if last else 0.12):
                 break
             self.index += 1
 
