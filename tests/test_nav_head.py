@@ -107,6 +107,7 @@ def test_shipped_nav_head_drives_the_whole_agent_to_the_goal():
         env.close()
     agent = agents[0]
     assert agent.skills["navigate"] is skills["navigate"]  # the learned skill ran in place of the scripted one
-    ends = [e for e in agent.log if e["tag"] in ("skill_done", "skill_failed") and "navigate" in e["text"]]
-    assert ends and ends[-1]["tag"] == "skill_done", agent.log
+    assert any(e["call"] and e["call"]["skill"] == "navigate" for e in agent.trace)
+    assert not [e for e in agent.log if e["tag"] in ("skill_failed", "gave_up")], agent.log
+    assert skills["navigate"].route.steps > 20  # it drove (the task ends as soon as the robot is within reach)
     assert result.success, agent.log
