@@ -38,9 +38,10 @@ class LearnedNavigateSkill:
 
     name = "navigate"
 
-    # The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm); a learned
-    # driver that circles the last few centimetres then turns to face the target instead.
-    ROUTE_DEFAULTS = {"last_tol": 0.08}
+    # The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm): a learned
+    # driver that circles the last few centimetres then turns to face the target instead. At the path's
+    # end out of reach, the route adds a waypoint toward the target (the scripted controller creeps).
+    ROUTE_DEFAULTS = {"last_tol": 0.08, "creep_waypoint": True}
 
     def __init__(self, head: LearnedSkill, **route_options):
         if head.name != "navigate":

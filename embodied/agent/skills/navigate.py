@@ -102,6 +102,7 @@ class NavigateSkill:
         max_steps: int = 700,
         camera: str = CAMERA,
         last_tol: float = 0.04,
+        creep_waypoint: bool = False,
     ):
         self.map = freespace
         self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
@@ -111,6 +112,9 @@ class NavigateSkill:
         self.max_replans, self.max_steps = max_replans, max_steps
         self.camera = camera
         self.last_tol = last_tol  # m: the path's end counts as reached this close (the others at 12 cm)
+        # At the path's end but out of reach (the map moved the stand-off): add a waypoint toward the target
+        # (for a learned driver; the scripted controller creeps there by itself).
+        self.creep_waypoint = creep_waypoint
         self._done = self._failed = False
         self.target = np.zeros(2)
         self.path: list[np.ndarray] = []
@@ -137,6 +141,7 @@ class NavigateSkill:
         self.path, self.index = [], 0
         self.best, self.since_best = np.inf, 0
         self.backing = 0
+        self.creeps = 0
         self.log = []
         self.guide = np.zeros(GUIDE_DIM, dtype=np.float32)
         self._plan(base_pose(obs, self.camera))
@@ -187,6 +192,10 @@ class NavigateSkill:
         if self.since_best > self.stuck_steps and dist > self.reach:
             return pose, self._replan(pose, "stuck")
         self._advance(pose)
+        if self.creep_waypoint and self.index >= len(self.path) and dist > self.reach and self.creeps < 3:
+            self.creeps += 1
+            self.path.append(self.target + (pose[:2] - self.target) / max(dist, 1e-6) * (self.reach - 0.1))
+            self.log.append(f"t{self.steps}: out of reach at the path's end; creep waypoint {self.path[-1]}")
         self.guide = self.guide_features(pose)
         return pose, None
 
