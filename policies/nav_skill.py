@@ -32,16 +32,16 @@ from embodied.memory.freespace import FreeSpaceMap
 from embodied.planner.calls import SkillCall
 from policies.skill_head import LearnedSkill
 
+# The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm): a learned driver
+# that circles the last few centimetres then turns to face the target instead. At the path's end out of
+# reach, the route adds a waypoint toward the target (the scripted controller creeps there by itself).
+ROUTE_DEFAULTS: dict[str, Any] = {"last_tol": 0.08, "creep_waypoint": True}
+
 
 class LearnedNavigateSkill:
     """Skill protocol for ``navigate`` calls: route from the agent's map, motion and done from ``head``."""
 
     name = "navigate"
-
-    # The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm): a learned
-    # driver that circles the last few centimetres then turns to face the target instead. At the path's
-    # end out of reach, the route adds a waypoint toward the target (the scripted controller creeps).
-    ROUTE_DEFAULTS = {"last_tol": 0.08, "creep_waypoint": True}
 
     def __init__(self, head: LearnedSkill, **route_options):
         if head.name != "navigate":
@@ -51,7 +51,7 @@ class LearnedNavigateSkill:
             raise ValueError(f"the navigate head takes {dim} route features; the route gives {GUIDE_DIM}")
         self.head = head
         self.head.budget = 10**9  # the route's step budget (max_steps) bounds the skill
-        self.route_options = {**self.ROUTE_DEFAULTS, **route_options}
+        self.route_options = {**ROUTE_DEFAULTS, **route_options}
         self.route: NavigateSkill | None = None
         self._done = False
         self.overrides = 0  # steps the route acted instead of the head (back-off, replans) since start

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from policies.checkpoint import atomic_write_json, latest_checkpoint, load_checkpoint, read_json, save_checkpoint  # noqa: E402
-from policies.registry import load_run  # noqa: E402
+from policies.checkpoint import atomic_write_json, latest_checkpoint, load_checkpoint, read_json, save_checkpoint
+from policies.registry import load_run
 
 
 def ship(run: Path, out: Path) -> dict:
