@@ -2,16 +2,16 @@
 # Reproduce the navigation head (README "Learned heads" > "Navigation head"): record the agent's demos on the
 # three apartment tasks, train the ACT head on its navigate calls, ship the EMA weights, evaluate the agent with it.
 #   bash tools/reproduce_nav_head.sh [OUT_DIR]      # default out/nav_head
-# EPISODES (demos per task, default 30), STEPS (default 4000), EVAL_EPISODES (per task, default 20) and
+# EPISODES (demos per task, default 20), STEPS (default 3000), EVAL_EPISODES (per task, default 40) and
 # SHIP=1 (overwrite policies/checkpoints/act_nav) are knobs. On this 2-core machine, shared: recording
-# about 30 min, training about 15 min, evaluation about 1 min per episode-task triple of seeds.
+# about 20 min, training about 16 min, evaluation 10-35 s per episode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 OUT=${1:-out/nav_head}
-EPISODES=${EPISODES:-30}
-STEPS=${STEPS:-4000}
-EVAL_EPISODES=${EVAL_EPISODES:-20}
+EPISODES=${EPISODES:-20}
+STEPS=${STEPS:-3000}
+EVAL_EPISODES=${EVAL_EPISODES:-40}
 TASKS="ObjectRevisit-v0 MovedObject-v0 MultiGoal-v0"
 mkdir -p "$OUT"
 save() { local file=$1; shift; "$@" > "$file.part" && mv "$file.part" "$file"; }
