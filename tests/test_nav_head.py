@@ -92,9 +92,15 @@ EPISODE_TASK, EPISODE_SEED = "ObjectRevisit-v0", 7000  # a short episode of the 
 
 
 @pytest.mark.skipif(not (SHIPPED / "config.json").exists(), reason="no shipped navigation checkpoint")
-def test_shipped_nav_head_drives_the_whole_agent_to_the_goal():
+@pytest.mark.parametrize("route", ["shown", "hidden"])
+def test_shipped_nav_head_drives_the_whole_agent_to_the_goal(route, monkeypatch):
+    """The agent with the shipped head reaches the goal; with the route's features hidden from the head
+    (zeros: only the goal's pose is left) the same episode fails, the walls are in the way."""
     from embodied.eval.rollout import learned_skills, run_episodes
     from embodied.tasks import make
+
+    if route == "hidden":
+        monkeypatch.setattr(NavigateSkill, "guide_features", lambda self, pose: np.zeros(GUIDE_DIM, np.float32))
 
     skills = learned_skills(f"act:{SHIPPED}")
     assert set(skills) == {"navigate"} and isinstance(skills["navigate"], LearnedNavigateSkill)
@@ -108,6 +114,9 @@ def test_shipped_nav_head_drives_the_whole_agent_to_the_goal():
     agent = agents[0]
     assert agent.skills["navigate"] is skills["navigate"]  # the learned skill ran in place of the scripted one
     assert any(e["call"] and e["call"]["skill"] == "navigate" for e in agent.trace)
+    if route == "hidden":
+        assert not result.success and any(e["tag"] == "skill_failed" for e in agent.log), agent.log
+        return
     assert not [e for e in agent.log if e["tag"] in ("skill_failed", "gave_up")], agent.log
     assert skills["navigate"].route.steps > 20  # it drove (the task ends as soon as the robot is within reach)
     assert result.success, agent.log
