@@ -67,17 +67,20 @@ class Normalizer(nn.Module):
     """Mean/std for state and call features; min/max (to [-1, 1]) or mean/std for actions.
 
     ``stats``: {feature: {"mean", "std", "min", "max"}} as tensors or lists; the keys used are
-    ``observation.state``, ``action`` and ``skill.params_rel`` (computed at training start).
+    ``observation.state``, ``action`` and ``skill.params_rel`` (computed at training start), and
+    those of ``optional`` that the head uses (``skill.guide``: route features).
     """
 
     KEYS = ("observation.state", "action", "skill.params_rel")
 
-    def __init__(self, stats: dict[str, dict], action_mode: str = "min_max", eps: float = 1e-2):
+    def __init__(self, stats: dict[str, dict], action_mode: str = "min_max", eps: float = 1e-2,
+                 optional: tuple[str, ...] = ()):
         super().__init__()
+        self.keys = self.KEYS + tuple(optional)
         if action_mode not in ("min_max", "mean_std"):
             raise ValueError(f"action normalisation must be 'min_max' or 'mean_std', got {action_mode!r}")
         self.action_mode = action_mode
-        for key in self.KEYS:
+        for key in self.keys:
             if key not in stats:
                 raise ValueError(f"normaliser statistics lack {key!r}; have {sorted(stats)}")
             for s in ("mean", "std", "min", "max"):
@@ -105,7 +108,7 @@ class Normalizer(nn.Module):
         return x * self._get(key, "std").clamp_min(self.eps) + self._get(key, "mean")
 
     def to_json(self) -> dict:
-        return {k: {s: self._get(k, s).tolist() for s in ("mean", "std", "min", "max")} for k in self.KEYS}
+        return {k: {s: self._get(k, s).tolist() for s in ("mean", "std", "min", "max")} for k in self.keys}
 
 
 def feature_stats(x: torch.Tensor) -> dict[str, list[float]]:

@@ -12,7 +12,9 @@ with pad masks) and its ``frames`` columns (``skill.id``, ``skill.index``,
 * holds every window in memory (images as uint8), so training draws batches by index
   without decoding video each step;
 * computes statistics of the call features in the robot's frame (``skill.params_rel``),
-  which the dataset's ``meta/stats.json`` cannot hold.
+  which the dataset's ``meta/stats.json`` cannot hold;
+* keeps the frame's route features (``skill.guide``, (G,) base frame) where the dataset
+  has them (mobile-base recordings of the agent) and ``guide`` is on.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class SkillWindows:
     """Every skill frame of ``dataset`` as in-memory tensors; ``batch(indices)`` -> dict of tensors."""
 
     def __init__(self, dataset: Any, skills: list[str] | tuple[str, ...] = (), cameras: tuple[str, ...] = (),
-                 progress: bool = True):
+                 progress: bool = True, guide: bool = True):
         frames = dataset.frames
         for key in ("skill.id", "skill.index", "episode_index", "observation.state", "skill.params", "action"):
             if key not in frames:
@@ -77,6 +79,8 @@ class SkillWindows:
                 img = item[IMAGE_PREFIX + cam]
                 cols.setdefault(IMAGE_PREFIX + cam, []).append((img * 255).round().to(torch.uint8))
         self.data = {k: torch.stack(v) for k, v in cols.items()}
+        if guide and "skill.guide" in frames:
+            self.data["skill.guide"] = torch.from_numpy(np.asarray(frames["skill.guide"], np.float32)[self.frame_ids])
         self.obs_horizon = self.data["observation.state"].shape[1]
         self.horizon = self.data["action"].shape[1]
 
@@ -99,4 +103,11 @@ class SkillWindows:
                         for s in ("mean", "std", "min", "max")}
         rel = relative_params(self.data["observation.state"][:, -1], self.data["skill.params"], self.robot)
         out["skill.params_rel"] = feature_stats(rel)
+        if "skill.guide" in self.data:
+            out["skill.guide"] = feature_stats(self.data["skill.guide"])
         return out
+
+    @property
+    def guide_dim(self) -> int:
+        """Route features per frame (0: the dataset has none, or they are off)."""
+        return int(self.data["skill.guide"].shape[-1]) if "skill.guide" in self.data else 0

@@ -10,7 +10,9 @@ The interface follows LeRobot's policies:
 (``observation.state`` (B, To, D), ``skill.id`` (B,), ``skill.params`` (B, 8),
 ``observation.images.<cam>`` (B, To, 3, H, W) in [0, 1], ``action`` (B, H, A),
 ``action_is_pad`` (B, H)) plus ``action_done`` (B, H), 1 where the frame lies past the
-end of the skill segment (:mod:`policies.data`). ``select_action`` takes one step of
+end of the skill segment (:mod:`policies.data`), and, for heads with ``guide_dim``,
+``skill.guide`` (B, guide_dim): the route features of the current step (the agent's
+planner on its own map supplies them; :mod:`policies.nav_skill`). ``select_action`` takes one step of
 the same keys without the time axis.
 
 Besides actions every head predicts a *done* channel: the probability that a
@@ -47,6 +49,8 @@ class HeadConfig:
     skills: tuple[str, ...] = ()  # skills the head was trained on (filled in by training)
     done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
     action_norm: str = "min_max"
+    guide_dim: int = 0  # route features per step (``skill.guide``, base frame; 0: none; set from the data)
+    ignore_pose: bool = False  # base: drop the odometry pose (x, y, yaw) from the state, keep the velocities
 
     def validate(self) -> None:
         if self.obs_horizon < 1 or self.horizon < 1:
@@ -54,6 +58,10 @@ class HeadConfig:
         if not 1 <= self.n_action_steps <= self.horizon:
             raise ValueError(f"n_action_steps must be in 1..horizon ({self.horizon}), got {self.n_action_steps}")
         robot_kind(self.state_dim)
+        if self.guide_dim < 0:
+            raise ValueError(f"guide_dim must be >= 0, got {self.guide_dim}")
+        if self.ignore_pose and robot_kind(self.state_dim) != "base":
+            raise ValueError("ignore_pose applies to the mobile base only")
         unknown = [s for s in self.skills if s not in SKILLS]
         if unknown:
             raise ValueError(f"unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
@@ -102,7 +110,7 @@ class HeadBase(nn.Module):
         config.validate()
         self.config = config
         self.robot = robot_kind(config.state_dim)
-        self.normalizer = Normalizer(stats, config.action_norm)
+        self.normalizer = Normalizer(stats, config.action_norm, optional=("skill.guide",) if config.guide_dim else ())
         if self.normalizer.observation_state_mean.numel() != config.state_dim:
             raise ValueError(f"statistics give {self.normalizer.observation_state_mean.numel()} state values, "
                              f"config says {config.state_dim}")
@@ -120,10 +128,11 @@ class HeadBase(nn.Module):
 
     @property
     def call_dim(self) -> int:
-        return self.config.skill_embed_dim + PARAM_FEATURES
+        return self.config.skill_embed_dim + PARAM_FEATURES + self.config.guide_dim
 
     def check_batch(self, batch: dict[str, torch.Tensor], with_actions: bool) -> None:
         need = ["observation.state", "skill.id", "skill.params"] + [IMAGE_PREFIX + c for c in self.config.cameras]
+        need += ["skill.guide"] if self.config.guide_dim else []
         if with_actions:
             need += ["action"]
         missing = [k for k in need if k not in batch]
@@ -138,10 +147,15 @@ class HeadBase(nn.Module):
             a = batch["action"]
             if a.ndim != 3 or a.shape[1] != cfg.horizon or a.shape[2] != cfg.action_dim:
                 raise ValueError(f"action must be (B, {cfg.horizon}, {cfg.action_dim}), got {tuple(a.shape)}")
+        if cfg.guide_dim and batch["skill.guide"].shape[-1] != cfg.guide_dim:
+            raise ValueError(f"skill.guide must have {cfg.guide_dim} values per sample, "
+                             f"got shape {tuple(batch['skill.guide'].shape)}")
 
     def obs_steps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, To, state_dim + cameras * image_features): normalised proprio and image features per step."""
         state = self.normalizer.norm("observation.state", batch["observation.state"].float())
+        if self.config.ignore_pose:
+            state = torch.cat([torch.zeros_like(state[..., :3]), state[..., 3:]], -1)
         parts = [state]
         b, to = state.shape[:2]
         for cam, enc in self.images.items():
@@ -153,12 +167,16 @@ class HeadBase(nn.Module):
         return torch.cat(parts, -1)
 
     def call_features(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(skill embedding (B, E), normalised call parameters in the robot frame (B, 9))."""
+        """(skill embedding (B, E), normalised call parameters in the robot frame (B, 9 + guide_dim))."""
         sid = batch["skill.id"].long().reshape(-1)
         if ((sid < -1) | (sid >= len(SKILLS))).any():
             raise ValueError(f"skill.id out of range -1..{len(SKILLS) - 1}: {sid.tolist()}")
         rel = relative_params(batch["observation.state"][:, -1].float(), batch["skill.params"].float(), self.robot)
-        return self.skill_embed(sid + 1), self.normalizer.norm("skill.params_rel", rel)
+        params = self.normalizer.norm("skill.params_rel", rel)
+        if self.config.guide_dim:
+            guide = self.normalizer.norm("skill.guide", batch["skill.guide"].float().reshape(len(sid), -1))
+            params = torch.cat([params, guide], -1)
+        return self.skill_embed(sid + 1), params
 
     # --- inference -------------------------------------------------------------------
     def predict_chunk(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -186,7 +204,7 @@ class HeadBase(nn.Module):
             for _ in range(self.config.obs_horizon - 1):
                 self._obs.append(step)
         self._obs.append(step)
-        self._call = {"skill.id": obs["skill.id"], "skill.params": obs["skill.params"]}
+        self._call = {k: obs[k] for k in ("skill.id", "skill.params", "skill.guide") if k in obs}
         return self._history()
 
     def _history(self) -> dict[str, torch.Tensor]:

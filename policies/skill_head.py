@@ -75,8 +75,9 @@ class LearnedSkill:
         if self.policy.robot == "arm":
             self._last[-1] = 1.0 if float(np.asarray(obs["proprio"])[21]) > 0.07 else -1.0
 
-    def observation(self, obs: dict[str, Any]) -> dict[str, torch.Tensor]:
-        """The env observation as one step of the head's inputs (batch of 1)."""
+    def observation(self, obs: dict[str, Any], guide: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+        """The env observation as one step of the head's inputs (batch of 1); ``guide``: the step's
+        route features (``guide_dim`` values), which heads trained with them need."""
         cfg = self.policy.config
         state = np.asarray(obs.get("proprio"), dtype=np.float32).reshape(-1) if "proprio" in obs else None
         if state is None or state.shape[0] != cfg.state_dim:
@@ -84,6 +85,13 @@ class LearnedSkill:
                              f"got {None if state is None else state.shape[0]}")
         out = {"observation.state": torch.from_numpy(state).unsqueeze(0), "skill.id": self._sid,
                "skill.params": self._params}
+        if cfg.guide_dim:
+            g = None if guide is None else np.asarray(guide, dtype=np.float32).reshape(-1)
+            if g is None or g.shape[0] != cfg.guide_dim:
+                raise ValueError(f"the {self.policy.name} head is conditioned on {cfg.guide_dim} route features "
+                                 f"(skill.guide), got {None if g is None else g.shape[0]}; run it through "
+                                 "policies.nav_skill.LearnedNavigateSkill")
+            out["skill.guide"] = torch.from_numpy(g).unsqueeze(0)
         for cam in cfg.cameras:
             key = f"rgb/{cam}"
             if key not in obs:
@@ -98,7 +106,7 @@ class LearnedSkill:
             action[-1] = self._last[-1]  # keep the gripper as last commanded
         return action
 
-    def act(self, obs: dict[str, Any]) -> np.ndarray:
+    def act(self, obs: dict[str, Any], guide: np.ndarray | None = None) -> np.ndarray:
         if self.call is None:
             raise RuntimeError(f"LearnedSkill {self.name!r}: act() before start()")
         if self._done or self._failed:
@@ -108,7 +116,7 @@ class LearnedSkill:
             self._failed = True
             return self._hold()
         policy, threshold = self.policy, self.done_threshold
-        action = policy.select_action(self.observation(obs))
+        action = policy.select_action(self.observation(obs, guide))
         if float(policy.next_done.reshape(-1)[0]) > threshold and policy.chunk_age > 0:
             action = policy.repredict()  # confirm on the current observation, not an old plan
         self.done_prob = float(policy.next_done.reshape(-1)[0])
@@ -118,8 +126,9 @@ class LearnedSkill:
             self._done = True
         return self._last.copy()
 
-def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, LearnedSkill]:
-    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned.
+def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_options) -> dict[str, Any]:
+    """``"diffusion:RUN_DIR"`` or ``"act:RUN_DIR"`` -> {skill name: LearnedSkill} for every skill the run learned
+    (a navigate head trained on route features comes wrapped in a ``LearnedNavigateSkill``).
 
     RUN_DIR is a training run, an exported head (:mod:`policies.export`), or the short name of a
     shipped one: ``"act:manip"`` is ``policies/checkpoints/act_manip``. A suffix ``@pick,place``
@@ -142,4 +151,12 @@ def load_head(spec: str, budget: int = 400, weights: str = "ema", **skill_option
             raise ValueError(f"head spec {spec + at + only!r}: after '@' name skills the head learned "
                              f"({', '.join(names)}); got {only!r}")
         names = [s for s in names if s in wanted]
-    return {name: LearnedSkill(policy, name, budget=budget, **skill_options) for name in names}
+    skills: dict[str, Any] = {}
+    for name in names:
+        skill = LearnedSkill(policy, name, budget=budget, **skill_options)
+        if name == "navigate" and policy.config.guide_dim:
+            from policies.nav_skill import LearnedNavigateSkill
+
+            skill = LearnedNavigateSkill(skill)
+        skills[name] = skill
+    return skills

@@ -156,9 +156,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     config_cls, _ = head_classes(cfg.head)
     defaults = config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})
     dataset = _open_dataset(cfg, defaults.obs_horizon, defaults.horizon)
-    windows = SkillWindows(dataset, cfg.skills, cfg.cameras, progress=cfg.progress and main)
+    # Route features (skill.guide) condition the head wherever the data has them, unless guide_dim=0 is set.
+    use_guide = cfg.head_options.get("guide_dim", None) != 0
+    windows = SkillWindows(dataset, cfg.skills, cfg.cameras, progress=cfg.progress and main, guide=use_guide)
     stats = windows.stats(dataset.stats)
     options = dict(cfg.head_options)
+    if options.get("guide_dim") not in (None, windows.guide_dim):
+        raise ValueError(f"guide_dim={options['guide_dim']} but the data's skill.guide has {windows.guide_dim} values")
+    options["guide_dim"] = windows.guide_dim
     options.update(state_dim=int(windows.data["observation.state"].shape[-1]),
                    action_dim=int(windows.data["action"].shape[-1]), cameras=tuple(cfg.cameras),
                    skills=windows.skills,

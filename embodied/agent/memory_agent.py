@@ -151,6 +151,20 @@ class MemoryAgent:
         if self.freespace is not None:
             self.skills["navigate"] = NavigateSkill(self.freespace)
         self.skills.update(self._skills_given or {})
+        self._lend_map()
+
+    def _lend_map(self) -> None:
+        """Skills that plan on the robot's own map (a learned navigate head's route) get this episode's."""
+        if self.freespace is None:
+            return
+        for skill in self.skills.values():
+            if hasattr(skill, "use_map"):
+                skill.use_map(self.freespace)
+
+    @property
+    def current_guide(self) -> np.ndarray | None:
+        """The running skill's route features of the last step (``NavigateSkill.guide``), else None."""
+        return None if self.skill is None else getattr(self.skill, "guide", None)
 
     # --- perception + memory ---------------------------------------------------------
     def _localise(self, obs: dict) -> dict:
@@ -176,6 +190,7 @@ class MemoryAgent:
                     self.localiser = DepthLocaliser(self.config.localise)
                 if "navigate" not in (self._skills_given or {}):
                     self.skills["navigate"] = NavigateSkill(self.freespace)
+                self._lend_map()
         self._phase = phase
         if self.config.blank_observe and phase == 0:
             obs = _blank(obs)

@@ -12,6 +12,12 @@ it), the skill call the policy was executing when it chose ``a_t``
 phase of ``o_t``, and what stepping gave: ``next.reward``, ``next.done`` and
 ``next.success`` (the env's ``is_success`` after the step: true on the last
 frame of a successful episode).
+
+Mobile-base episodes of a policy with a ``current_guide`` attribute (the memory
+agent) also keep ``skill.guide``: the running skill's route features after each
+``act`` (:meth:`embodied.agent.skills.navigate.NavigateSkill.guide_features`,
+base frame; zeros when the skill has none), what a learned navigate head is
+conditioned on besides the call. Other recordings are unchanged.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from embodied.data.layout import DEPTH_PREFIX, DEPTH_SCALE, IMAGE_PREFIX, plain
 from embodied.data.stats import image_stats
 from embodied.data.video import EpisodeEncoder
 from embodied.planner.calls import NO_SKILL, PARAM_DIM
+
+GUIDE_DIM = 6  # = embodied.agent.skills.navigate.GUIDE_DIM (the data layer does not import the agent)
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
     tasks: list[str] = []
     calls: list[dict] = []
     last_call = None
+    guided = robot_type(u) == "mobile_base" and hasattr(policy, "current_guide")
+    guides: list[np.ndarray] = []
     done, t = False, 0
     while not done:
         for cam in cams:
@@ -148,6 +158,10 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         cols["sid"].append(NO_SKILL if call is None else call.skill_id)
         cols["sparams"].append(np.zeros(PARAM_DIM, np.float32) if call is None else call.params())
         cols["sindex"].append(-1 if call is None else len(calls) - 1)
+        if guided:
+            guide = policy.current_guide
+            guides.append(np.zeros(GUIDE_DIM, np.float32) if guide is None
+                          else np.asarray(guide, np.float32).reshape(GUIDE_DIM))
         obs, reward, terminated, truncated, info = env.step(action)
         done = bool(terminated or truncated)
         cols["reward"].append(float(reward))
@@ -171,6 +185,8 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         "skill.index": np.array(cols["sindex"], np.int64),
         "task_local": task_local,
     }
+    if guided:
+        arrays["skill.guide"] = np.stack(guides)
     for cam, frames in depth.items():
         arrays[f"{DEPTH_PREFIX}{cam}"] = np.stack(frames)
     meta = {

@@ -13,6 +13,8 @@ Columns of ``data/…parquet`` (one row per frame; shapes as in ``info.json``)::
     skill.id            int64         SKILL_IDS of the running skill call, -1 (NO_SKILL) for none
     skill.params        float32 [8]   SkillCall.params(): x, y, z, yaw, size_x, size_y, size_z, has_yaw (zeros: none)
     skill.index         int64         which call of the episode's plan (0, 1, ...), -1 for none
+    skill.guide         float32 [6]   only mobile-base recordings of the agent: the running skill's route
+                                      features, base frame (GUIDE_NAMES; zeros: none)
     observation.depth.<cam>  uint16 [H, W]   with --depth: depth in millimetres, 0 = no return
 """
 
@@ -29,6 +31,7 @@ from embodied.data.stats import array_stats
 from embodied.planner.calls import SKILLS
 
 PARAM_NAMES = ["x", "y", "z", "yaw", "size_x", "size_y", "size_z", "has_yaw"]
+GUIDE_NAMES = ["wp_forward", "wp_left", "next_forward", "next_left", "last", "arrived"]
 SCALARS = {
     "timestamp": "float32",
     "frame_index": "int64",
@@ -68,6 +71,9 @@ def features_for(meta: dict, arrays: dict[str, np.ndarray], image_size: int) -> 
         "float32", (len(PARAM_NAMES),), PARAM_NAMES, description="SkillCall.params() of the running call (world frame)"
     )
     feats["skill.index"].description = "position of the running call in the episode's plan; -1 none"
+    if "skill.guide" in arrays:
+        feats["skill.guide"] = Feature("float32", (len(GUIDE_NAMES),), GUIDE_NAMES,
+                                       description="route features of the running skill, base frame (m; flags)")
     for key, arr in arrays.items():
         if key.startswith(DEPTH_PREFIX):
             feats[key] = Feature(
@@ -99,6 +105,8 @@ def check_compatible(features: dict, meta: dict, arrays: dict[str, np.ndarray], 
         got = tuple(arr.shape[1:]) or (1,)
         if got != shape:
             raise ValueError(f"{task}: {key} has shape {list(got)} but the dataset declares {list(shape)}")
+    if "skill.guide" in features and "skill.guide" not in arrays:
+        raise ValueError(f"{task} records no skill.guide but the dataset declares it (recorded with another policy?)")
     missing = [k for k in features if k.startswith(DEPTH_PREFIX) and k not in arrays]
     if missing:
         raise ValueError(f"{task} records no {missing[0]} but the dataset declares it (--depth differs?)")

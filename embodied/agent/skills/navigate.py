@@ -31,6 +31,13 @@ drifting odometry. ``proprio`` odometry is not used. Inside the
 
 Actions are ``(2,) float32`` in [-1, 1]: ``[forward, yaw rate]`` as fractions
 of ``max_v`` (0.5 m/s) and ``max_w`` (1.5 rad/s).
+
+Route and driver: ``act`` is ``guide_step`` (budgets, back-off, replans,
+waypoint progress; it leaves the step's route features in ``guide``, see
+``guide_features``), then the turn-then-drive controller, then ``drive``
+(the depth safety check). A learned head drives the same route in place of
+the controller (``policies.nav_skill.LearnedNavigateSkill``); the agent's
+recordings keep ``guide`` per frame as ``skill.guide``.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from embodied.planner.calls import SkillCall
 CAMERA = "head"
 CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre (scenes/apartment/robot.xml)
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1 (the base's documented action scaling)
+GUIDE_DIM = 6  # route features per step (``NavigateSkill.guide_features``)
 
 
 def wrap(angle: float) -> float:
@@ -95,6 +103,8 @@ class NavigateSkill:
         max_replans: int = 8,
         max_steps: int = 700,
         camera: str = CAMERA,
+        last_tol: float = 0.04,
+        creep_waypoint: bool = False,
     ):
         self.map = freespace
         self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
@@ -103,10 +113,15 @@ class NavigateSkill:
         self.stop_dist, self.stuck_steps = stop_dist, stuck_steps
         self.max_replans, self.max_steps = max_replans, max_steps
         self.camera = camera
+        self.last_tol = last_tol  # m: the path's end counts as reached this close (the others at 12 cm)
+        # At the path's end but out of reach (the map moved the stand-off): add a waypoint toward the target
+        # (for a learned driver; the scripted controller creeps there by itself).
+        self.creep_waypoint = creep_waypoint
         self._done = self._failed = False
         self.target = np.zeros(2)
         self.path: list[np.ndarray] = []
         self.log: list[str] = []
+        self.guide = np.zeros(GUIDE_DIM, dtype=np.float32)  # route features of the last step
 
     # --- protocol ---------------------------------------------------------------------
     @property
@@ -128,28 +143,48 @@ class NavigateSkill:
         self.path, self.index = [], 0
         self.best, self.since_best = np.inf, 0
         self.backing = 0
+        self.creeps = 0
         self.log = []
+        self.guide = np.zeros(GUIDE_DIM, dtype=np.float32)
         self._plan(base_pose(obs, self.camera))
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
+        pose, override = self.guide_step(obs, scripted_done=True)
+        if override is not None:
+            return override
+        v, w = self._follow(pose)
+        return self.drive(obs, pose, v / MAX_V, w / MAX_W)
+
+    # --- the route, for a driver (this skill's own controller, or a learned head) -------
+    def guide_step(self, obs: dict[str, Any], scripted_done: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The planning half of one step: budget, back-off, replans, waypoint progress.
+
+        Returns (base pose (3,), action to take instead of driving, or None: drive now);
+        ``self.guide`` then holds the route features of this step (see ``guide_features``).
+        With ``scripted_done`` the skill ends itself within ``reach`` facing the target;
+        a learned driver decides that instead.
+        """
+        pose = base_pose(obs, self.camera)
+        self.guide = np.zeros(GUIDE_DIM, dtype=np.float32)
         if self._done or self._failed:
-            return np.zeros(2, dtype=np.float32)
+            return pose, np.zeros(2, dtype=np.float32)
         self.steps += 1
         if self.steps > self.max_steps:
-            return self._fail("step budget")
-        pose = base_pose(obs, self.camera)
+            return pose, self._fail("step budget")
         dist = float(np.linalg.norm(self.target - pose[:2]))
         facing = abs(wrap(np.arctan2(*(self.target - pose[:2])[::-1]) - pose[2]))
-        if dist <= self.reach and facing <= self.face_tol:
+        if scripted_done and dist <= self.reach and facing <= self.face_tol:
             self._done = True
-            return np.zeros(2, dtype=np.float32)
+            return pose, np.zeros(2, dtype=np.float32)
         if self.backing > 0:  # after a blocked view: back off a little before planning again
             self.backing -= 1
             if self.backing == 0:
                 self._plan(pose)
-            return np.array([-0.4, 0.0], dtype=np.float32)
+            return pose, np.array([-0.4, 0.0], dtype=np.float32)
         if not self.path:
-            return self._fail("no path") if self.replans >= self.max_replans else self._replan(pose, "no path")
+            if self.replans >= self.max_replans:
+                return pose, self._fail("no path")
+            return pose, self._replan(pose, "no path")
         # Progress toward the stand-off (the path's end).
         remaining = self._remaining(pose)
         if remaining < self.best - 0.02:
@@ -157,12 +192,41 @@ class NavigateSkill:
         else:
             self.since_best += 1
         if self.since_best > self.stuck_steps and dist > self.reach:
-            return self._replan(pose, "stuck")
-        v, w = self._follow(pose)
+            return pose, self._replan(pose, "stuck")
+        self._advance(pose)
+        if self.creep_waypoint and self.index >= len(self.path) and dist > self.reach and self.creeps < 3:
+            self.creeps += 1
+            self.path.append(self.target + (pose[:2] - self.target) / max(dist, 1e-6) * (self.reach - 0.1))
+            self.log.append(f"t{self.steps}: out of reach at the path's end; creep waypoint {self.path[-1]}")
+        self.guide = self.guide_features(pose)
+        return pose, None
+
+    def drive(self, obs: dict[str, Any], pose: np.ndarray, v: float, w: float) -> np.ndarray:
+        """The safety half: ``[v, w]`` (fractions of ``MAX_V``, ``MAX_W``) unless an obstacle blocks the
+        way forward, which stops the base, backs it off and replans."""
         if v > 0 and self._blocked(obs, pose):
             self.backing = 3
             return self._replan(pose, "obstacle ahead", back=True)
-        return np.array([np.clip(v / MAX_V, -1, 1), np.clip(w / MAX_W, -1, 1)], dtype=np.float32)
+        return np.array([np.clip(v, -1, 1), np.clip(w, -1, 1)], dtype=np.float32)
+
+    def guide_features(self, pose: np.ndarray) -> np.ndarray:
+        """(GUIDE_DIM,) float32 route features in the base frame at ``pose``:
+        ``[wp_forward, wp_left, next_forward, next_left, last, arrived]``: the waypoint driven to and
+        the one after it (m; the path's end repeats), ``last`` 1 when driving to the path's end,
+        ``arrived`` 1 past it (only facing the target is left). Zeros without a path."""
+        out = np.zeros(GUIDE_DIM, dtype=np.float32)
+        if not self.path:
+            return out
+        n = len(self.path)
+        a = self.path[min(self.index, n - 1)]
+        b = self.path[min(self.index + 1, n - 1)]
+        c, s = np.cos(pose[2]), np.sin(pose[2])
+        for k, p in enumerate((a, b)):
+            d = p - pose[:2]
+            out[2 * k], out[2 * k + 1] = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+        out[4] = float(self.index == n - 1)
+        out[5] = float(self.index >= n)
+        return out
 
     # --- planning ------------------------------------------------------------------------
     def _fail(self, why: str) -> np.ndarray:
@@ -238,13 +302,16 @@ class NavigateSkill:
         return float(sum(np.linalg.norm(b - a) for a, b in zip(pts[:-1], pts[1:])))
 
     # --- driving -----------------------------------------------------------------------------
-    def _follow(self, pose: np.ndarray) -> tuple[float, float]:
-        """Turn-then-drive toward the current waypoint; at the end, turn to face the target."""
+    def _advance(self, pose: np.ndarray) -> None:
+        """Skip the waypoints already reached (the last one within ``last_tol``, the others within 12 cm)."""
         while self.index < len(self.path):
             last = self.index == len(self.path) - 1
-            if np.linalg.norm(self.path[self.index] - pose[:2]) > (0.04 if last else 0.12):
+            if np.linalg.norm(self.path[self.index] - pose[:2]) > (self.last_tol if last else 0.12):
                 break
             self.index += 1
+
+    def _follow(self, pose: np.ndarray) -> tuple[float, float]:
+        """Turn-then-drive toward the current waypoint; at the end, turn to face the target."""
         if self.index < len(self.path):
             goal = self.path[self.index]
             last = self.index == len(self.path) - 1

@@ -1,0 +1,97 @@
+"""A learned navigate skill: the agent's own planner says *where*, the head decides *how to move*.
+
+A head conditioned only on the goal's pose cannot know the walls. So the
+learned navigate skill keeps the scripted skill's route half
+(:class:`embodied.agent.skills.navigate.NavigateSkill`, run on the agent's own
+free-space map built from head depth): the stand-off point near the target,
+the A* path to it on the map, replanning when stuck, the step and replan
+budgets, and the depth safety check (an obstacle in the swept corridor
+stops the base, backs it off and replans). Each step it hands the head the
+route's features in the base frame (``skill.guide``: the waypoint being
+driven to, the one after it, whether it is the path's end, whether the
+path is finished) besides the call's target in the robot's frame; the head
+returns the base's ``[forward, yaw rate]`` action and decides, through its
+done channel, when the skill is over (the scripted rule, within reach and
+facing the target, is not used).
+
+    skills = load_head("act:policies/checkpoints/act_nav")   # {"navigate": LearnedNavigateSkill}
+    agent = MemoryAgent(labels, skills=skills)                # the agent lends it its map (use_map)
+
+While the route overrides the head (backing off, a replan step) the head's
+queues are reset, so it does not continue a plan made before the override.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from embodied.agent.skills.navigate import GUIDE_DIM, NavigateSkill
+from embodied.memory.freespace import FreeSpaceMap
+from embodied.planner.calls import SkillCall
+from policies.skill_head import LearnedSkill
+
+# The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm): a learned driver
+# that circles the last few centimetres then turns to face the target instead. At the path's end out of
+# reach, the route adds a waypoint toward the target (the scripted controller creeps there by itself).
+ROUTE_DEFAULTS: dict[str, Any] = {"last_tol": 0.08, "creep_waypoint": True}
+
+
+class LearnedNavigateSkill:
+    """Skill protocol for ``navigate`` calls: route from the agent's map, motion and done from ``head``."""
+
+    name = "navigate"
+
+    def __init__(self, head: LearnedSkill, **route_options):
+        if head.name != "navigate":
+            raise ValueError(f"LearnedNavigateSkill drives with a navigate head, got a {head.name!r} head")
+        dim = head.policy.config.guide_dim
+        if dim != GUIDE_DIM:
+            raise ValueError(f"the navigate head takes {dim} route features; the route gives {GUIDE_DIM}")
+        self.head = head
+        self.head.budget = 10**9  # the route's step budget (max_steps) bounds the skill
+        self.route_options = {**ROUTE_DEFAULTS, **route_options}
+        self.route: NavigateSkill | None = None
+        self._done = False
+        self.overrides = 0  # steps the route acted instead of the head (back-off, replans) since start
+
+    def use_map(self, freespace: FreeSpaceMap) -> None:
+        """The agent's free-space map (called by the agent at its first step and when it renews the map)."""
+        self.route = NavigateSkill(freespace, **self.route_options)
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def failed(self) -> bool:
+        return self.route is not None and self.route.failed or self.head.failed
+
+    @property
+    def guide(self) -> np.ndarray:
+        """(GUIDE_DIM,) route features of the last step (zeros before the first)."""
+        return self.route.guide if self.route is not None else np.zeros(GUIDE_DIM, dtype=np.float32)
+
+    def start(self, call: SkillCall, obs: dict[str, Any]) -> None:
+        if self.route is None:
+            raise RuntimeError("LearnedNavigateSkill has no map: the agent lends it one (use_map) before start")
+        self.route.start(call, obs)
+        self.head.start(call, obs)
+        self._done = False
+        self.overrides = 0
+
+    def act(self, obs: dict[str, Any]) -> np.ndarray:
+        if self.route is None:
+            raise RuntimeError("LearnedNavigateSkill: act() before use_map() and start()")
+        if self._done or self.failed:
+            return np.zeros(2, dtype=np.float32)
+        pose, override = self.route.guide_step(obs, scripted_done=False)
+        if override is not None:
+            self.overrides += 1
+            self.head.policy.reset()
+            return override
+        action = self.head.act(obs, self.route.guide)
+        if self.head.done:
+            self._done = True
+        return self.route.drive(obs, pose, float(action[0]), float(action[1]))
