@@ -58,7 +58,8 @@ EOF
 
 # ---------------------------------------------------------------- navigation (the apartment tasks)
 nav() {
-  echo "nav: no navigation head is reproduced by this script yet" >&2
+  # record (agent, 3 x 20 demos) -> train (ACT on navigate, route features) -> export -> evaluate
+  SHIP=${EXPORT:-0} bash tools/reproduce_nav_head.sh "$WORK/nav"
 }
 
 case "$SUITE" in

@@ -27,9 +27,10 @@ nice -n 10 embodied record-demos $task_args --episodes "$EPISODES" --seed 3000 -
 nice -n 10 embodied train --head act --data "$OUT/demos" --out "$OUT/act_nav" --skills navigate --steps "$STEPS" \
   --set horizon=8 --set n_action_steps=1 --set ignore_pose=true --resume --json > "$OUT/train.json"
 
-# 3. Ship: EMA weights, safetensors + JSON.
+# 3. Export: EMA weights (float32), safetensors + JSON + sha256 manifest; the demo runs its navigate skill.
 SHIP_TO="$OUT/shipped"; [ "${SHIP:-0}" = 1 ] && SHIP_TO=policies/checkpoints/act_nav
-python3 tools/ship_nav_head.py --run "$OUT/act_nav" --out "$SHIP_TO" > "$OUT/ship.json"
+embodied export-head --run "$OUT/act_nav" --out "$SHIP_TO" --dtype float32 --agent-skills navigate --json \
+  > "$OUT/ship.json"
 
 # 4. The whole agent with the learned navigate skill, seeds 7000.. (no test uses them).
 for task in $TASKS; do
