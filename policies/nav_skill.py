@@ -61,6 +61,11 @@ class LearnedNavigateSkill:
         self.route = NavigateSkill(freespace, **self.route_options)
 
     @property
+    def policy(self):
+        """The trained head (:class:`policies.head.HeadBase`) that moves the base."""
+        return self.head.policy
+
+    @property
     def done(self) -> bool:
         return self._done
 

@@ -128,11 +128,17 @@ def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, see
     assert result.success, result
 
 
-def test_the_shipped_head_drives_no_mobile_base():
+def test_each_shipped_head_runs_only_on_its_own_robot():
     from embodied.eval.rollout import head_for
 
     env = gym.make(get_task("ObjectRevisit").env_id)
     try:
         assert head_for(env, ["act:manip"]) is None
+        assert head_for(env, ["act:manip", "act:nav"]) == "act:nav"
+    finally:
+        env.close()
+    env = gym.make(get_task("ShellGame").env_id)
+    try:
+        assert head_for(env, ["act:nav", "act:manip"]) == "act:manip"
     finally:
         env.close()

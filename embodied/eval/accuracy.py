@@ -204,7 +204,7 @@ class AccuracyRecorder:
             per_entity[entity] = per_entity.get(entity, 0) + 1
         duplicates = sum(k - 1 for k in per_entity.values())
         merges = sum(1 for ents in self.identities.values() if len(ents) > 1)
-        precision, recall = _relation_scores(memory, self.last_relations_truth, self.last_true_relations, match)
+        precision, recall, counts = _relation_scores(memory, self.last_relations_truth, self.last_true_relations, match)
         n_objects = sum(1 for cls, _, _ in truth.values() if kind_of(cls) in OBJECT_KINDS)
         return {
             "position_error_median": _median(self.errors_visible),
@@ -213,6 +213,7 @@ class AccuracyRecorder:
             "part_error_median": _median(self.errors_parts),
             "relation_precision": precision,
             "relation_recall": recall,
+            **counts,
             "duplicates": duplicates,
             "merges": merges,
             "objects_true": n_objects,
@@ -223,8 +224,9 @@ class AccuracyRecorder:
 
 def _relation_scores(
     memory: SpatialMemory, truth: dict, true_edges: set, match: dict
-) -> tuple[float | None, float | None]:
-    """Precision and recall of on/in edges, in entity names, at the last frame."""
+) -> tuple[float | None, float | None, dict[str, int]]:
+    """Precision and recall of on/in edges, in entity names, at the last frame, and the edge counts
+    (``edges_hit``, ``edges_remembered``, ``edges_true``) for pooling over episodes."""
     names = {node: entity for node, (entity, _) in match.items()}
     # Supports (tables, pads, housings) match by class and footprint overlap.
     for node, a in memory.graph.nodes(data=True):
@@ -246,7 +248,7 @@ def _relation_scores(
     hit = len(mem & gt)
     precision = hit / len(mem) if mem else None
     recall = hit / len(gt) if gt else None
-    return precision, recall
+    return precision, recall, {"edges_hit": hit, "edges_remembered": len(mem), "edges_true": len(gt)}
 
 
 def _median(values: list[float]) -> float | None:

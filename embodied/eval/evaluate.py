@@ -225,6 +225,11 @@ def _summarise(name: str, cls, reports: list[EpisodeReport]) -> dict:
         values = [r.accuracy[key] for r in reports if r.accuracy.get(key) is not None]
         if values:
             accuracy[key] = float(np.median(values)) if "error" in key or "relation" in key else int(np.sum(values))
+    # Edges pooled over all episodes: a median of per-episode ratios hides the rare wrong edge.
+    if accuracy.get("edges_remembered"):
+        accuracy["relation_precision_pooled"] = accuracy["edges_hit"] / accuracy["edges_remembered"]
+    if accuracy.get("edges_true"):
+        accuracy["relation_recall_pooled"] = accuracy["edges_hit"] / accuracy["edges_true"]
     return {
         "task": name,
         "family": cls.family,
