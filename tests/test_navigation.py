@@ -162,6 +162,20 @@ def test_random_policy_fails_and_render_shows_map():
     env.close()
 
 
+def test_render_skips_an_object_taken_out_of_the_apartment():
+    env = gym.make("embodied/ObjectRevisit-v0", images=False, render_mode="rgb_array")
+    env.reset(seed=1)
+    u = env.unwrapped
+    before = env.render()
+    u.put_object(u.active[0], (0.0, -5.0, -3.0))  # where RoomRecall hides its target
+    import mujoco
+
+    mujoco.mj_forward(u.model, u.data)
+    after = env.render()
+    assert after.shape == before.shape and not np.array_equal(after, before)
+    env.close()
+
+
 def test_chance_rates():
     for name in NAV:
         cls = TASKS[name].env_class()

@@ -48,6 +48,8 @@ class MapPainter:
         r = int(np.ceil(radius_px)) + 1
         rows = slice(max(r0 - r, 0), min(r0 + r + 1, self.shape[0]))
         cols = slice(max(c0 - r, 0), min(c0 + r + 1, self.shape[1]))
+        if rows.start >= rows.stop or cols.start >= cols.stop:
+            return  # off the map (an object taken out of the apartment)
         rr, cc = np.mgrid[rows, cols]
         d = np.hypot(rr - r0, cc - c0)
         mask = (np.abs(d - radius_px) <= 1.0) if ring else (d <= radius_px)
