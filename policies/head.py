@@ -51,6 +51,7 @@ class HeadConfig:
     action_norm: str = "min_max"
     guide_dim: int = 0  # route features per step (``skill.guide``, base frame; 0: none; set from the data)
     ignore_pose: bool = False  # base: drop the odometry pose (x, y, yaw) from the state, keep the velocities
+    room_goals: bool = False  # navigate: trained on "go to the room" calls too (else the scripted driver runs them)
 
     def validate(self) -> None:
         if self.obs_horizon < 1 or self.horizon < 1:

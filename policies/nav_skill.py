@@ -55,6 +55,7 @@ class LearnedNavigateSkill:
         self.route: NavigateSkill | None = None
         self._done = False
         self.overrides = 0  # steps the route acted instead of the head (back-off, replans) since start
+        self.scripted = False  # this call runs on the route's scripted driver (see start)
 
     def use_map(self, freespace: FreeSpaceMap) -> None:
         """The agent's free-space map (called by the agent at its first step and when it renews the map)."""
@@ -85,12 +86,19 @@ class LearnedNavigateSkill:
         self.head.start(call, obs)
         self._done = False
         self.overrides = 0
+        # The shipped head learned object goals only (stand off, face the object); a room goal (stand
+        # anywhere inside) is out of its training data, so the route's own scripted driver runs it.
+        self.scripted = bool(call.extra.get("room")) and not self.head.policy.config.room_goals
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         if self.route is None:
             raise RuntimeError("LearnedNavigateSkill: act() before use_map() and start()")
         if self._done or self.failed:
             return np.zeros(2, dtype=np.float32)
+        if self.scripted:
+            action = self.route.act(obs)
+            self._done = self.route.done
+            return action
         pose, override = self.route.guide_step(obs, scripted_done=False)
         if override is not None:
             self.overrides += 1

@@ -120,3 +120,20 @@ def test_shipped_nav_head_drives_the_whole_agent_to_the_goal(route, monkeypatch)
     assert not [e for e in agent.log if e["tag"] in ("skill_failed", "gave_up")], agent.log
     assert skills["navigate"].route.steps > 20  # it drove (the task ends as soon as the robot is within reach)
     assert result.success, agent.log
+
+
+def test_room_goals_fall_back_to_the_scripted_driver():
+    """The shipped head learned object goals only: a "go to the room" call runs the route's scripted
+    driver (labelled as such), and the agent still reaches the room."""
+    from embodied.eval.rollout import run_episodes
+    from embodied.tasks import make
+
+    agents = []
+    env = make("RoomRecall-v0")
+    try:
+        [result] = run_episodes(env, "agent", [0], progress=False, on_policy=agents.append, head=f"act:{SHIPPED}")
+    finally:
+        env.close()
+    skill = agents[0].skills["navigate"]
+    assert isinstance(skill, LearnedNavigateSkill) and skill.scripted
+    assert result.success, result
