@@ -108,7 +108,8 @@ def unflatten_state(structure: Any, tensors: dict[str, torch.Tensor], where: str
     return walk(structure)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes (read in 1 MiB blocks)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -129,8 +130,8 @@ def save_checkpoint(run: str | os.PathLike, step: int, parts: dict[str, Any], ke
             structure, tensors = flatten_state(state)
             (tmp / f"{name}.safetensors").write_bytes(st_save(tensors))
             (tmp / f"{name}.json").write_text(json.dumps(structure))
-            files[f"{name}.safetensors"] = _sha256(tmp / f"{name}.safetensors")
-            files[f"{name}.json"] = _sha256(tmp / f"{name}.json")
+            files[f"{name}.safetensors"] = sha256_file(tmp / f"{name}.safetensors")
+            files[f"{name}.json"] = sha256_file(tmp / f"{name}.json")
         (tmp / "manifest.json").write_text(json.dumps({"step": step, "parts": sorted(parts), "sha256": files}))
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
@@ -179,7 +180,7 @@ def load_checkpoint(path: str | os.PathLike, parts: tuple[str, ...] | None = Non
             f = path / f"{name}{suffix}"
             if not f.exists():
                 raise CheckpointError(f, "missing")
-            if _sha256(f) != hashes.get(f.name):
+            if sha256_file(f) != hashes.get(f.name):
                 raise CheckpointError(f, "corrupt: its sha256 does not match manifest.json")
         try:
             tensors = st_load((path / f"{name}.safetensors").read_bytes())

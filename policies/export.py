@@ -23,7 +23,6 @@ shipped manipulation head.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -35,20 +34,12 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from policies.checkpoint import CheckpointError, read_json
+from policies.checkpoint import CheckpointError, read_json, sha256_file
 from policies.head import HeadBase
 
 FORMAT = "embodied-head-export/1"
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
 FILES = ("config.json", "stats.json", "model.safetensors")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def is_exported(path: str | os.PathLike) -> bool:
@@ -125,7 +116,7 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
         (tmp / "model.safetensors").write_bytes(st_save(state))
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "stats.json").write_text(json.dumps(read_json(run / "stats.json"), indent=2, sort_keys=True) + "\n")
-        manifest = {"format": FORMAT, "sha256": {f: _sha256(tmp / f) for f in FILES}}
+        manifest = {"format": FORMAT, "sha256": {f: sha256_file(tmp / f) for f in FILES}}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         for f in tmp.iterdir():
             os.chmod(f, 0o644)
@@ -156,7 +147,7 @@ def load_exported(path: str | os.PathLike) -> HeadBase:
     for f in FILES:
         if not (path / f).exists():
             raise CheckpointError(path / f, "missing")
-        if _sha256(path / f) != manifest["sha256"].get(f):
+        if sha256_file(path / f) != manifest["sha256"].get(f):
             raise CheckpointError(path / f, "corrupt: its sha256 does not match manifest.json")
     cfg = read_json(path / "config.json")
     if "head" not in cfg or "head_config" not in cfg:
