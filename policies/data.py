@@ -13,6 +13,8 @@ with pad masks) and its ``frames`` columns (``skill.id``, ``skill.index``,
   without decoding video each step;
 * computes statistics of the call features in the robot's frame (``skill.params_rel``),
   which the dataset's ``meta/stats.json`` cannot hold;
+* gives every frame its steps since the skill call started (``skill.elapsed``: 0 at the
+  segment's first frame), for heads conditioned on time into the skill;
 * keeps the frame's route features (``skill.guide``, (G,) base frame) where the dataset
   has them (mobile-base recordings of the agent) and ``guide`` is on.
 """
@@ -79,6 +81,7 @@ class SkillWindows:
                 img = item[IMAGE_PREFIX + cam]
                 cols.setdefault(IMAGE_PREFIX + cam, []).append((img * 255).round().to(torch.uint8))
         self.data = {k: torch.stack(v) for k, v in cols.items()}
+        self.data["skill.elapsed"] = torch.from_numpy(segment_elapsed(ep, seg)[self.frame_ids])
         if guide and "skill.guide" in frames:
             self.data["skill.guide"] = torch.from_numpy(np.asarray(frames["skill.guide"], np.float32)[self.frame_ids])
         self.obs_horizon = self.data["observation.state"].shape[1]
@@ -111,3 +114,12 @@ class SkillWindows:
     def guide_dim(self) -> int:
         """Route features per frame (0: the dataset has none, or they are off)."""
         return int(self.data["skill.guide"].shape[-1]) if "skill.guide" in self.data else 0
+
+
+def segment_elapsed(episode: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """(N,) float32: frames since the start of each frame's run of equal (episode, segment) values."""
+    n = len(segment)
+    start = np.ones(n, dtype=bool)
+    start[1:] = (episode[1:] != episode[:-1]) | (segment[1:] != segment[:-1])
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    return (np.arange(n) - first).astype(np.float32)

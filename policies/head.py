@@ -12,7 +12,8 @@ The interface follows LeRobot's policies:
 ``action_is_pad`` (B, H)) plus ``action_done`` (B, H), 1 where the frame lies past the
 end of the skill segment (:mod:`policies.data`), and, for heads with ``guide_dim``,
 ``skill.guide`` (B, guide_dim): the route features of the current step (the agent's
-planner on its own map supplies them; :mod:`policies.nav_skill`). ``select_action`` takes one step of
+planner on its own map supplies them; :mod:`policies.nav_skill`), and, for heads with
+``use_elapsed``, ``skill.elapsed`` (B,): control steps since the skill call started (0 at its first step). ``select_action`` takes one step of
 the same keys without the time axis.
 
 Besides actions every head predicts a *done* channel: the probability that a
@@ -52,6 +53,9 @@ class HeadConfig:
     guide_dim: int = 0  # route features per step (``skill.guide``, base frame; 0: none; set from the data)
     ignore_pose: bool = False  # base: drop the odometry pose (x, y, yaw) from the state, keep the velocities
     room_goals: bool = False  # navigate: trained on "go to the room" calls too (else the scripted driver runs them)
+    # Steps since the skill call started (``skill.elapsed``) as one more call feature: a press passes the
+    # same pose going down and coming back up, and only the time into the skill tells the two apart.
+    use_elapsed: bool = False
 
     def validate(self) -> None:
         if self.obs_horizon < 1 or self.horizon < 1:
@@ -129,11 +133,12 @@ class HeadBase(nn.Module):
 
     @property
     def call_dim(self) -> int:
-        return self.config.skill_embed_dim + PARAM_FEATURES + self.config.guide_dim
+        return self.config.skill_embed_dim + PARAM_FEATURES + self.config.guide_dim + int(self.config.use_elapsed)
 
     def check_batch(self, batch: dict[str, torch.Tensor], with_actions: bool) -> None:
         need = ["observation.state", "skill.id", "skill.params"] + [IMAGE_PREFIX + c for c in self.config.cameras]
         need += ["skill.guide"] if self.config.guide_dim else []
+        need += ["skill.elapsed"] if self.config.use_elapsed else []
         if with_actions:
             need += ["action"]
         missing = [k for k in need if k not in batch]
@@ -168,7 +173,7 @@ class HeadBase(nn.Module):
         return torch.cat(parts, -1)
 
     def call_features(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(skill embedding (B, E), normalised call parameters in the robot frame (B, 9 + guide_dim))."""
+        """(skill embedding (B, E), normalised call parameters in the robot frame (B, 9 + guide_dim [+ 1 elapsed]))."""
         sid = batch["skill.id"].long().reshape(-1)
         if ((sid < -1) | (sid >= len(SKILLS))).any():
             raise ValueError(f"skill.id out of range -1..{len(SKILLS) - 1}: {sid.tolist()}")
@@ -177,6 +182,8 @@ class HeadBase(nn.Module):
         if self.config.guide_dim:
             guide = self.normalizer.norm("skill.guide", batch["skill.guide"].float().reshape(len(sid), -1))
             params = torch.cat([params, guide], -1)
+        if self.config.use_elapsed:
+            params = torch.cat([params, elapsed_feature(batch["skill.elapsed"]).reshape(len(sid), 1)], -1)
         return self.skill_embed(sid + 1), params
 
     # --- inference -------------------------------------------------------------------
@@ -205,7 +212,7 @@ class HeadBase(nn.Module):
             for _ in range(self.config.obs_horizon - 1):
                 self._obs.append(step)
         self._obs.append(step)
-        self._call = {k: obs[k] for k in ("skill.id", "skill.params", "skill.guide") if k in obs}
+        self._call = {k: obs[k] for k in ("skill.id", "skill.params", "skill.guide", "skill.elapsed") if k in obs}
         return self._history()
 
     def _history(self) -> dict[str, torch.Tensor]:
@@ -240,6 +247,15 @@ class HeadBase(nn.Module):
         self._queue.clear()
         self._fill(self._history())
         return self._pop()
+
+
+ELAPSED_UNIT = 100.0  # control steps per unit of the elapsed feature
+ELAPSED_CAP = 4.0  # units: skills run at most a few hundred steps; later steps all look alike
+
+
+def elapsed_feature(steps: torch.Tensor) -> torch.Tensor:
+    """Steps since the skill call started (B,) -> the head's feature: steps / 100, capped at 4."""
+    return (steps.float() / ELAPSED_UNIT).clamp(0.0, ELAPSED_CAP)
 
 
 def done_targets(batch: dict[str, torch.Tensor], horizon: int) -> torch.Tensor:

@@ -10,15 +10,18 @@ frame at every step). ``act(obs)`` returns the head's next action.
 When is a learned skill done? The head is trained with a *done* channel: for
 each predicted step, whether the demonstrator's skill call had already ended
 there (:mod:`policies.data`). After choosing a step's action the skill looks at
-the done probability of the *following* step. Above ``config.done_threshold``
-in a chunk predicted some steps ago, it first re-predicts from the current
-observation (a chunk is open-loop: the arm may lag its plan); if the fresh
-chunk agrees for ``patience`` steps in a row (after at least ``min_steps``),
-this step is the skill's last: its action is returned and ``done`` turns true,
-as with the scripted skills. Afterwards ``act`` holds still (no motion, the
-gripper as last commanded). A skill that runs past ``budget`` steps without
-finishing reports ``failed``, so the planner retries or replans as with the
-scripted skills.
+the done probability the same chunk gives the *following* step: above
+``config.done_threshold`` for ``patience`` steps in a row (after at least
+``min_steps``), this step is the skill's last: its action is returned and
+``done`` turns true, as with the scripted skills. The chunk's end is trusted as
+it was planned, like its actions. ``confirm=True`` instead re-predicts from the
+current observation before accepting a done from a chunk predicted some steps
+ago; that costs skills whose end pose is also passed on the way (a press goes
+down and comes back up to where it started): the fresh prediction there may not
+know the push already happened, and sends the arm down again. Afterwards ``act``
+holds still (no motion, the gripper as last commanded). A skill that runs past
+``budget`` steps without finishing reports ``failed``, so the planner retries or
+replans as with the scripted skills.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from policies.registry import HEADS, load_run
 class LearnedSkill:
     """One skill (``name``) run by a trained head; follows the agent's Skill protocol."""
 
-    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 3,
-                 done_threshold: float | None = None):
+    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 1,
+                 done_threshold: float | None = None, confirm: bool = False):
         if name not in SKILL_IDS:
             raise ValueError(f"unknown skill {name!r}; skills: {', '.join(SKILL_IDS)}")
         trained = policy.config.skills
@@ -46,6 +49,7 @@ class LearnedSkill:
             raise ValueError(f"the {policy.name} head was trained on {', '.join(trained)}, not {name!r}")
         self.policy, self.name = policy.eval(), name
         self.budget, self.min_steps, self.patience = int(budget), int(min_steps), max(1, int(patience))
+        self.confirm = bool(confirm)
         self._over = 0
         self.done_threshold = float(policy.config.done_threshold if done_threshold is None else done_threshold)
         self.call: SkillCall | None = None
@@ -92,6 +96,8 @@ class LearnedSkill:
                                  f"(skill.guide), got {None if g is None else g.shape[0]}; run it through "
                                  "policies.nav_skill.LearnedNavigateSkill")
             out["skill.guide"] = torch.from_numpy(g).unsqueeze(0)
+        if cfg.use_elapsed:
+            out["skill.elapsed"] = torch.tensor([float(max(self._steps - 1, 0))])
         for cam in cfg.cameras:
             key = f"rgb/{cam}"
             if key not in obs:
@@ -117,7 +123,7 @@ class LearnedSkill:
             return self._hold()
         policy, threshold = self.policy, self.done_threshold
         action = policy.select_action(self.observation(obs, guide))
-        if float(policy.next_done.reshape(-1)[0]) > threshold and policy.chunk_age > 0:
+        if self.confirm and float(policy.next_done.reshape(-1)[0]) > threshold and policy.chunk_age > 0:
             action = policy.repredict()  # confirm on the current observation, not an old plan
         self.done_prob = float(policy.next_done.reshape(-1)[0])
         self._over = self._over + 1 if self.done_prob > threshold else 0

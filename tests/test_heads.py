@@ -176,3 +176,28 @@ def test_bench_head_reports_both_heads_and_eval_head_rejects_a_bad_spec(capsys):
     assert all(r["chunk_ms_median"] > 0 and r["target_ms"] in (5.0, 15.0) for r in rows)
     assert main(["eval-head", "--head", "bogus", "--task", "RememberColor-v0"]) == 2
     assert "'<head>:<run dir>'" in capsys.readouterr().err
+
+
+def test_elapsed_feature_counts_steps_into_each_skill_segment_and_conditions_the_head():
+    from policies.data import segment_elapsed
+
+    episode = np.array([0, 0, 0, 0, 1, 1, 1])
+    segment = np.array([0, 0, 1, 1, 1, 1, 2])  # episode 1 starts a new run even with the same segment index
+    assert segment_elapsed(episode, segment).tolist() == [0, 1, 0, 1, 0, 1, 0]
+    torch.manual_seed(0)
+    head = ACTHead(ACTConfig(**TINY_ACT, use_elapsed=True), synthetic_stats()).eval()
+    batch = example_batch(head)
+    early = head.predict_chunk({**batch, "skill.elapsed": torch.tensor([0.0])})["action"]
+    late = head.predict_chunk({**batch, "skill.elapsed": torch.tensor([60.0])})["action"]
+    assert not torch.allclose(early, late)  # time into the skill reaches the decoder
+    with pytest.raises(ValueError, match="skill.elapsed"):
+        head.predict_chunk({k: v for k, v in batch.items() if k != "skill.elapsed"})
+    seen = []
+    original = head.predict_chunk
+    head.predict_chunk = lambda b: seen.append(float(b["skill.elapsed"][0])) or original(b)
+    skill = LearnedSkill(head, "touch")
+    obs = {"proprio": arm_state().numpy()}
+    skill.start(SkillCall("touch", xyz=(0.5, 0.0, 0.02)), obs)
+    for _ in range(TINY_ACT.get("n_action_steps", 8) + 1):
+        skill.act(obs)
+    assert seen[:2] == [0.0, float(TINY_ACT.get("n_action_steps", 8))]  # a chunk at step 0, the next after it ran

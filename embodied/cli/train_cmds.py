@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--image-size", type=int, default=96)
     p.add_argument("--done-threshold", type=float, help="next-step done probability that ends a skill "
                    "(default: the run's config)")
-    p.add_argument("--patience", type=int, default=3, help="fresh predictions in a row above the threshold")
+    p.add_argument("--patience", type=int, default=1, help="steps in a row above the threshold")
     p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
