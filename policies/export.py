@@ -40,6 +40,8 @@ from policies.head import HeadBase
 FORMAT = "embodied-head-export/1"
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
 FILES = ("config.json", "stats.json", "model.safetensors")
+# Head options that change only how the trained weights are run, so an export may set them.
+INFERENCE_OPTIONS = ("n_action_steps", "temporal_ensemble_coeff", "done_threshold", "num_inference_steps")
 
 
 def is_exported(path: str | os.PathLike) -> bool:
@@ -80,14 +82,16 @@ def resolve_run(kind: str, run: str) -> Path:
 
 
 def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "ema",
-               dtype: str = "float16", agent_skills: tuple[str, ...] = ()) -> dict:
+               dtype: str = "float16", agent_skills: tuple[str, ...] = (), inference: dict | None = None) -> dict:
     """Write the latest checkpoint of training run ``run`` as an exported head in ``out``.
 
     ``weights``: "ema" (falls back to the raw weights when the run kept no EMA) or "model";
     ``dtype``: "float16" or "float32" for the parameters; ``agent_skills``: the skills the demo
-    runs by default (:func:`agent_spec`; empty: all). Returns a summary (files, bytes, params).
+    runs by default (:func:`agent_spec`; empty: all); ``inference``: settings of
+    :data:`INFERENCE_OPTIONS` to ship instead of the run's (e.g. ACT's temporal ensembling:
+    ``{"n_action_steps": 1, "temporal_ensemble_coeff": 0.01}``). Returns a summary (files, bytes, params).
     """
-    from policies.registry import load_run  # registry imports this module
+    from policies.registry import config_from_dict, head_classes, load_run  # registry imports this module
 
     if dtype not in ("float16", "float32"):
         raise ValueError(f"dtype must be float16 or float32, got {dtype!r}")
@@ -102,9 +106,18 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
         if name in params and t.is_floating_point() and dtype == "float16":
             t = t.to(torch.float16)
         state[name] = t.clone()
-    config = {"format": FORMAT, "head": cfg["head"], "head_config": cfg["head_config"],
+    head_config = dict(cfg["head_config"])
+    inference = dict(inference or {})
+    bad = [k for k in inference if k not in INFERENCE_OPTIONS or k not in head_config]
+    if bad:
+        raise ValueError(f"export cannot set {bad[0]!r}: only inference options of this head "
+                         f"({', '.join(k for k in INFERENCE_OPTIONS if k in head_config)})")
+    head_config.update(inference)
+    config_from_dict(head_classes(cfg["head"])[0], head_config, "the export's settings").validate()
+    config = {"format": FORMAT, "head": cfg["head"], "head_config": head_config,
               "source": {"run": str(run), "checkpoint": latest.get("checkpoint"), "step": latest.get("step"),
-                         "weights": weights, "dtype": dtype, "train": cfg.get("train", {})}}
+                         "weights": weights, "dtype": dtype, "train": cfg.get("train", {}),
+                         "inference": inference}}
     unknown = [s for s in agent_skills if s not in cfg["head_config"].get("skills", [])]
     if unknown:
         raise ValueError(f"agent skill {unknown[0]!r} is not one the head learned")

@@ -85,16 +85,34 @@ def test_the_shipped_manipulation_head_is_small_and_covers_the_arm_skills():
     assert set(skills) == ARM_SKILLS and next(iter(skills.values())).policy.robot == "arm"
 
 
-def test_a_spec_can_keep_some_of_a_heads_skills_and_the_demo_keeps_the_measured_ones():
+def test_a_spec_can_keep_some_of_a_heads_skills_and_the_demo_keeps_the_measured_ones(tiny_run, tmp_path):
     from policies.export import agent_spec
 
     assert set(load_head("act:manip@open,close")) == {"open", "close"}
     with pytest.raises(ValueError, match="navigate"):
         load_head("act:manip@open,navigate")
-    spec = agent_spec("act:manip")
-    kept = set(load_head(spec))
-    assert spec.startswith("act:manip@") and kept and kept < ARM_SKILLS
-    assert kept == set(json.loads((MANIP / "config.json").read_text())["agent_skills"])
+    # the shipped manipulation head lists no agent_skills: the demo runs every arm skill with it
+    assert "agent_skills" not in json.loads((MANIP / "config.json").read_text())
+    assert agent_spec("act:manip") == "act:manip"
+    _, run = tiny_run
+    with pytest.raises(ValueError, match="'pick' is not one the head learned"):
+        export_run(run, tmp_path / "act_t", agent_skills=("pick",))
+    export_run(run, tmp_path / "act_t", agent_skills=("touch",))
+    assert json.loads((tmp_path / "act_t" / "config.json").read_text())["agent_skills"] == ["touch"]
+
+
+def test_an_export_may_change_how_the_head_runs_but_not_what_it_is(tiny_run, tmp_path):
+    _, run = tiny_run
+    out = tmp_path / "act_te"
+    export_run(run, out, inference={"n_action_steps": 1, "temporal_ensemble_coeff": 0.01})
+    head = load_exported(out)
+    assert head.config.n_action_steps == 1 and head.config.temporal_ensemble_coeff == 0.01
+    assert json.loads((out / "config.json").read_text())["source"]["inference"]["n_action_steps"] == 1
+    with pytest.raises(ValueError, match="cannot set 'dim_model'"):
+        export_run(run, tmp_path / "act_bad", inference={"dim_model": 64})
+    with pytest.raises(ValueError, match="n_action_steps=1"):  # ensembling predicts every step
+        export_run(run, tmp_path / "act_bad", inference={"temporal_ensemble_coeff": 0.01})
+    assert not (tmp_path / "act_bad").exists()
 
 
 def test_the_shipped_head_rejects_a_corrupt_copy(tmp_path):
@@ -108,10 +126,12 @@ def test_the_shipped_head_rejects_a_corrupt_copy(tmp_path):
         load_head(f"act:{copy}")
 
 
-@pytest.mark.parametrize("task,seed", [("ShellGame-v0", 7000)])
+@pytest.mark.parametrize("task,seed", [("ShellGame-v0", 7000), ("SequenceRecall-v0", 7000), ("HiddenObject-v0", 7000)])
 def test_the_agent_with_the_shipped_head_solves_a_manipulation_episode(task, seed):
     """The whole agent (perception, memory, planner) with every arm skill run by the shipped head:
-    ShellGame lifts the cup that memory says hides the ball (the learned lift)."""
+    ShellGame lifts the cup that memory says hides the ball (the learned lift); SequenceRecall presses
+    the remembered buttons in order (each learned press must end once, on its way back up);
+    HiddenObject opens the remembered drawer and picks the block from it (learned open and pick)."""
     from embodied.eval.rollout import head_for, learned_skills, run_episodes
 
     env = gym.make(get_task(task).env_id, images=True)

@@ -3,7 +3,7 @@
 #
 #   bash tools/reproduce_heads.sh manip|nav|all [WORK_DIR]
 #
-# Knobs (environment): EPISODES (demos per task), STEPS (train steps), EVAL_EPISODES (seeds per task,
+# Knobs (environment): EPISODES (demos per task; default: MANIP_DEMOS below), STEPS (train steps), EVAL_EPISODES (seeds per task,
 # from EVAL_SEED), EXPORT=1 to overwrite the shipped checkpoint in policies/checkpoints/.
 # Runs on CPU with one torch thread and `nice`, as measured in the README ("Learned heads").
 set -euo pipefail
@@ -12,30 +12,36 @@ SUITE=${1:-all}
 WORK=${2:-runs/heads}
 export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 EMB=(nice -n 10 python3 -m embodied.cli.main)
-EVAL_SEED=${EVAL_SEED:-6000}  # no test uses seeds 6000+
+EVAL_SEED=${EVAL_SEED:-9000}  # no test and no demo uses seeds 9000-9099
 mkdir -p "$WORK"
 
 # ---------------------------------------------------------------- manipulation (the workcell tasks)
 MANIP_TASKS=(RememberColor-v0 PutBlockBack-v0 ShellGame-v0 ReopenDrawer-v0 HiddenObject-v0 SequenceRecall-v0
              Rearrange-v0)
 
+# Demos per task (200 in all, the cap per suite): the long multi-skill Rearrange gets the most.
+MANIP_DEMOS=(RememberColor-v0:15 ShellGame-v0:15 ReopenDrawer-v0:20 PutBlockBack-v0:25 HiddenObject-v0:25
+             SequenceRecall-v0:30 Rearrange-v0:70)
+
 manip() {
-  local episodes=${EPISODES:-28} steps=${STEPS:-9000} n=${EVAL_EPISODES:-20}
+  local steps=${STEPS:-9000} n=${EVAL_EPISODES:-100}
   local data="$WORK/manip_demos" run="$WORK/act_manip_run" export="$WORK/act_manip"
-  # 1. demos: the memory agent's own runs (its planner's skill calls label every frame), seeds 3000+,
-  #    7 tasks x 28 = 196 episodes (<= 200 per suite).
-  local tasks=()
-  for t in "${MANIP_TASKS[@]}"; do tasks+=(--task "$t"); done
-  "${EMB[@]}" record-demos --policy agent "${tasks[@]}" --episodes "$episodes" --seed 3000 --image-size 128 \
-    --workers 1 --out "$data" --resume --json > "$WORK/manip_record.json"
+  # 1. demos: the memory agent's own runs (its planner's skill calls label every frame), seeds 3000+;
+  #    --resume appends each task's seeds to the one dataset (and skips those already there).
+  for td in "${MANIP_DEMOS[@]}"; do
+    local t=${td%%:*} k=${EPISODES:-${td##*:}}
+    "${EMB[@]}" record-demos --policy agent --task "$t" --episodes "$k" --seed 3000 --image-size 64 \
+      --workers 2 --out "$data" --resume --json > "$WORK/manip_record_${t%-v0}.json"
+  done
   # 2. one ACT head over every arm skill the plans use
   local resume=()
   [ -e "$run/latest.json" ] && resume=(--resume)
   /usr/bin/time -p "${EMB[@]}" train --head act --data "$data" --out "$run" --steps "$steps" --lr 1e-3 \
-    --batch-size 64 --checkpoint-every 1000 --skills pick,place,open,close,lift,press,touch "${resume[@]}" \
+    --batch-size 64 --checkpoint-every 1000 --skills pick,place,open,close,lift,press,touch \
+    --set use_elapsed=true "${resume[@]}" \
     --json > "$WORK/manip_train.json"
   # 3. export the EMA weights as float16 safetensors + JSON (what ships)
-  "${EMB[@]}" export-head --run "$run" --out "$export" --agent-skills touch --json > "$WORK/manip_export.json"
+  "${EMB[@]}" export-head --run "$run" --out "$export" --json > "$WORK/manip_export.json"
   # 4. the whole agent, scripted skills vs the learned head, on the same held-out seeds
   for t in "${MANIP_TASKS[@]}"; do
     "${EMB[@]}" ablate --task "$t" --episodes "$n" --seed "$EVAL_SEED" --column agent --head "act:$export" \

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAction) -> None:
@@ -67,6 +68,9 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"], help="storage of the parameters")
     p.add_argument("--agent-skills", default="", help="comma-separated skills the demo runs with this head "
                    "(default: all it learned)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, done_threshold, "
+                   "num_inference_steps)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=export_head)
 
@@ -134,9 +138,13 @@ def eval_head(args: argparse.Namespace) -> dict | None:
 
 def export_head(args: argparse.Namespace) -> dict | None:
     from policies.export import export_run
+    from policies.checkpoint import read_json
+    from policies.registry import head_classes, parse_options
 
+    head = read_json(Path(args.run) / "config.json").get("head", "act")
     result = export_run(args.run, args.out, weights=args.weights, dtype=args.dtype,
-                        agent_skills=_split(args.agent_skills))
+                        agent_skills=_split(args.agent_skills),
+                        inference=parse_options(head_classes(head)[0], args.set))
     if not args.json:
         print(f"{result['head']} head ({', '.join(result['skills'])}; step {result['step']}, {result['weights']} "
               f"weights as {result['dtype']}) -> {result['out']}: {result['bytes'] / 2**20:.2f} MB")
