@@ -23,6 +23,7 @@ shipped manipulation head.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -41,7 +42,8 @@ FORMAT = "embodied-head-export/1"
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
 FILES = ("config.json", "stats.json", "model.safetensors")
 # Head options that change only how the trained weights are run, so an export may set them.
-INFERENCE_OPTIONS = ("n_action_steps", "temporal_ensemble_coeff", "done_threshold", "num_inference_steps")
+INFERENCE_OPTIONS = ("n_action_steps", "temporal_ensemble_coeff", "done_threshold", "done_patience", "done_confirm",
+                     "num_inference_steps")
 
 
 def is_exported(path: str | os.PathLike) -> bool:
@@ -108,10 +110,11 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
         state[name] = t.clone()
     head_config = dict(cfg["head_config"])
     inference = dict(inference or {})
-    bad = [k for k in inference if k not in INFERENCE_OPTIONS or k not in head_config]
+    fields = {f.name for f in dataclasses.fields(head_classes(cfg["head"])[0])}
+    bad = [k for k in inference if k not in INFERENCE_OPTIONS or k not in fields]
     if bad:
         raise ValueError(f"export cannot set {bad[0]!r}: only inference options of this head "
-                         f"({', '.join(k for k in INFERENCE_OPTIONS if k in head_config)})")
+                         f"({', '.join(k for k in INFERENCE_OPTIONS if k in fields)})")
     head_config.update(inference)
     config_from_dict(head_classes(cfg["head"])[0], head_config, "the export's settings").validate()
     config = {"format": FORMAT, "head": cfg["head"], "head_config": head_config,

@@ -49,6 +49,8 @@ class HeadConfig:
     skill_embed_dim: int = 32
     skills: tuple[str, ...] = ()  # skills the head was trained on (filled in by training)
     done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
+    done_patience: int = 1  # ... for this many steps in a row
+    done_confirm: bool = False  # ... re-predicted from the current observation first (sampled done channels)
     action_norm: str = "min_max"
     guide_dim: int = 0  # route features per step (``skill.guide``, base frame; 0: none; set from the data)
     ignore_pose: bool = False  # base: drop the odometry pose (x, y, yaw) from the state, keep the velocities

@@ -11,12 +11,13 @@ When is a learned skill done? The head is trained with a *done* channel: for
 each predicted step, whether the demonstrator's skill call had already ended
 there (:mod:`policies.data`). After choosing a step's action the skill looks at
 the done probability the same chunk gives the *following* step: above
-``config.done_threshold`` for ``patience`` steps in a row (after at least
+``config.done_threshold`` for ``patience`` steps in a row (``config.done_patience``) (after at least
 ``min_steps``), this step is the skill's last: its action is returned and
 ``done`` turns true, as with the scripted skills. The chunk's end is trusted as
 it was planned, like its actions. ``confirm=True`` instead re-predicts from the
 current observation before accepting a done from a chunk predicted some steps
-ago; that costs skills whose end pose is also passed on the way (a press goes
+ago (``config.done_confirm``; for the diffusion head, whose done channel is sampled
+and so noisy); that costs skills whose end pose is also passed on the way (a press goes
 down and comes back up to where it started): the fresh prediction there may not
 know the push already happened, and sends the arm down again. Afterwards ``act``
 holds still (no motion, the gripper as last commanded). A skill that runs past
@@ -40,16 +41,18 @@ from policies.registry import HEADS, load_run
 class LearnedSkill:
     """One skill (``name``) run by a trained head; follows the agent's Skill protocol."""
 
-    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int = 1,
-                 done_threshold: float | None = None, confirm: bool = False):
+    def __init__(self, policy: HeadBase, name: str, budget: int = 400, min_steps: int = 2, patience: int | None = None,
+                 done_threshold: float | None = None, confirm: bool | None = None):
         if name not in SKILL_IDS:
             raise ValueError(f"unknown skill {name!r}; skills: {', '.join(SKILL_IDS)}")
         trained = policy.config.skills
         if trained and name not in trained:
             raise ValueError(f"the {policy.name} head was trained on {', '.join(trained)}, not {name!r}")
         self.policy, self.name = policy.eval(), name
-        self.budget, self.min_steps, self.patience = int(budget), int(min_steps), max(1, int(patience))
-        self.confirm = bool(confirm)
+        cfg = policy.config
+        self.budget, self.min_steps = int(budget), int(min_steps)
+        self.patience = max(1, int(cfg.done_patience if patience is None else patience))
+        self.confirm = bool(cfg.done_confirm if confirm is None else confirm)
         self._over = 0
         self.done_threshold = float(policy.config.done_threshold if done_threshold is None else done_threshold)
         self.call: SkillCall | None = None

@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--image-size", type=int, default=96)
     p.add_argument("--done-threshold", type=float, help="next-step done probability that ends a skill "
                    "(default: the run's config)")
-    p.add_argument("--patience", type=int, default=1, help="steps in a row above the threshold")
+    p.add_argument("--patience", type=int, help="steps in a row above the threshold (default: the run's config)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
                    "(default: all it learned)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, done_threshold, "
-                   "num_inference_steps)")
+                   "done_patience, done_confirm, num_inference_steps)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=export_head)
 
