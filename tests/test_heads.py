@@ -124,6 +124,11 @@ def test_learned_skill_reports_done_from_the_done_channel_and_fails_past_its_bud
     skill.start(call, obs)
     actions = [skill.act(obs) for _ in range(4)]
     assert skill.done and not skill.failed
+    head.config.done_patience = 3  # the head's own setting when the skill names none
+    skill = LearnedSkill(head, "touch", min_steps=1)
+    skill.start(call, obs)
+    assert [(skill.act(obs), skill.done)[1] for _ in range(3)] == [False, False, True]
+    head.config.done_patience = 1
     assert np.all(actions[-1][:4] == 0)  # finished: hold still
     with torch.no_grad():
         head.done_out.bias.fill_(-10.0)
