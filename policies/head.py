@@ -206,6 +206,9 @@ class HeadBase(nn.Module):
         self.next_done = torch.zeros(1)  # ... and of the step after it: the skill ends with this one
         self.chunk_age = 0  # steps since the chunk the last action came from was predicted
 
+    def begin_skill(self, name: str) -> None:
+        """Called after ``reset`` when a skill call starts (heads may run some skills differently)."""
+
     def _push_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Add one step to the history; return the stacked (B, To, ...) observation batch."""
         keys = ["observation.state"] + [IMAGE_PREFIX + c for c in self.config.cameras]

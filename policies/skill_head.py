@@ -74,6 +74,7 @@ class LearnedSkill:
             raise ValueError(f"LearnedSkill {self.name!r} cannot run a {call.skill!r} call")
         self.call = call
         self.policy.reset()
+        self.policy.begin_skill(self.name)
         self._sid = torch.tensor([call.skill_id])
         self._params = torch.from_numpy(call.params()).unsqueeze(0)
         self._done = self._failed = False

@@ -206,3 +206,21 @@ def test_elapsed_feature_counts_steps_into_each_skill_segment_and_conditions_the
     for _ in range(TINY_ACT.get("n_action_steps", 8) + 1):
         skill.act(obs)
     assert seen[:2] == [0.0, float(TINY_ACT.get("n_action_steps", 8))]  # a chunk at step 0, the next after it ran
+
+
+def test_ensemble_skills_predict_every_step_and_the_other_skills_run_chunks():
+    torch.manual_seed(0)
+    head = ACTHead(ACTConfig(**TINY_ACT, ensemble_skills=("place",)), synthetic_stats()).eval()
+    calls = []
+    original = head.predict_chunk
+    head.predict_chunk = lambda b: calls.append(1) or original(b)
+    obs = {"proprio": arm_state().numpy()}
+    for name, expected in (("place", 5), ("pick", 1)):  # ensembled: a chunk a step; chunked: one for 5 steps
+        calls.clear()
+        skill = LearnedSkill(head, name, done_threshold=1.01)  # never done: count the predictions only
+        skill.start(SkillCall(name, xyz=(0.5, 0.0, 0.02)), obs)
+        for _ in range(5):
+            assert skill.act(obs).shape == (5,)
+        assert len(calls) == expected, name
+    with pytest.raises(ValueError, match="ensemble_skills: unknown skill 'fly'"):
+        ACTConfig(ensemble_skills=("fly",)).validate()

@@ -111,10 +111,18 @@ class ACTHead(HeadBase):
     def reset(self) -> None:
         super().reset()
         self._chunks: deque[tuple[torch.Tensor, torch.Tensor]] = deque(maxlen=self.config.horizon)
+        self._ensemble = self.config.temporal_ensemble_coeff  # None: run chunks of n_action_steps
+
+    def begin_skill(self, name: str) -> None:
+        """Temporal ensembling for the skills in ``ensemble_skills`` (and for all with ``temporal_ensemble_coeff``)."""
+        cfg = self.config
+        self._ensemble = cfg.temporal_ensemble_coeff
+        if self._ensemble is None and name in cfg.ensemble_skills:
+            self._ensemble = cfg.skill_ensemble_coeff
 
     @torch.no_grad()
     def select_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        coeff = self.config.temporal_ensemble_coeff
+        coeff = self._ensemble
         if coeff is None:
             return super().select_action(obs)
         # Temporal ensembling (ACT): a chunk every step; the chunk predicted k steps ago offers its
@@ -132,7 +140,7 @@ class ACTHead(HeadBase):
 
     @torch.no_grad()
     def repredict(self) -> torch.Tensor:
-        if self.config.temporal_ensemble_coeff is None:
+        if self._ensemble is None:
             return super().repredict()
         self._chunks.pop()  # this step's chunk is fresh already: predict it again without the ensemble's history
         chunk = self.predict_chunk(self._history())
