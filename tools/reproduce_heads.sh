@@ -40,8 +40,10 @@ manip() {
     --batch-size 64 --checkpoint-every 1000 --skills pick,place,open,close,lift,press,touch \
     --set use_elapsed=true "${resume[@]}" \
     --json > "$WORK/manip_train.json"
-  # 3. export the EMA weights as float16 safetensors + JSON (what ships)
-  "${EMB[@]}" export-head --run "$run" --out "$export" --json > "$WORK/manip_export.json"
+  # 3. export the EMA weights as float16 safetensors + JSON (what ships); pick and place run with
+  #    temporal ensembling (a chunk every step, overlapping chunks averaged), the other skills in chunks of 8
+  "${EMB[@]}" export-head --run "$run" --out "$export" --set ensemble_skills=pick,place \
+    --json > "$WORK/manip_export.json"
   # 4. the whole agent, scripted skills vs the learned head, on the same held-out seeds
   for t in "${MANIP_TASKS[@]}"; do
     "${EMB[@]}" ablate --task "$t" --episodes "$n" --seed "$EVAL_SEED" --column agent --head "act:$export" \

@@ -81,7 +81,8 @@ def _split(text: str) -> tuple[str, ...]:
 
 def train(args: argparse.Namespace) -> dict:
     from policies.registry import head_classes, parse_options
-    from policies.train import TrainConfig, train as run_training
+    from policies.train import TrainConfig
+    from policies.train import train as run_training
 
     options = parse_options(head_classes(args.head)[0], args.set)
     cfg = TrainConfig(head=args.head, data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size,
@@ -137,8 +138,8 @@ def eval_head(args: argparse.Namespace) -> dict | None:
 
 
 def export_head(args: argparse.Namespace) -> dict | None:
-    from policies.export import export_run
     from policies.checkpoint import read_json
+    from policies.export import export_run
     from policies.registry import head_classes, parse_options
 
     head = read_json(Path(args.run) / "config.json").get("head", "act")
