@@ -10,19 +10,20 @@ frame at every step). ``act(obs)`` returns the head's next action.
 When is a learned skill done? The head is trained with a *done* channel: for
 each predicted step, whether the demonstrator's skill call had already ended
 there (:mod:`policies.data`). After choosing a step's action the skill looks at
-the done probability the same chunk gives the *following* step: above
-``config.done_threshold`` for ``patience`` steps in a row (``config.done_patience``) (after at least
-``min_steps``), this step is the skill's last: its action is returned and
+the done probability the same chunk gives the *following* step. Above
+``config.done_threshold`` for ``config.done_patience`` steps in a row (after at
+least ``min_steps``), this step is the skill's last: its action is returned and
 ``done`` turns true, as with the scripted skills. The chunk's end is trusted as
-it was planned, like its actions. ``confirm=True`` instead re-predicts from the
-current observation before accepting a done from a chunk predicted some steps
-ago (``config.done_confirm``; for the diffusion head, whose done channel is sampled
-and so noisy); that costs skills whose end pose is also passed on the way (a press goes
-down and comes back up to where it started): the fresh prediction there may not
-know the push already happened, and sends the arm down again. Afterwards ``act``
-holds still (no motion, the gripper as last commanded). A skill that runs past
-``budget`` steps without finishing reports ``failed``, so the planner retries or
-replans as with the scripted skills.
+planned, like its actions. With ``config.done_confirm`` a done from a chunk
+predicted some steps ago is first re-predicted from the current observation
+(for the diffusion head, whose done channel is sampled and so noisy). That
+costs skills whose end pose is also passed on the way: a press comes back up
+to where it started, and a fresh prediction there may not know the push
+happened and send the arm down again. Afterwards ``act`` holds still (no
+motion, the gripper as last commanded). A skill that runs past ``budget``
+steps without finishing reports ``failed``, so the planner retries or replans
+as with the scripted skills. ``patience``, ``confirm`` and ``done_threshold``
+arguments override the head's config.
 """
 
 from __future__ import annotations
