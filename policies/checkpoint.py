@@ -24,6 +24,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +119,34 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def atomic_folder(final: Path) -> Iterator[Path]:
+    """A temporary folder beside ``final`` to fill; when the block ends its files are synced and it
+    is renamed over ``final`` (readable by all, as a shipped folder must be); on an error it is removed."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o755)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def save_checkpoint(run: str | os.PathLike, step: int, parts: dict[str, Any], keep: int = 2) -> Path:
     """Write ``parts`` ({name: nested state}) as checkpoint ``step``; update latest.json; keep ``keep``."""
     run = Path(run)
     root = run / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:07d}"
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".step_{step:07d}.", suffix=".tmp"))
-    try:
+    with atomic_folder(final) as tmp:
         files = {}
         for name, state in parts.items():
             structure, tensors = flatten_state(state)
@@ -133,15 +155,6 @@ def save_checkpoint(run: str | os.PathLike, step: int, parts: dict[str, Any], ke
             files[f"{name}.safetensors"] = sha256_file(tmp / f"{name}.safetensors")
             files[f"{name}.json"] = sha256_file(tmp / f"{name}.json")
         (tmp / "manifest.json").write_text(json.dumps({"step": step, "parts": sorted(parts), "sha256": files}))
-        for f in tmp.iterdir():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     atomic_write_json(run / "latest.json", {"checkpoint": str(final.relative_to(run)), "step": step})
     for old in sorted(root.glob("step_*"))[:-keep] if keep > 0 else []:
         if old != final:

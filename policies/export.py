@@ -26,8 +26,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -35,7 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from policies.checkpoint import CheckpointError, read_json, sha256_file
+from policies.checkpoint import CheckpointError, atomic_folder, read_json, sha256_file
 from policies.head import HeadBase
 
 FORMAT = "embodied-head-export/1"
@@ -126,25 +124,12 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
         raise ValueError(f"agent skill {unknown[0]!r} is not one the head learned")
     if agent_skills:
         config["agent_skills"] = list(agent_skills)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
-    try:
+    with atomic_folder(out) as tmp:
         (tmp / "model.safetensors").write_bytes(st_save(state))
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "stats.json").write_text(json.dumps(read_json(run / "stats.json"), indent=2, sort_keys=True) + "\n")
         manifest = {"format": FORMAT, "sha256": {f: sha256_file(tmp / f) for f in FILES}}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        for f in tmp.iterdir():
-            os.chmod(f, 0o644)
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     sizes = {f: (out / f).stat().st_size for f in (*FILES, "manifest.json")}
     return {"out": str(out), "head": cfg["head"], "skills": list(cfg["head_config"].get("skills", [])),
             "step": latest.get("step"), "weights": weights, "dtype": dtype, "bytes": sum(sizes.values()),

@@ -156,3 +156,22 @@ class PathFollower:
             self.done = True
             return 0.0, 0.0
         return 0.0, float(np.clip(4.0 * err, -self.max_w, self.max_w))
+
+
+class Progress:
+    """Whether a drive still gets closer: ``update(dist)`` -> True once ``patience`` steps passed without
+    coming ``margin`` m closer than the best so far (the caller then plans again and calls ``restart``)."""
+
+    def __init__(self, patience: int = 40, margin: float = 0.02):
+        self.patience, self.margin = patience, margin
+        self.restart()
+
+    def restart(self, dist: float = np.inf) -> None:
+        self.best, self.since_best = dist, 0
+
+    def update(self, dist: float) -> bool:
+        if dist < self.best - self.margin:
+            self.best, self.since_best = dist, 0
+        else:
+            self.since_best += 1
+        return self.since_best > self.patience

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from embodied.envs.apartment import MAX_V, MAX_W
-from embodied.envs.nav_drive import PathFollower
+from embodied.envs.nav_drive import PathFollower, Progress
 from embodied.experts.calls import entity_box
 from embodied.planner.calls import SkillCall
 
@@ -35,8 +35,7 @@ class NavigationExpert:
     def reset(self) -> None:
         self.follower: PathFollower | None = None
         self.goal_key: tuple | None = None
-        self.best = np.inf
-        self.since_best = 0
+        self.progress = Progress(self.replan_after)
         self.current_call: SkillCall | None = None
 
     def act(self, obs=None) -> np.ndarray:
@@ -47,12 +46,8 @@ class NavigationExpert:
         goal = env.privileged()["goal"]
         key = tuple(np.round(goal["xy"], 3))
         pose = env.robot_pose()
-        dist = float(np.linalg.norm(goal["approach"] - pose[:2]))
-        if dist < self.best - 0.02:
-            self.best, self.since_best = dist, 0
-        else:
-            self.since_best += 1
-        if key != self.goal_key or self.follower is None or self.since_best > self.replan_after:
+        stalled = self.progress.update(float(np.linalg.norm(goal["approach"] - pose[:2])))
+        if key != self.goal_key or self.follower is None or stalled:
             self._plan(goal, pose)
             if key != self.goal_key or self.current_call is None:
                 self.current_call = self._call(goal)
@@ -74,4 +69,4 @@ class NavigationExpert:
         planner = self.env.apartment.planner
         points = planner.path(pose[:2], goal["stage"]) + [goal["approach"]]
         self.follower = PathFollower(points[1:], look_at=goal["xy"])
-        self.best, self.since_best = float(np.linalg.norm(goal["approach"] - pose[:2])), 0
+        self.progress.restart(float(np.linalg.norm(goal["approach"] - pose[:2])))

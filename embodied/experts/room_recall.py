@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from embodied.envs.apartment import MAX_V, MAX_W
-from embodied.envs.nav_drive import PathFollower
+from embodied.envs.nav_drive import PathFollower, Progress
 from embodied.envs.nav_layout import ROOMS, WALL_HEIGHT
 from embodied.planner.calls import SkillCall
 
@@ -32,8 +32,7 @@ class RoomExpert:
 
     def reset(self) -> None:
         self.follower: PathFollower | None = None
-        self.best = np.inf
-        self.since_best = 0
+        self.progress = Progress(self.replan_after)
         self.current_call: SkillCall | None = None
 
     def act(self, obs=None) -> np.ndarray:
@@ -44,14 +43,11 @@ class RoomExpert:
         goal = env.apartment.viewpoints[env.target_room]
         pose = env.robot_pose()
         dist = float(np.linalg.norm(goal - pose[:2]))
-        if dist < self.best - 0.02:
-            self.best, self.since_best = dist, 0
-        else:
-            self.since_best += 1
-        if self.follower is None or (self.since_best > self.replan_after and not self.follower.done):
+        stalled = self.progress.update(dist)
+        if self.follower is None or (stalled and not self.follower.done):
             points = env.apartment.planner.path(pose[:2], goal) + [goal]
             self.follower = PathFollower(points[1:])
-            self.best, self.since_best = dist, 0
+            self.progress.restart(dist)
             x0, y0, x1, y1 = ROOMS[env.target_room]
             self.current_call = SkillCall("navigate", f"room {env.target_room}", (goal[0], goal[1], 0.0),
                                           size=(x1 - x0, y1 - y0, WALL_HEIGHT), note=env._goal_text())
