@@ -30,16 +30,17 @@ def _strip(info: dict) -> dict:
 
 
 def run_agent(task: str, seed: int, config: AgentConfig | None = None, on_step=None, goal_text=None,
-              **env_kwargs) -> tuple[MemoryAgent, dict, int]:
+              skills: dict | None = None, **env_kwargs) -> tuple[MemoryAgent, dict, int]:
     """One agent episode; returns (agent, last info without privileged state, steps).
 
     ``on_step(raw_env, agent, info)`` lets a test disturb the world (it gets the raw env);
-    ``goal_text(text) -> text`` rewrites the instruction the agent reads.
+    ``goal_text(text) -> text`` rewrites the instruction the agent reads; ``skills`` replace the
+    agent's scripted ones by name.
     """
     raw = gym.make(f"embodied/{task}", **env_kwargs)
     labels = raw.unwrapped.labels  # the detector's vocabulary, fixed before the episode
     env = SensorsOnly(raw)
-    agent = MemoryAgent(labels, config)
+    agent = MemoryAgent(labels, config, skills=skills)
     agent.reset(seed)
     obs, info = env.reset(seed=seed)
     steps, done = 0, False

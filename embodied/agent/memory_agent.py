@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from embodied.agent.aim import AimConfig, PlaceAim
 from embodied.agent.skills.arm import arm_skills
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
@@ -64,6 +65,8 @@ class AgentConfig:
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
+    # A place that missed is aimed off its goal by the miss memory saw (None: retry the same point).
+    aim: AimConfig | None = field(default_factory=AimConfig)
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
     # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
     localise: LocaliserConfig | None = field(default_factory=LocaliserConfig)
@@ -89,6 +92,7 @@ class MemoryAgent:
         self.perceive = Perceiver(self.labels, cfg.perception)
         self.memory = SpatialMemory(cfg.memory)
         self.skills = dict(self._skills_given or {})  # completed with the body's scripted skills at the first act
+        self.aim = PlaceAim(cfg.aim) if cfg.aim is not None else None
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
         self.localiser: DepthLocaliser | None = None  # the mobile robot's drift correction
         self.t = 0
@@ -240,17 +244,23 @@ class MemoryAgent:
             self._note("no_skill", f"no skill runs {call.skill!r}; have {sorted(self.skills)}")
             self.plan = []
             return
-        skill.start(call, obs)
+        given = self._aimed(call)
+        skill.start(given, obs)
         self.skill, self.current_call = skill, call
         self._since = self.t
-        self.trace.append({"t": self.t - 1, "call": call.to_dict(), "text": str(call)})
+        # The trace holds the call the skill ran (demonstrations label frames with it).
+        self.trace.append({"t": self.t - 1, "call": given.to_dict(), "text": str(given)})
+
+    def _aimed(self, call: SkillCall) -> SkillCall:
+        """The call as handed to its skill: a place that missed this goal before is aimed off it."""
+        return call if self.aim is None else self.aim.apply(call)
 
     def _retarget(self, obs: dict) -> None:
         """Hand the running skill its target's latest estimate (memory sharpens as the arm closes in)."""
         if not hasattr(self.skill, "retarget") or not self.current_call.target:
             return
         fresh = self.planner.refresh(self.current_call, self.memory, self.target_rgb)
-        if fresh is not self.current_call and self.skill.retarget(fresh, obs):
+        if fresh is not self.current_call and self.skill.retarget(self._aimed(fresh), obs):
             self.current_call = self.plan[0] = fresh
 
     def _finish_skill(self, obs: dict) -> None:
@@ -267,6 +277,11 @@ class MemoryAgent:
         self._note("skill_failed", f"{call} (attempt {self.attempts})")
         dropped = call.skill == "place" and not self.memory.where_is(call.target)["held"] \
             if call.target in self.memory.graph else False
+        if dropped and self.aim is not None:
+            offset = self.aim.miss(call, np.asarray(self.memory.where_is(call.target)["position"]))
+            if offset is not None:
+                self._note("aim", f"{call.note or call.target}: next place aimed {offset[0]:+.3f}, {offset[1]:+.3f} m "
+                                  "off the goal")
         if self.attempts <= self.config.max_retries and not dropped:
             return  # the same call again, refreshed from memory when it starts
         if self.replans >= self.config.max_replans:
