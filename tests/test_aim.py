@@ -21,12 +21,12 @@ def test_a_miss_shifts_the_next_place_of_that_object_towards_the_goal_by_the_opp
     call = _place()
     assert aim.apply(call) is call  # nothing learned yet
     offset = aim.miss(call, np.array([0.335, -0.19, 0.02]))
-    np.testing.assert_allclose(offset, [-0.035, -0.01], atol=1e-9)
+    np.testing.assert_allclose(offset, [-0.035, -0.01, 0.0], atol=1e-9)
     aimed = aim.apply(call)
     np.testing.assert_allclose(aimed.xyz, [0.265, -0.21, 0.02], atol=1e-9)
     assert (aimed.skill, aimed.target, aimed.note) == ("place", "obj3", "red block back")
     # a second miss accumulates (the head still lands 1 cm long from the aimed point)
-    np.testing.assert_allclose(aim.miss(call, np.array([0.31, -0.20, 0.02])), [-0.045, -0.01], atol=1e-9)
+    np.testing.assert_allclose(aim.miss(call, np.array([0.31, -0.20, 0.02])), [-0.045, -0.01, 0.0], atol=1e-9)
 
 
 def test_aim_is_kept_per_object_and_goal_and_bounded():
@@ -39,8 +39,21 @@ def test_aim_is_kept_per_object_and_goal_and_bounded():
     for _ in range(3):
         aim.miss(_place(), np.array([0.34, -0.20, 0.02]))
     assert np.linalg.norm(aim.offset(_place())) == pytest.approx(0.05)
+    assert aim.miss(SkillCall("pick", "obj3", (0.30, -0.20, 0.02)), np.array([0.31, -0.20, 0.02])) is None
     aim.reset()
     assert not aim.offset(_place()).any()
+
+
+def test_a_press_memory_did_not_see_is_retried_lower_down_to_a_bound():
+    aim = PlaceAim(AimConfig(press_step=0.003, max_press=0.008))
+    press = SkillCall("press", "button_2", (0.45, 0.15, 0.036), note="buttons")
+    assert aim.apply(press) is press
+    np.testing.assert_allclose(aim.miss(press), [0, 0, -0.003])
+    assert aim.apply(press).xyz == pytest.approx((0.45, 0.15, 0.033))
+    assert aim.apply(SkillCall("press", "button_1", (0.45, 0.05, 0.036))).xyz == (0.45, 0.05, 0.036)
+    for _ in range(3):
+        aim.miss(press)
+    assert aim.apply(press).xyz == pytest.approx((0.45, 0.15, 0.028))
 
 
 class LongPlace:

@@ -54,3 +54,30 @@ def test_render_every_repeats_images_between_renders():
     assert np.array_equal(frames[1], frames[3])  # steps 1..3 repeat the reset image
     assert not np.array_equal(frames[3], frames[4])  # step 4 renders the moved wrist
     env.close()
+
+
+def test_an_env_dropped_without_close_leaves_the_next_ones_images_intact():
+    """Garbage collection of an unclosed env frees its GL objects in its own context, not in the one
+    current (before, the next env's textures went with it: the buttons' flashes vanished from view)."""
+    import gc
+
+    def frames(env, n=6):
+        obs, _ = env.reset(seed=3)
+        out = [obs["rgb/scene"].copy()]
+        for _ in range(n):
+            obs, *_ = env.step(np.zeros(env.action_space.shape, np.float32))
+            out.append(obs["rgb/scene"].copy())
+        return np.stack(out)
+
+    fresh = gym.make("embodied/SequenceRecall-v0", image_size=64)
+    expected = frames(fresh)
+    fresh.close()
+    old = gym.make("embodied/SequenceRecall-v0", image_size=64)
+    frames(old, 1)
+    new = gym.make("embodied/SequenceRecall-v0", image_size=64)
+    new.reset(seed=3)
+    del old
+    gc.collect()
+    got = frames(new)
+    new.close()
+    np.testing.assert_array_equal(got, expected)

@@ -65,7 +65,7 @@ class AgentConfig:
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
-    # A place that missed is aimed off its goal by the miss memory saw (None: retry the same point).
+    # A missed place is aimed off its goal by the miss memory saw, an unseen press lower (None: retry as is).
     aim: AimConfig | None = field(default_factory=AimConfig)
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
     # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
@@ -277,11 +277,12 @@ class MemoryAgent:
         self._note("skill_failed", f"{call} (attempt {self.attempts})")
         dropped = call.skill == "place" and not self.memory.where_is(call.target)["held"] \
             if call.target in self.memory.graph else False
-        if dropped and self.aim is not None:
-            offset = self.aim.miss(call, np.asarray(self.memory.where_is(call.target)["position"]))
+        if self.aim is not None and (dropped or call.skill == "press"):
+            landed = np.asarray(self.memory.where_is(call.target)["position"]) if dropped else None
+            offset = self.aim.miss(call, landed)
             if offset is not None:
-                self._note("aim", f"{call.note or call.target}: next place aimed {offset[0]:+.3f}, {offset[1]:+.3f} m "
-                                  "off the goal")
+                self._note("aim", f"{call.note or call.target}: next {call.skill} aimed "
+                                  f"{', '.join(f'{v:+.3f}' for v in offset)} m off its target")
         if self.attempts <= self.config.max_retries and not dropped:
             return  # the same call again, refreshed from memory when it starts
         if self.replans >= self.config.max_replans:

@@ -14,6 +14,7 @@ Observation cameras render without shadows, reflections or skybox: they cost
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -103,8 +104,20 @@ class _Offscreen:
         )
 
     def close(self) -> None:
+        """Free the GL objects in this renderer's own context. Freed with another context current (as
+        garbage collection of an unclosed env does), MuJoCo deletes that context's textures and buffers
+        of the same ids, and the other env renders garbage."""
+        if self.gl is None:
+            return
+        self.gl.make_current()
         self.context.free()
         self.gl.free()
+        self.gl = None
+
+    def __del__(self):
+        # At interpreter shutdown the GL library may already be gone; nothing is left to free then.
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 class CameraRig:

@@ -97,7 +97,9 @@ class MemoryConfig:
     contain_margin: float = 0.01  # m, container box growth for "in"
     # Articulation.
     drawer_open_delta: float = 0.04  # m of travel that reads as open
-    button_press_delta: float = 0.004  # m of cap travel that reads as pressed
+    # m of cap travel that reads as pressed: past the 6 mm where a cap clicks, with a margin for the
+    # fingertip estimate (a shallower push that memory took for a press was never retried)
+    button_press_delta: float = 0.0065
     # Grasping from proprioception (workcell layout).
     grasp_radius: float = 0.05  # m, TCP to object centre
     grasp_min_width: float = 0.004  # m; narrower and the fingers closed on nothing
