@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embodied.agent.aim import AimConfig, PlaceAim
+from embodied.agent.aim import Aim, AimConfig
 from embodied.agent.memory_agent import AgentConfig
 from embodied.agent.skills.arm import arm_skills
 from embodied.planner.calls import SkillCall
@@ -17,35 +17,35 @@ def _place(xy=(0.30, -0.20), target="obj3") -> SkillCall:
 
 
 def test_a_miss_shifts_the_next_place_of_that_object_towards_the_goal_by_the_opposite_of_the_miss():
-    aim = PlaceAim()
+    aim = Aim()
     call = _place()
     assert aim.apply(call) is call  # nothing learned yet
-    offset = aim.miss(call, np.array([0.335, -0.19, 0.02]))
+    offset = aim.miss(call, landed=np.array([0.335, -0.19, 0.02]))
     np.testing.assert_allclose(offset, [-0.035, -0.01, 0.0], atol=1e-9)
     aimed = aim.apply(call)
     np.testing.assert_allclose(aimed.xyz, [0.265, -0.21, 0.02], atol=1e-9)
     assert (aimed.skill, aimed.target, aimed.note) == ("place", "obj3", "red block back")
     # a second miss accumulates (the head still lands 1 cm long from the aimed point)
-    np.testing.assert_allclose(aim.miss(call, np.array([0.31, -0.20, 0.02])), [-0.045, -0.01, 0.0], atol=1e-9)
+    np.testing.assert_allclose(aim.miss(call, landed=np.array([0.31, -0.20, 0.02])), [-0.045, -0.01, 0.0], atol=1e-9)
 
 
 def test_aim_is_kept_per_object_and_goal_and_bounded():
-    aim = PlaceAim(AimConfig(max_offset=0.05))
-    aim.miss(_place(), np.array([0.34, -0.20, 0.02]))
+    aim = Aim(AimConfig(max_offset=0.05))
+    aim.miss(_place(), landed=np.array([0.34, -0.20, 0.02]))
     assert aim.apply(_place(target="obj4")) == _place(target="obj4")  # another object
     assert aim.apply(_place(xy=(0.46, 0.27))) == _place(xy=(0.46, 0.27))  # another goal
     assert aim.apply(SkillCall("pick", "obj3", (0.30, -0.20, 0.02))).xyz == (0.30, -0.20, 0.02)
-    assert aim.miss(_place(), np.array([0.55, -0.20, 0.02])) is None  # rolled away: teaches nothing
+    assert aim.miss(_place(), landed=np.array([0.55, -0.20, 0.02])) is None  # rolled away: teaches nothing
     for _ in range(3):
-        aim.miss(_place(), np.array([0.34, -0.20, 0.02]))
+        aim.miss(_place(), landed=np.array([0.34, -0.20, 0.02]))
     assert np.linalg.norm(aim.offset(_place())) == pytest.approx(0.05)
-    assert aim.miss(SkillCall("pick", "obj3", (0.30, -0.20, 0.02)), np.array([0.31, -0.20, 0.02])) is None
+    assert aim.miss(SkillCall("open", "drawer_1", (0.55, 0.1, 0.05)), landed=np.array([0.5, 0.1, 0.05])) is None
     aim.reset()
     assert not aim.offset(_place()).any()
 
 
 def test_a_press_memory_did_not_see_is_retried_lower_down_to_a_bound():
-    aim = PlaceAim(AimConfig(press_step=0.003, max_press=0.008))
+    aim = Aim(AimConfig(press_step=0.003, max_press=0.008))
     press = SkillCall("press", "button_2", (0.45, 0.15, 0.036), note="buttons")
     assert aim.apply(press) is press
     np.testing.assert_allclose(aim.miss(press), [0, 0, -0.003])
@@ -54,6 +54,16 @@ def test_a_press_memory_did_not_see_is_retried_lower_down_to_a_bound():
     for _ in range(3):
         aim.miss(press)
     assert aim.apply(press).xyz == pytest.approx((0.45, 0.15, 0.028))
+
+
+def test_a_grasp_that_closed_beside_its_target_is_retried_shifted_back():
+    aim = Aim()
+    lift = SkillCall("lift", "cup_0", (0.46, -0.27, 0.05), size=(0.07, 0.07, 0.09), note="cup")
+    assert aim.miss(lift) is None  # the fingers never closed: nothing to learn
+    np.testing.assert_allclose(aim.miss(lift, reached=np.array([0.484, -0.259, 0.082])), [-0.024, -0.011, 0])
+    assert aim.apply(lift).xyz == pytest.approx((0.436, -0.281, 0.05))
+    assert aim.apply(SkillCall("place", "cup_0", (0.46, -0.27, 0.05))).xyz == (0.46, -0.27, 0.05)
+    assert aim.miss(lift, reached=np.array([0.56, -0.27, 0.08])) is None  # closed far away: another cause
 
 
 class LongPlace:

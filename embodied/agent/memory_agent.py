@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from embodied.agent.aim import AimConfig, PlaceAim
+from embodied.agent.aim import GRASPS, Aim, AimConfig
 from embodied.agent.skills.arm import arm_skills
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
@@ -65,7 +65,7 @@ class AgentConfig:
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
-    # A missed place is aimed off its goal by the miss memory saw, an unseen press lower (None: retry as is).
+    # A retried place, grasp or press is aimed off its target by the miss seen (None: retry as is).
     aim: AimConfig | None = field(default_factory=AimConfig)
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
     # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
@@ -92,7 +92,8 @@ class MemoryAgent:
         self.perceive = Perceiver(self.labels, cfg.perception)
         self.memory = SpatialMemory(cfg.memory)
         self.skills = dict(self._skills_given or {})  # completed with the body's scripted skills at the first act
-        self.aim = PlaceAim(cfg.aim) if cfg.aim is not None else None
+        self.aim = Aim(cfg.aim) if cfg.aim is not None else None
+        self._reached: np.ndarray | None = None  # TCP (3,) m when the running grasp closed its fingers
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
         self.localiser: DepthLocaliser | None = None  # the mobile robot's drift correction
         self.t = 0
@@ -130,6 +131,8 @@ class MemoryAgent:
             return self._hold_action()
         self._retarget(obs)
         action = np.asarray(self.skill.act(obs), dtype=np.float32)
+        if self._action_dim == 5 and self._reached is None and action[4] < 0 and self.current_call.skill in GRASPS:
+            self._reached = np.asarray(obs["proprio"], dtype=np.float64)[14:17].copy()  # where the fingers closed
         if self.skill.done or self.skill.failed:
             self._settle = self.config.settle_steps
         if self._action_dim == 5:
@@ -248,6 +251,7 @@ class MemoryAgent:
         skill.start(given, obs)
         self.skill, self.current_call = skill, call
         self._since = self.t
+        self._reached = None
         # The trace holds the call the skill ran (demonstrations label frames with it).
         self.trace.append({"t": self.t - 1, "call": given.to_dict(), "text": str(given)})
 
@@ -277,9 +281,9 @@ class MemoryAgent:
         self._note("skill_failed", f"{call} (attempt {self.attempts})")
         dropped = call.skill == "place" and not self.memory.where_is(call.target)["held"] \
             if call.target in self.memory.graph else False
-        if self.aim is not None and (dropped or call.skill == "press"):
+        if self.aim is not None and (dropped or call.skill in ("press", *GRASPS)):
             landed = np.asarray(self.memory.where_is(call.target)["position"]) if dropped else None
-            offset = self.aim.miss(call, landed)
+            offset = self.aim.miss(call, landed=landed, reached=self._reached)
             if offset is not None:
                 self._note("aim", f"{call.note or call.target}: next {call.skill} aimed "
                                   f"{', '.join(f'{v:+.3f}' for v in offset)} m off its target")

@@ -14,7 +14,6 @@ Observation cameras render without shadows, reflections or skybox: they cost
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -115,9 +114,10 @@ class _Offscreen:
         self.gl = None
 
     def __del__(self):
-        # At interpreter shutdown the GL library may already be gone; nothing is left to free then.
-        with contextlib.suppress(Exception):
+        try:
             self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter shutdown the GL library may be gone already
+            pass
 
 
 class CameraRig:
