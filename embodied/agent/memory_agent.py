@@ -15,7 +15,10 @@ it is parsed (``embodied.planner.grammar``) and planned from memory
 through the skill library (scripted skills by default; learned heads implement
 the same :class:`~embodied.agent.skills.Skill` protocol). After each call the
 planner checks its effect in memory; a failure is retried, then replanned from
-memory, a bounded number of times, and each is logged as a memory event.
+memory, a bounded number of times, and each is logged as a memory event. A
+retried place, pick, lift or press is aimed off its target by the miss the
+agent saw (:mod:`embodied.agent.aim`): where memory saw the object come to
+rest, where proprioception had the fingers close, a click memory did not see.
 
 Mobile base: the head camera's extrinsics come from wheel odometry and drift;
 ``localise`` (a :class:`~embodied.memory.localise.LocaliserConfig`, on by
