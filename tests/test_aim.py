@@ -114,3 +114,15 @@ def test_the_agent_corrects_a_place_that_always_lands_long_and_fails_without_aim
                                  image_size=96)
     assert not info["is_success"], "without aim the same miss repeats"
     assert "aim" not in [e["tag"] for e in ablated.log]
+
+
+def test_ablate_names_the_aim_columns_and_refuses_a_head_column_without_a_head():
+    from embodied.eval.ablate import ablate
+
+    with pytest.raises(ValueError, match="agent:head:noaim"):
+        ablate(["PutBlockBack-v0"], episodes=1, columns=("agent:nothing",), progress=False)
+    with pytest.raises(ValueError, match="give --head"):
+        ablate(["PutBlockBack-v0"], episodes=1, columns=("agent:head:noaim",), progress=False)
+    report = ablate(["PutBlockBack-v0"], episodes=1, seed=4, columns=("agent:noaim",), progress=False,
+                    image_size=96)
+    assert report["tasks"][0]["agent:noaim"] == 1.0  # the scripted agent needs no aim on this seed

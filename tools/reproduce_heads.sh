@@ -24,7 +24,7 @@ MANIP_DEMOS=(RememberColor-v0:15 ShellGame-v0:15 ReopenDrawer-v0:20 PutBlockBack
              SequenceRecall-v0:30 Rearrange-v0:70)
 
 manip() {
-  local steps=${STEPS:-9000} n=${EVAL_EPISODES:-100}
+  local steps=${STEPS:-18000} n=${EVAL_EPISODES:-100}
   local data="$WORK/manip_demos" run="$WORK/act_manip_run" export="$WORK/act_manip"
   # 1. demos: the memory agent's own runs (its planner's skill calls label every frame), seeds 3000+;
   #    --resume appends each task's seeds to the one dataset (and skips those already there).

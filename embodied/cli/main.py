@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", metavar="KIND:RUN", help="add a column: the agent with this run's learned skills")
     p.add_argument("--ablation-episodes", type=int, help="episodes of the wiped and blank columns (default: --episodes)")
     p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
-                   "agent:wiped, agent:blank); default: all")
+                   "agent:wiped, agent:blank, agent:noaim; with --head also agent:head, agent:head:noaim); "
+                   "default: the first four, and agent:head with --head")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.ablate)

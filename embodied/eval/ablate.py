@@ -19,6 +19,8 @@ from embodied.eval.rollout import run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 
 COLUMNS = ("expert", "agent", "agent:wiped", "agent:blank")
+# With a head: the agent running the learned skills, and the same without aim correction.
+HEAD_COLUMNS = ("agent:head", "agent:head:noaim")
 
 
 def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int | None = None,
@@ -27,11 +29,14 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
     """``ablation_episodes`` (default ``episodes``) runs the wiped and blank columns on the first that
     many seeds only: a memoryless agent that finds nothing to do idles to the horizon, which is slow."""
     names = [get_task(t).name for t in tasks] if tasks else list(TASKS)
-    if head:
-        columns = tuple(c for c in columns if c != "agent:head") + ("agent:head",)
+    if head and not any(c in HEAD_COLUMNS for c in columns):
+        columns = (*columns, "agent:head")
     for column in columns:
-        if column not in COLUMNS + ("agent:head",):
-            raise ValueError(f"unknown ablation column {column!r}; known: {', '.join(COLUMNS)}")
+        if column not in COLUMNS + HEAD_COLUMNS + ("agent:noaim",):
+            raise ValueError(f"unknown ablation column {column!r}; known: "
+                             f"{', '.join(COLUMNS + ('agent:noaim',) + HEAD_COLUMNS)}")
+        if column in HEAD_COLUMNS and not head:
+            raise ValueError(f"column {column!r} runs a learned head: give --head KIND:RUN")
     rows = []
     for name in names:
         entry = get_task(name)
@@ -45,8 +50,9 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             env = gym.make(entry.env_id, images=column != "expert", **size, **dataclasses.asdict(opts))
             t0 = time.perf_counter()
             try:
-                if column == "agent:head":
-                    results = run_episodes(env, "agent", seeds, progress=progress, head=head)
+                if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
+                    variant = "agent" + column[len("agent:head"):]
+                    results = run_episodes(env, variant, seeds, progress=progress, head=head)
                 else:
                     results = run_episodes(env, column, seeds, progress=progress)
             finally:

@@ -25,8 +25,10 @@ from policies import RandomPolicy
 
 POLICIES = ("expert", "random", "memoryless", "agent")
 # Agent variants for ablations: "agent:wiped" forgets at the first recall step,
-# "agent:blank" perceives blank frames during the observe phase.
-AGENT_VARIANTS = {"agent": {}, "agent:wiped": {"wipe_at_recall": True}, "agent:blank": {"blank_observe": True}}
+# "agent:blank" perceives blank frames during the observe phase, "agent:noaim" retries a missed
+# skill at the same point (no aim correction, embodied.agent.aim).
+AGENT_VARIANTS = {"agent": {}, "agent:wiped": {"wipe_at_recall": True}, "agent:blank": {"blank_observe": True},
+                  "agent:noaim": {"aim": None}}
 
 
 @dataclass
