@@ -92,3 +92,21 @@ def test_skill_call_params_round_trip():
         SkillCall("fly")
     with pytest.raises(ValueError, match="finite"):
         SkillCall("place", xyz=(np.nan, 0, 0))
+
+
+def test_a_touch_counts_only_with_the_hand_over_its_target():
+    """A learned touch that ends early (its done channel fired on the way) is a failure to retry."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import frame, proprio
+
+    call = SkillCall("touch", "obj", (0.60, 0.08, 0.02), size=(0.04, 0.04, 0.04))
+    planner = Planner()
+    memory = SpatialMemory()
+    assert not planner.check(call, memory, 0)  # no hand in memory yet
+    memory.update(frame(0, [], proprio=proprio((0.32, 0.02, 0.47), 0.0)))
+    assert not planner.check(call, memory, 0)  # still at home, high above
+    memory.update(frame(1, [], proprio=proprio((0.40, 0.06, 0.38), 0.0)))
+    assert not planner.check(call, memory, 0)  # stopped 20 cm short
+    memory.update(frame(2, [], proprio=proprio((0.60, 0.08, 0.054), 0.0)))
+    assert planner.check(call, memory, 0)  # fingertips on the top

@@ -34,6 +34,10 @@ PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
 LIFTED = 0.04  # m: a lifted cup's centre above where it stood
 NAV_REACH = 0.55  # m: the head camera this close to a goal point (the base is 0.1 m behind it)
+# A touch ended with the hand over its target: memory logs the hand's position at every 5 cm of
+# travel (MemoryConfig.agent_log_tol), so these allow that lag on top of a fingertip on the top.
+TOUCH_REACH = 0.08  # m (xy) from the target's centre
+TOUCH_ABOVE = 0.10  # m above the target's top
 IN_DRAWER = 0.075  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
 
 
@@ -246,6 +250,8 @@ class Planner:
                 return False
             here = np.asarray(memory.graph.nodes["agent"]["position"])[:2]
             return float(np.linalg.norm(here - np.asarray(call.xyz[:2]))) <= NAV_REACH
+        if call.skill == "touch":
+            return _hand_on(memory, call)
         if call.target not in memory.graph:
             return False
         where = memory.where_is(call.target)
@@ -262,9 +268,16 @@ class Planner:
             return not where["held"] and float(np.linalg.norm(p[:2] - np.asarray(call.xyz[:2]))) <= PLACE_TOL
         if call.skill == "press":
             return any(t >= since for t in memory.when("pressed", call.target))
-        if call.skill == "touch":
-            return True
         return True
+
+
+def _hand_on(memory, call: SkillCall) -> bool:
+    """Whether memory has the hand (the workcell agent node, the TCP) over the touched target."""
+    if "agent" not in memory.graph:
+        return False
+    hand = np.asarray(memory.graph.nodes["agent"]["position"], dtype=np.float64)
+    top = call.xyz[2] + call.size[2] / 2
+    return float(np.linalg.norm(hand[:2] - np.asarray(call.xyz[:2]))) <= TOUCH_REACH and hand[2] <= top + TOUCH_ABOVE
 
 
 def _is_drawer(r: Resolver, node: str) -> bool:
