@@ -259,7 +259,7 @@ class MemoryAgent:
         self.trace.append({"t": self.t - 1, "call": given.to_dict(), "text": str(given)})
 
     def _aimed(self, call: SkillCall) -> SkillCall:
-        """The call as handed to its skill: a place that missed this goal before is aimed off it."""
+        """The call as handed to its skill: a retry of a missed place, grasp or press is aimed off its target."""
         return call if self.aim is None else self.aim.apply(call)
 
     def _retarget(self, obs: dict) -> None:
