@@ -254,3 +254,17 @@ def test_cameras_that_disagree_on_a_colour_do_not_flip_it():
         both(t, "blue", "blue")
     assert memory.graph.nodes[block]["colour"] == "blue"
     assert [e.t for e in memory.log.of_node(block) if e.tag in COLOUR_TAGS] == [5]
+
+
+@pytest.mark.parametrize("depth, pressed", [(0.0049, False), (0.0075, True)])
+def test_a_press_is_read_past_the_click_not_before(depth, pressed):
+    """Caps click at 6 mm of travel: fingertips 4.9 mm into a cap (a learned push that stopped short)
+    are no press, so the agent's check fails and it retries; 7.5 mm is one."""
+    memory = SpatialMemory()
+    cap_top = 0.036
+    button = detection((0.45, 0.15, cap_top - 0.01), label="button", colour="grey", size=(0.05, 0.05, 0.02))
+    memory.update(frame(0, [button], proprio=proprio((0.30, 0.0, 0.40), 0.0)))
+    node = memory.find(cls="button")[0]
+    tip_below_tcp = memory.config.fingertip_below_tcp
+    memory.update(frame(1, [], proprio=proprio((0.45, 0.15, cap_top - depth + tip_below_tcp), 0.0)))
+    assert bool(memory.when("pressed", node)) == pressed

@@ -16,9 +16,9 @@ through the skill library (scripted skills by default; learned heads implement
 the same :class:`~embodied.agent.skills.Skill` protocol). After each call the
 planner checks its effect in memory; a failure is retried, then replanned from
 memory, a bounded number of times, and each is logged as a memory event. A
-retried place, pick, lift or press is aimed off its target by the miss the
-agent saw (:mod:`embodied.agent.aim`): where memory saw the object come to
-rest, where proprioception had the fingers close, a click memory did not see.
+retried place, pick or lift is aimed off its target by the miss the agent
+saw (:mod:`embodied.agent.aim`): where memory saw the object come to rest,
+where proprioception had the fingers close.
 
 Mobile base: the head camera's extrinsics come from wheel odometry and drift;
 ``localise`` (a :class:`~embodied.memory.localise.LocaliserConfig`, on by
@@ -68,7 +68,7 @@ class AgentConfig:
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: perception sees blank frames during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
-    # A retried place, grasp or press is aimed off its target by the miss seen (None: retry as is).
+    # A retried place or grasp is aimed off its target by the miss seen (None: retry as is).
     aim: AimConfig | None = field(default_factory=AimConfig)
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
     # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
@@ -259,7 +259,7 @@ class MemoryAgent:
         self.trace.append({"t": self.t - 1, "call": given.to_dict(), "text": str(given)})
 
     def _aimed(self, call: SkillCall) -> SkillCall:
-        """The call as handed to its skill: a retry of a missed place, grasp or press is aimed off its target."""
+        """The call as handed to its skill: a retry of a missed place or grasp is aimed off its target."""
         return call if self.aim is None else self.aim.apply(call)
 
     def _retarget(self, obs: dict) -> None:
@@ -284,7 +284,7 @@ class MemoryAgent:
         self._note("skill_failed", f"{call} (attempt {self.attempts})")
         dropped = call.skill == "place" and not self.memory.where_is(call.target)["held"] \
             if call.target in self.memory.graph else False
-        if self.aim is not None and (dropped or call.skill in ("press", *GRASPS)):
+        if self.aim is not None and (dropped or call.skill in GRASPS):
             landed = np.asarray(self.memory.where_is(call.target)["position"]) if dropped else None
             offset = self.aim.miss(call, landed=landed, reached=self._reached)
             if offset is not None:
