@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from embodied.agent.aim import GRASPS, Aim, AimConfig
+from embodied.agent.decisions import DecisionLog
 from embodied.agent.skills.arm import arm_skills
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
@@ -73,17 +74,22 @@ class AgentConfig:
     rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
     # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
     localise: LocaliserConfig | None = field(default_factory=LocaliserConfig)
+    record_decisions: bool = False  # keep a DecisionLog: the inputs and choice at every decision point
+    max_decisions: int = 40  # with a learned decider: decisions per goal before it gives up
 
 
 class MemoryAgent:
     """A :class:`policies.Policy`: ``reset()``, then ``act(obs) -> action`` each step."""
 
     def __init__(self, labels: dict[int, str], config: AgentConfig | None = None, skills: dict | None = None,
-                 planner: Planner | None = None):
-        """``skills``: skill name -> Skill replacing the scripted one (e.g. ``policies.load_head(spec)``)."""
+                 planner: Planner | None = None, decider=None):
+        """``skills``: skill name -> Skill replacing the scripted one (e.g. ``policies.load_head(spec)``).
+        ``decider``: a learned high-level policy (:class:`~embodied.agent.learned.Decider`) choosing each
+        next call in place of the planner's plans, retries and effect checks."""
         self.labels = dict(labels)
         self.config = config or AgentConfig()
         self.planner = planner or Planner()
+        self.decider = decider
         self._skills_given = skills
         self.reset()
 
@@ -116,12 +122,19 @@ class MemoryAgent:
         self._phase = 0
         self._action_dim: int | None = None
         self._idle = None
+        self.decisions = DecisionLog() if cfg.record_decisions else None
+        self._ask = False  # a decision is due: the goal changed or a call ended
+        self._decided = 0  # decisions taken for the current goal (a decider's budget)
+        if self.decider is not None:
+            self.decider.reset()
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         if self._action_dim is None:
             self._embody(obs)
         obs = self._localise(obs)
         self._remember(obs)
+        if self.decider is not None:
+            self.decider.observe(obs, self.t - 1)
         self._follow_goal(obs)
         if self.skill is not None and (self.skill.done or self.skill.failed):
             if self._settle > 0:
@@ -130,6 +143,9 @@ class MemoryAgent:
             self._finish_skill(obs)
         if self.skill is None:
             self._start_next(obs)
+            if self._ask and self.decisions is not None:
+                self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, self.current_call)
+            self._ask = False
         if self.skill is None:
             return self._hold_action()
         self._retarget(obs)
@@ -224,9 +240,13 @@ class MemoryAgent:
         self.replans = 0
         self.skill, self.current_call = None, None
         self.done_calls = []
+        self._ask, self._decided = True, 0
         if self.freespace is not None and self.config.rooms_every:
             self.memory.update_rooms(self.freespace)  # rooms as the map stands now, before planning
-        self._make_plan("plan")
+        if self.decider is None:
+            self._make_plan("plan")
+        else:
+            self.plan = []
 
     def _make_plan(self, why: str) -> None:
         try:
@@ -240,6 +260,11 @@ class MemoryAgent:
             self._note(why, self.plan_text())
 
     def _start_next(self, obs: dict) -> None:
+        if self.decider is not None and not self.plan and self._ask and self._decided < self.config.max_decisions:
+            self._decided += 1
+            call = self.decider.decide(self.goal_text, self.memory, obs, self.t - 1)
+            self.plan = [] if call is None else [call]
+            self._note("decide", str(call) if call is not None else "stop")
         if not self.plan:
             self.current_call = None
             return
@@ -274,6 +299,11 @@ class MemoryAgent:
         call, skill = self.current_call, self.skill
         self.skill, self.current_call = None, None
         self.trace.append({"t": self.t - 1, "call": None, "text": ""})
+        self._ask = True
+        if self.decider is not None:  # the decider sees the outcome in memory and chooses again
+            self.done_calls.append(self.plan.pop(0))
+            self._note("skill_failed" if skill.failed else "skill_done", str(call))
+            return
         ok = not skill.failed and self.planner.check(call, self.memory, self._since)
         if ok:
             self.done_calls.append(self.plan.pop(0))

@@ -64,6 +64,7 @@ class EpisodeBlob:
     meta: bytes
     arrays: bytes
     videos: dict[str, bytes]
+    decisions: bytes = b""  # safetensors of the policy's DecisionLog (b"": the policy keeps none)
 
     def meta_dict(self) -> dict:
         return json.loads(self.meta)
@@ -170,6 +171,7 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         t += 1
     if hasattr(policy, "close"):
         policy.close()
+    decisions = getattr(policy, "decisions", None)
     if not tasks:  # ended before the recall phase: the goal is still the recall instruction
         tasks.append(u._instruction("recall"))
     task_local = np.array([max(k, 0) for k in cols["task"]], dtype=np.int64)
@@ -202,4 +204,8 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
         "image_stats": {f"{IMAGE_PREFIX}{cam}": image_stats(np.stack(s), count=t) for cam, s in img_samples.items()},
     }
     videos = {cam: enc.close() for cam, enc in encoders.items()}
-    return EpisodeBlob(json.dumps(meta, default=plain).encode(), st_save(arrays), videos)
+    packed = b""
+    if decisions is not None and hasattr(decisions, "pack"):
+        d_arrays, d_meta = decisions.pack()
+        packed = st_save(d_arrays, metadata={"decisions": json.dumps(d_meta, default=plain)})
+    return EpisodeBlob(json.dumps(meta, default=plain).encode(), st_save(arrays), videos, packed)

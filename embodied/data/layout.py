@@ -33,6 +33,9 @@ VIDEO_FILES_SIZE_MB = 200
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+# Recordings of a policy that keeps decisions (the memory agent): one safetensors file per episode,
+# beside LeRobot's files (its reader ignores it). See embodied.data.decisions.
+DECISIONS_PATH = "meta/decisions/episode_{episode_index:06d}.safetensors"
 INFO_PATH = "meta/info.json"
 STATS_PATH = "meta/stats.json"
 TASKS_PATH = "meta/tasks.parquet"

@@ -38,10 +38,11 @@ def _expert(env: gym.Env, seed: int):
 
 
 def _agent(env: gym.Env, seed: int):
-    """The memory agent; its ``current_call`` annotates each frame with the planner's call."""
+    """The memory agent; its ``current_call`` annotates each frame with the planner's call, and its
+    decision log (embodied.agent.decisions) is stored beside the episode."""
     from embodied.eval.rollout import make_agent
 
-    return make_agent(env, seed)
+    return make_agent(env, seed, record_decisions=True)
 
 
 register_policy("expert", _expert)

@@ -118,9 +118,9 @@ def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _ray_record(job: EpisodeJob) -> tuple[bytes, bytes, dict[str, bytes]]:
+def _ray_record(job: EpisodeJob) -> tuple[bytes, bytes, dict[str, bytes], bytes]:
     blob = record_episode(job)
-    return blob.meta, blob.arrays, blob.videos
+    return blob.meta, blob.arrays, blob.videos, blob.decisions
 
 
 def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:

@@ -26,6 +26,7 @@ from embodied.data.layout import (
     CHUNKS_SIZE,
     DATA_FILES_SIZE_MB,
     DATA_PATH,
+    DECISIONS_PATH,
     EPISODES_PATH,
     IMAGE_PREFIX,
     STATS_PATH,
@@ -249,6 +250,13 @@ class DatasetWriter:
             r.update(flatten_stats(s))
         agg = aggregate(([self._stats] if self._stats else []) + stats)  # pooling is associative
         info.total_episodes, info.total_frames, info.total_tasks = len(self.episodes) + len(rows), index, len(self.tasks)
+        for r, b in zip(rows, blobs):
+            if b.decisions:  # the policy's decision points (embodied.agent.decisions), beside the episode
+                path = self.root / DECISIONS_PATH.format(episode_index=r["episode_index"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = temp_path(path)
+                tmp.write_bytes(b.decisions)
+                renames.append((tmp, path))
         renames += self._meta_files(in_file + rows, (mchunk, mfile), agg, new_tasks=len(self.tasks) != tasks_before)
         journal.apply(self.root, renames)
         self.episodes, self._stats = self.episodes + rows, agg
