@@ -49,14 +49,15 @@ def is_exported(path: str | os.PathLike) -> bool:
     return (path / "manifest.json").exists() and (path / "model.safetensors").exists()
 
 
-def shipped_heads() -> dict[str, Path]:
-    """``{"act:manip": policies/checkpoints/act_manip, ...}``: the exported heads that ship in the repository."""
+def shipped_heads(kinds: tuple[str, ...] = ("act", "diffusion")) -> dict[str, Path]:
+    """``{"act:manip": policies/checkpoints/act_manip, ...}``: the exported heads of ``kinds`` that ship in
+    the repository (by default the skill heads; "memory" lists the high-level policies)."""
     if not SHIPPED.is_dir():
         return {}
     out = {}
     for d in sorted(SHIPPED.iterdir()):
         kind, sep, name = d.name.partition("_")
-        if sep and is_exported(d):
+        if sep and kind in kinds and is_exported(d):
             out[f"{kind}:{name}"] = d
     return out
 

@@ -13,10 +13,15 @@ from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpo
 from policies.diffusion import DiffusionConfig, DiffusionHead
 from policies.export import is_exported, load_exported
 from policies.head import HeadBase, HeadConfig
+from policies.memory_policy.configuration import MemoryPolicyConfig
+from policies.memory_policy.modeling import MemoryPolicy
 
-HEADS: dict[str, tuple[type[HeadConfig], type[HeadBase]]] = {
+# Skill heads (diffusion, act) and the high-level policy choosing skill calls (memory): one run folder
+# and export format for all.
+HEADS: dict[str, tuple[type, type]] = {
     "diffusion": (DiffusionConfig, DiffusionHead),
     "act": (ACTConfig, ACTHead),
+    "memory": (MemoryPolicyConfig, MemoryPolicy),
 }
 
 

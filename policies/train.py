@@ -62,7 +62,6 @@ class TrainConfig:
     head_options: dict[str, Any] = field(default_factory=dict)  # HeadConfig fields, e.g. {"down_dims": [32, 64, 128]}
 
     def validate(self) -> None:
-        head_classes(self.head)
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.log_every < 1:
             raise ValueError("steps, batch_size, checkpoint_every and log_every must be >= 1")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -137,8 +136,91 @@ def _check_resume(out: Path, cfg: TrainConfig) -> Path | None:
     return ckpt
 
 
+def fit(cfg: TrainConfig, model: torch.nn.Module, opt: torch.optim.Optimizer, ema: EMA | None, batch_fn,
+        n_items: int, out: Path, start: int, device: torch.device, world: int = 1, rank: int = 0,
+        local_rank: int = 0, desc: str = "train") -> tuple[float | None, float | None, Path | None, float, int]:
+    """The training loop shared by every learned policy: steps ``start..cfg.steps`` of
+    ``model(batch_fn(indices))["loss"]``, logged to ``out/log.jsonl`` (with the model's other outputs)
+    and checkpointed atomically; returns (first loss, last loss, last checkpoint, seconds, steps run)."""
+    main = rank == 0
+    net = model
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
+    model.train()
+    log = open(out / "log.jsonl", "a") if main else None
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=desc,
+               disable=not (cfg.progress and main), unit="step")
+    first_loss = last_loss = None
+    saved, t0, timed = None, time.perf_counter(), 0
+    for step in bar:
+        torch.manual_seed(cfg.seed * 1_000_003 + rank * 7919 + step)
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr * lr_factor(step, cfg.warmup_steps, cfg.steps)
+        idx = batch_indices(step, cfg.batch_size, n_items, cfg.seed, rank, world)
+        batch = {k: v.to(device) for k, v in batch_fn(idx).items()}
+        outputs = net(batch)
+        loss = outputs["loss"]
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {float(loss)} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        if ema is not None:
+            ema.update(model)
+        last_loss = float(loss.detach())
+        first_loss = last_loss if first_loss is None else first_loss
+        timed += 1
+        if main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
+            row = {"step": step, "loss": last_loss, "lr": opt.param_groups[0]["lr"],
+                   **{k: float(v.detach()) for k, v in outputs.items() if k != "loss"}}
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            bar.set_postfix(loss=f"{last_loss:.4f}")
+        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+            if main:
+                parts: dict[str, Any] = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+                if ema is not None:
+                    parts["ema"] = ema.state_dict()
+                saved = save_checkpoint(out, step + 1, parts, cfg.keep_checkpoints)
+                plot_losses(out / "log.jsonl", out / "loss.png")
+            if world > 1:
+                dist.barrier()
+    elapsed = time.perf_counter() - t0
+    if log is not None:
+        log.close()
+    return first_loss, last_loss, saved, elapsed, timed
+
+
+def restore(ckpt: Path | None, model: torch.nn.Module, opt: torch.optim.Optimizer, ema: EMA | None) -> int:
+    """Load a checkpoint into the run's model, optimizer and EMA; the step to go on from (0: none)."""
+    if ckpt is None:
+        return 0
+    start, parts = load_checkpoint(ckpt)
+    try:
+        model.load_state_dict(parts["model"])
+        opt.load_state_dict(parts["optimizer"])
+        if ema is not None:
+            ema.load_state_dict(parts["ema"])
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise CheckpointError(ckpt, f"does not fit this run's model ({exc})") from None
+    return start
+
+
+def start_run(out: Path, config: dict, stats: dict, start: int) -> None:
+    """Write the run's config.json and stats.json; keep the log lines of steps before ``start``."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "config.json", config)
+    atomic_write_json(out / "stats.json", stats)
+    log_path = out / "log.jsonl"
+    kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
+            if ln.strip() and json.loads(ln)["step"] < start]
+    atomic_write_bytes(log_path, "".join(ln + "\n" for ln in kept).encode())
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.validate()
+    head_classes(cfg.head)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -174,71 +256,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     model = build_head(cfg.head, head_cfg, stats).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ema = EMA(model) if cfg.ema else None
-    start = 0
-    if ckpt is not None:
-        start, parts = load_checkpoint(ckpt)
-        try:
-            model.load_state_dict(parts["model"])
-            opt.load_state_dict(parts["optimizer"])
-            if ema is not None:
-                ema.load_state_dict(parts["ema"])
-        except (RuntimeError, KeyError, ValueError) as exc:
-            raise CheckpointError(ckpt, f"does not fit this run's head ({exc})") from None
+    start = restore(ckpt, model, opt, ema)
     if main:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / "config.json", {"head": cfg.head, "head_config": config_to_dict(head_cfg),
-                                                "train": json.loads(json.dumps(dataclasses.asdict(cfg)))})
-        atomic_write_json(out / "stats.json", stats)
-        log_path = out / "log.jsonl"
-        kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
-                if ln.strip() and json.loads(ln)["step"] < start]
-        atomic_write_bytes(log_path, "".join(ln + "\n" for ln in kept).encode())
-    net = model
-    if world > 1:
-        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
-    model.train()
-    log = open(out / "log.jsonl", "a") if main else None
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=f"train {cfg.head}",
-               disable=not (cfg.progress and main), unit="step")
-    first_loss = last_loss = None
-    saved, t0, timed = None, time.perf_counter(), 0
-    for step in bar:
-        torch.manual_seed(cfg.seed * 1_000_003 + rank * 7919 + step)
-        for group in opt.param_groups:
-            group["lr"] = cfg.lr * lr_factor(step, cfg.warmup_steps, cfg.steps)
-        idx = batch_indices(step, cfg.batch_size, len(windows), cfg.seed, rank, world)
-        batch = {k: v.to(device) for k, v in windows.batch(idx).items()}
-        outputs = net(batch)
-        loss = outputs["loss"]
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {float(loss)} at step {step}")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        if ema is not None:
-            ema.update(model)
-        last_loss = float(loss.detach())
-        first_loss = last_loss if first_loss is None else first_loss
-        timed += 1
-        if main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
-            row = {"step": step, "loss": last_loss, "lr": opt.param_groups[0]["lr"],
-                   **{k: float(v) for k, v in outputs.items() if k != "loss"}}
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            bar.set_postfix(loss=f"{last_loss:.4f}")
-        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
-            if main:
-                parts: dict[str, Any] = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-                if ema is not None:
-                    parts["ema"] = ema.state_dict()
-                saved = save_checkpoint(out, step + 1, parts, cfg.keep_checkpoints)
-                plot_losses(out / "log.jsonl", out / "loss.png")
-            if world > 1:
-                dist.barrier()
-    elapsed = time.perf_counter() - t0
-    if log is not None:
-        log.close()
+        start_run(out, {"head": cfg.head, "head_config": config_to_dict(head_cfg),
+                        "train": json.loads(json.dumps(dataclasses.asdict(cfg)))}, stats, start)
+    first_loss, last_loss, saved, elapsed, timed = fit(cfg, model, opt, ema, windows.batch, len(windows), out, start,
+                                                       device, world, rank, local_rank, desc=f"train {cfg.head}")
     result = {"run": str(out), "head": cfg.head, "skills": list(windows.skills), "frames": len(windows),
               "start_step": start, "steps": cfg.steps, "first_loss": first_loss, "final_loss": last_loss,
               "step_ms": round(elapsed / max(timed, 1) * 1e3, 2), "world_size": world, "device": str(device),

@@ -24,11 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.tokens import TOKEN_DIM, NodeTokens, field_slice, node_tokens
-from embodied.planner.calls import PARAM_DIM, SKILLS, SkillCall
+from embodied.planner.calls import DECISIONS, PARAM_DIM, SOURCES, STOP, SkillCall
 
-DECISIONS: tuple[str, ...] = (*SKILLS, "stop")
-STOP = DECISIONS.index("stop")
-SOURCES = ("now", "first", "free")
 SAME_POINT = 0.01  # m: a call's point this close to a node's position is read from the node
 
 

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> dict | None:
     if getattr(args, "keyframe_every", 1) < 1:
         raise ValueError(f"--keyframe-every must be >= 1, got {args.keyframe_every}")
     ride = bool(record or overlay)  # perception + memory need the camera images
-    agent = args.policy.startswith("agent")
+    agent = args.policy.startswith(("agent", "learned:"))
     env = gym.make(
         entry.env_id,
         images=ride or agent,

@@ -54,12 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--policy",
         default="expert",
-        choices=POLICIES,
-        help="expert: scripted, privileged; random: uniform actions; memoryless: the expert guessing the cue",
+        help=f"{', '.join(POLICIES)}; expert: scripted, privileged; random: uniform actions; memoryless: the "
+        "expert guessing the cue; agent[:wiped|:blank|:noaim]: the memory agent; learned:RUN[:wiped]: the "
+        "learned high-level policy of RUN (a run folder, or a shipped one: explicit, none, implicit)",
     )
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--head", metavar="KIND:RUN", help="with --policy agent: learned skills of a trained run "
-                   "(diffusion:RUN or act:RUN) in place of the scripted ones")
+                   "(diffusion:RUN or act:RUN) in place of the scripted ones; with --policy learned:RUN the "
+                   "skill head (default: the shipped one for the robot; none: scripted skills)")
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i uses seed+i")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
     p.add_argument("--video", help="write an mp4 of the episodes")

@@ -1,5 +1,6 @@
 """``embodied train`` (a learned head on recorded demonstrations) and ``embodied bench head``.
 
+    embodied train --head memory --memory none|implicit|explicit --data DIR [--data DIR ...] --out RUN [...]
     embodied train --head diffusion|act --data DIR --out RUN [--steps N] [--batch-size B]
                    [--device auto|cpu|cuda] [--resume] [--seed S] [--skills pick,place] [--cameras wrist]
                    [--lr LR] [--checkpoint-every N] [--set key=value ...] [--json]
@@ -19,9 +20,13 @@ from pathlib import Path
 
 def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAction) -> None:
     """Add ``train`` to the ``embodied`` parser and ``head`` to ``bench``."""
-    p = sub.add_parser("train", help="train a learned action head (diffusion or ACT) on recorded demonstrations")
-    p.add_argument("--head", required=True, choices=["diffusion", "act"])
-    p.add_argument("--data", required=True, help="dataset folder (embodied record-demos --out)")
+    p = sub.add_parser("train", help="train a learned action head (diffusion or ACT), or the high-level policy "
+                       "(memory), on recorded demonstrations")
+    p.add_argument("--head", required=True, choices=["diffusion", "act", "memory"])
+    p.add_argument("--memory", choices=["none", "implicit", "explicit"],
+                   help="with --head memory: the policy's memory input")
+    p.add_argument("--data", required=True, action="append", help="dataset folder (embodied record-demos --out); "
+                   "--head memory takes several (record-demos --policy agent: the decision points)")
     p.add_argument("--out", required=True, help="run folder: checkpoints, config, stats, log.jsonl, loss.png")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--batch-size", type=int, default=64, help="global batch (split over DDP ranks)")
@@ -85,7 +90,13 @@ def train(args: argparse.Namespace) -> dict:
     from policies.train import train as run_training
 
     options = parse_options(head_classes(args.head)[0], args.set)
-    cfg = TrainConfig(head=args.head, data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size,
+    if args.head == "memory":
+        return _train_memory(args, options)
+    if args.memory:
+        raise ValueError("--memory goes with --head memory")
+    if len(args.data) != 1:
+        raise ValueError(f"the {args.head} head trains on one --data folder, got {len(args.data)}")
+    cfg = TrainConfig(head=args.head, data=args.data[0], out=args.out, steps=args.steps, batch_size=args.batch_size,
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads, checkpoint_every=args.checkpoint_every,
                       log_every=args.log_every, skills=_split(args.skills), cameras=_split(args.cameras),
                       ema=not args.no_ema, resume=args.resume, head_options=options)
@@ -95,6 +106,28 @@ def train(args: argparse.Namespace) -> dict:
               f"{result['first_loss']:.4f} -> {result['final_loss']:.4f} over steps {result['start_step']}.."
               f"{result['steps']} ({result['step_ms']:.1f} ms/step); checkpoint {result['checkpoint']}")
     return result if _rank() == 0 else None
+
+
+def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
+    from policies.memory_policy.train import train_memory_policy
+    from policies.train import TrainConfig
+
+    if not args.memory:
+        raise ValueError("--head memory needs --memory none|implicit|explicit")
+    if args.skills or args.cameras:
+        raise ValueError("--skills and --cameras are for the skill heads; the memory policy decides every skill")
+    cfg = TrainConfig(head="memory", data=args.data[0], out=args.out, steps=args.steps, batch_size=args.batch_size,
+                      lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
+                      checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
+                      resume=args.resume, progress=not args.json)
+    result = train_memory_policy(cfg, list(args.data), args.memory, options)
+    if args.json:
+        return result
+    print(f"memory:{args.memory} on {result['decisions']} decisions of {result['episodes']} episodes: loss "
+          f"{result['first_loss']:.4f} -> {result['final_loss']:.4f} over steps {result['start_step']}.."
+          f"{result['steps']} ({result['step_ms']:.1f} ms/step, {result['train_s']:.0f} s); training accuracy "
+          f"{result['train_accuracy']}; checkpoint {result['checkpoint']}")
+    return None
 
 
 def _rank() -> int:

@@ -1,5 +1,6 @@
 """Ablations in one table: expert, agent, agent with memory wiped at recall, agent with a blank
-cue (blank frames while observing), and the chance rate, per task.
+cue (blank frames while observing), learned high-level policies (``learned:RUN[:wiped]`` columns),
+and the chance rate, per task.
 
     rows = ablate(["PutBlockBack-v0"], episodes=20, seed=1000)
 
@@ -32,9 +33,9 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
     if head and not any(c in HEAD_COLUMNS for c in columns):
         columns = (*columns, "agent:head")
     for column in columns:
-        if column not in COLUMNS + HEAD_COLUMNS + ("agent:noaim",):
+        if column not in COLUMNS + HEAD_COLUMNS + ("agent:noaim",) and not column.startswith("learned:"):
             raise ValueError(f"unknown ablation column {column!r}; known: "
-                             f"{', '.join(COLUMNS + ('agent:noaim',) + HEAD_COLUMNS)}")
+                             f"{', '.join(COLUMNS + ('agent:noaim',) + HEAD_COLUMNS)}, learned:RUN[:wiped]")
         if column in HEAD_COLUMNS and not head:
             raise ValueError(f"column {column!r} runs a learned head: give --head KIND:RUN")
     rows = []
@@ -44,7 +45,8 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
         opts = cls.Options(**(options or {}))
         row = {"task": name, "suite": entry.suite, "chance": cls.chance_rate(opts), "episodes": episodes}
         for column in columns:
-            n = ablation_episodes if ablation_episodes and column in ("agent:wiped", "agent:blank") else episodes
+            ablation = column in ("agent:wiped", "agent:blank") or column.endswith(":wiped")
+            n = ablation_episodes if ablation_episodes and ablation else episodes
             seeds = range(seed, seed + n)
             size = {} if image_size is None else {"image_size": image_size}  # None: the task's default
             env = gym.make(entry.env_id, images=column != "expert", **size, **dataclasses.asdict(opts))
@@ -53,6 +55,8 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
                 if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
                     variant = "agent" + column[len("agent:head"):]
                     results = run_episodes(env, variant, seeds, progress=progress, head=head)
+                elif column.startswith("learned:"):  # the learned policy with the shipped (or --head) skill heads
+                    results = run_episodes(env, column, seeds, progress=progress, head=head)
                 else:
                     results = run_episodes(env, column, seeds, progress=progress)
             finally:

@@ -81,7 +81,54 @@ def head_for(env: gym.Env, specs: Iterable[str]) -> str | None:
     return None
 
 
+# "learned:RUN" runs the high-level policy of a trained or shipped run (policies.memory_policy) in place of
+# the planner; "learned:RUN:wiped" forgets at the first recall step. RUN: a run folder or a shipped name
+# ("explicit" is policies/checkpoints/memory_explicit).
+LEARNED_VARIANTS = {"": {}, "wiped": {"wipe_at_recall": True}}
+_DECIDERS: dict[str, object] = {}
+
+
+def learned_policy(run: str):
+    """The trained high-level policy of ``run`` (loaded once per process, one torch thread)."""
+    if run not in _DECIDERS:
+        import torch
+
+        from policies.export import resolve_run
+        from policies.registry import load_run
+
+        torch.set_num_threads(1)
+        policy = load_run(resolve_run("memory", run))
+        if policy.name != "memory":
+            raise ValueError(f"{run} holds a {policy.name!r} head, not a high-level (memory) policy")
+        _DECIDERS[run] = policy
+    return _DECIDERS[run]
+
+
+def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | None = None) -> MemoryAgent:
+    """``spec`` "learned:RUN[:wiped]": the agent's perception and memory, the learned policy deciding every
+    call, and the shipped learned skill heads for this robot executing them (``head``: another head spec;
+    "none": the scripted skills). Retries are the policy's own: no aim correction."""
+    from embodied.agent.learned import LearnedDecider
+
+    body = spec.removeprefix("learned:")
+    run, variant = (body.rsplit(":", 1) if body.rsplit(":", 1)[-1] in LEARNED_VARIANTS else (body, ""))
+    if not run:
+        raise ValueError(f"policy {spec!r}: expected learned:RUN or learned:RUN:wiped")
+    if head is None:
+        from policies.export import agent_spec, shipped_heads
+
+        head = head_for(env, [agent_spec(short) for short in shipped_heads()])
+    elif head == "none":
+        head = None
+    config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), aim=None,
+                         **LEARNED_VARIANTS[variant])
+    return MemoryAgent(env.unwrapped.labels, config, skills=learned_skills(head) if head else None,
+                       decider=LearnedDecider(learned_policy(run)))
+
+
 def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):
+    if name.startswith("learned:"):
+        return make_learned(env, name, seed, head)
     if name in AGENT_VARIANTS:
         return make_agent(env, seed, head, **AGENT_VARIANTS[name])
     if head:
@@ -92,7 +139,8 @@ def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | No
         return RandomPolicy(env, seed=seed)
     if name == "memoryless":
         return MemorylessExpert(env, seed=seed)
-    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES + tuple(AGENT_VARIANTS))}")
+    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES + tuple(AGENT_VARIANTS))}, "
+                     "learned:RUN[:wiped]")
 
 
 class VideoWriter:

@@ -29,6 +29,12 @@ SKILLS: tuple[str, ...] = ("pick", "place", "open", "close", "lift", "press", "t
 SKILL_IDS: dict[str, int] = {name: k for k, name in enumerate(SKILLS)}
 NO_SKILL = -1
 PARAM_DIM = 8
+# What a high-level policy chooses at a decision point: a skill, or to stop (nothing more to do for this
+# goal); and where the call's point comes from: its target node now, where the target was first seen, or
+# free (a point no node gives). See embodied.agent.decisions.
+DECISIONS: tuple[str, ...] = (*SKILLS, "stop")
+STOP = DECISIONS.index("stop")
+SOURCES: tuple[str, ...] = ("now", "first", "free")
 
 
 @dataclass(frozen=True)

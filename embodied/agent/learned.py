@@ -1,0 +1,119 @@
+"""A learned decider: the high-level policy (:mod:`policies.memory_policy`) choosing each next call.
+
+    decider = LearnedDecider(policy)                 # a trained MemoryPolicy
+    agent = MemoryAgent(labels, config, skills=heads, decider=decider)
+
+The agent asks when its goal text changes and whenever its running call ends,
+as it does when it plans (:mod:`embodied.agent.decisions`). The decider turns
+what the policy says into a :class:`SkillCall`:
+
+    explicit   the target is the node pointed at; the point is that node's position now, where it
+               was first seen, or the regressed point (``source``); the box size is the node's;
+               a room node makes a room goal, a first-seen point a "when first" one
+    none,      no nodes: the regressed point and box size
+    implicit
+    stop       no call (None): nothing more to do for this goal
+
+The none and implicit inputs are camera frames: every step's frames are kept
+(area-resized to the policy's image size, uint8) for the implicit history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from embodied.memory.tokens import TOKEN_KINDS, field_slice, node_tokens
+from embodied.planner.calls import SkillCall
+from policies.memory_policy.inputs import frames_tensor, history_indices, node_word_ids, pad_state, word_ids, words
+
+
+class LearnedDecider:
+    def __init__(self, policy):
+        self.policy = policy.eval()
+        c = policy.config
+        self.config = c
+        self.index = {w: i for i, w in enumerate(c.vocab)}
+        self.cameras: dict[str, list[str]] = dict(c.extra.get("cameras", {}))
+        self.reset()
+
+    def reset(self) -> None:
+        self.frames: list[np.ndarray] = []  # per step: (C, 3, s, s) uint8
+        self.last: dict | None = None  # the latest decision's inputs and answer (for reports and tests)
+
+    # --- inputs -------------------------------------------------------------------
+    def observe(self, obs: dict[str, Any], t: int) -> None:
+        """Keep this step's camera frames (none: only the latest; implicit: every step)."""
+        c = self.config
+        if c.memory == "explicit":
+            return
+        cams = self.cameras.get(str(np.asarray(obs["proprio"]).shape[0]), [])
+        s = c.image_size
+        step = np.zeros((c.camera_slots, 3, s, s), np.uint8)
+        for slot, cam in enumerate(cams[: c.camera_slots]):
+            key = f"rgb/{cam}"
+            if key not in obs:
+                raise ValueError(f"the {c.memory} policy needs camera {cam!r}: the observation has no {key!r}")
+            step[slot] = frames_tensor(obs[key], s).mul(255).round().to(torch.uint8).numpy()
+        if c.memory == "none":
+            self.frames = [step]
+        else:
+            self.frames.extend([step] * (t + 1 - len(self.frames)))  # a step never observed repeats the last
+            self.frames = self.frames[: t + 1]
+
+    def _batch(self, goal: str, memory, obs: dict, t: int) -> tuple[dict[str, torch.Tensor], Any]:
+        c = self.config
+        ids, mask = word_ids(words(goal), self.index, c.max_goal_words)
+        batch = {"goal_ids": torch.from_numpy(ids)[None], "goal_mask": torch.from_numpy(mask)[None],
+                 "state": torch.from_numpy(pad_state(obs["proprio"], c.state_dim))[None]}
+        tokens = None
+        if c.memory == "explicit":
+            tokens = node_tokens(memory, c.max_nodes)
+            n = max(len(tokens), 1)
+            feats = np.zeros((n, c.token_dim), np.float32)
+            feats[: len(tokens)] = tokens.features
+            batch.update(tokens=torch.from_numpy(feats)[None],
+                         node_words=torch.from_numpy(node_word_ids([list(w) for w in tokens.words], self.index, n))[None],
+                         node_mask=torch.from_numpy(np.arange(n) < len(tokens))[None])
+        elif c.memory == "none":
+            batch.update(frames=torch.from_numpy(self.frames[-1]).float().div_(255.0)[None],
+                         frame_mask=torch.from_numpy(self._slots(obs))[None])
+        else:
+            steps = history_indices(t, c.history_len, c.history_stride)
+            hist = np.stack([self.frames[min(k, len(self.frames) - 1)] for k in steps])
+            batch.update(history=torch.from_numpy(hist).float().div_(255.0)[None],
+                         history_mask=torch.ones(1, len(steps), dtype=torch.bool),
+                         history_age=torch.from_numpy(t - np.asarray(steps, np.float32))[None])
+        return batch, tokens
+
+    def _slots(self, obs: dict) -> np.ndarray:
+        n = len(self.cameras.get(str(np.asarray(obs["proprio"]).shape[0]), []))
+        return np.arange(self.config.camera_slots) < n
+
+    # --- the decision -------------------------------------------------------------
+    def decide(self, goal: str, memory, obs: dict[str, Any], t: int) -> SkillCall | None:
+        batch, tokens = self._batch(goal, memory, obs, t)
+        d = self.policy.decide(batch)
+        self.last = {"t": t, "goal": goal, "decision": d}
+        if d.skill == "stop":
+            return None
+        if d.skill == "wait":
+            return SkillCall("wait")
+        yaw = d.yaw
+        if tokens is None or d.target < 0 or d.target >= len(tokens):
+            return SkillCall(d.skill, "", tuple(d.xyz), yaw, tuple(d.size), "", {})
+        k = d.target
+        feats = tokens.features[k]
+        kind_room = bool(feats[field_slice("kind")][TOKEN_KINDS.index("room")] > 0.5)
+        xyz = {"now": feats[field_slice("position")], "first": tokens.first_xyz[k]}.get(d.source, d.xyz)
+        cls, colour, name = tokens.words[k]
+        extra: dict = {}
+        if kind_room:
+            extra["room"] = True
+        if d.source == "first":
+            extra["when"] = "first"
+        note = f"{colour} {cls}".strip() if not kind_room else (name or tokens.ids[k])
+        return SkillCall(d.skill, tokens.ids[k], tuple(float(v) for v in xyz), yaw,
+                         tuple(float(v) for v in feats[field_slice("size")]), note, extra)

@@ -1,0 +1,52 @@
+"""Configuration of the learned high-level policy (:mod:`policies.memory_policy.modeling`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MEMORIES = ("none", "implicit", "explicit")
+
+
+@dataclass
+class MemoryPolicyConfig:
+    memory: str = "explicit"  # none | implicit | explicit: the one memory input
+    # The shared trunk: a transformer encoder over [decision, goal words, proprio, memory tokens].
+    d_model: int = 96
+    n_heads: int = 4
+    n_layers: int = 3
+    dropout: float = 0.1
+    max_goal_words: int = 24
+    # Words the policy knows (goal text, node classes, colours, room names), learned from the demos;
+    # index 0 pads, 1 is any word not seen in training.
+    vocab: tuple[str, ...] = ()
+    state_dim: int = 22  # proprio padded to this width (the arm's 22; a base's 5 fills the front)
+    token_dim: int = 0  # explicit: width of a node token (embodied.memory.tokens.TOKEN_DIM)
+    max_nodes: int = 96
+    # none / implicit: camera frames through a small CNN trained from scratch.
+    image_size: int = 48
+    camera_slots: int = 2  # frames of up to this many cameras per step (missing ones are zeros)
+    # implicit: a causal transformer over up to history_len past frames, history_stride steps apart at
+    # least; the stride grows so that the window always reaches back to the episode's start.
+    history_len: int = 64
+    history_stride: int = 4
+    history_layers: int = 2
+    history_dropout: float = 0.3  # training: fraction of past frames dropped (against copying the past)
+    past_decision_weight: float = 0.2  # implicit: loss weight of predicting the previous decision's skill
+    # Output vocabulary (embodied.planner.calls.DECISIONS / SOURCES) and the regression statistics.
+    decisions: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    xyz_mean: tuple[float, ...] = (0.0, 0.0, 0.0)
+    xyz_std: tuple[float, ...] = (1.0, 1.0, 1.0)
+    extra: dict = field(default_factory=dict)  # free notes (what the data was), never read by the model
+
+    def validate(self) -> None:
+        if self.memory not in MEMORIES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORIES)}, got {self.memory!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} must be a multiple of n_heads {self.n_heads}")
+        if not 1 <= self.history_len <= 256:
+            raise ValueError(f"history_len must be in 1..256, got {self.history_len}")
+        if self.history_stride < 1:
+            raise ValueError(f"history_stride must be >= 1, got {self.history_stride}")
+        if self.image_size % 16:
+            raise ValueError(f"image_size must be a multiple of 16, got {self.image_size}")

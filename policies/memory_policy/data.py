@@ -1,0 +1,165 @@
+"""Recorded decision points (``embodied record-demos --policy agent``) as training batches.
+
+    data = DecisionData(["demos/manip", "demos/nav"], config)   # config: a MemoryPolicyConfig
+    data.fill_config(config)       # vocabulary, widths, statistics from the data
+    batch = data.batch(indices, train=True)
+
+One item is one decision point: the goal's words, proprio, the labels, and the
+memory input ``config.memory`` asks for: the node tokens stored at the
+decision (explicit), the camera frames of that step (none), or frames of the
+whole episode so far (implicit), decoded from the dataset's videos once,
+area-resized to ``config.image_size`` and kept as uint8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from embodied.data.decisions import load_decisions
+from embodied.planner.calls import DECISIONS, SOURCES
+from policies.memory_policy.configuration import MemoryPolicyConfig
+from policies.memory_policy.inputs import build_vocab, frames_tensor, history_indices, node_word_ids, pad_state, \
+    word_ids, words
+
+
+class DecisionData:
+    def __init__(self, roots: list[str], config: MemoryPolicyConfig, progress: bool = True, seed: int = 0):
+        self.config = c = config
+        self.episodes = []  # (root, EpisodeDecisions)
+        for root in roots:
+            self.episodes += [(str(root), ep) for ep in load_decisions(root)]
+        rows = [(k, j) for k, (_, ep) in enumerate(self.episodes) for j in range(len(ep))]
+        self.rows = rows
+        self.rng = np.random.default_rng(seed)
+        if not c.vocab:
+            texts = [g for _, ep in self.episodes for g in ep.goals]
+            texts += [w for _, ep in self.episodes for node in ep.words for triple in node for w in triple if w]
+            c.vocab = build_vocab(texts)
+        index = {w: i for i, w in enumerate(c.vocab)}
+        d = len(rows)
+        self.goal_ids = np.zeros((d, c.max_goal_words), np.int64)
+        self.state = np.zeros((d, c.state_dim + 1), np.float32)
+        self.skill = np.zeros(d, np.int64)
+        self.target = np.zeros(d, np.int64)
+        self.source = np.zeros(d, np.int64)
+        self.prev = np.zeros(d, np.int64)
+        self.params = np.zeros((d, 8), np.float32)
+        self.t = np.zeros(d, np.int64)
+        self.tasks = []
+        for i, (k, j) in enumerate(rows):
+            ep = self.episodes[k][1]
+            a = ep.arrays
+            self.goal_ids[i] = word_ids(words(ep.goals[j]), index, c.max_goal_words)[0]
+            self.state[i] = pad_state(a["decision.proprio"][j], c.state_dim)
+            self.skill[i], self.target[i] = a["decision.skill"][j], a["decision.target"][j]
+            self.source[i], self.params[i] = a["decision.source"][j], a["decision.params"][j]
+            self.prev[i] = a["decision.skill"][j - 1] if j > 0 else -1
+            self.t[i] = a["decision.t"][j]
+            self.tasks.append(ep.task)
+        if c.memory == "explicit":
+            n = min(c.max_nodes, max(int(ep.arrays["decision.mask"].shape[1]) for _, ep in self.episodes))
+            width = int(self.episodes[0][1].arrays["decision.tokens"].shape[-1])
+            self.tokens = np.zeros((d, n, width), np.float32)
+            self.node_words = np.zeros((d, n, 3), np.int64)
+            self.node_mask = np.zeros((d, n), bool)
+            for i, (k, j) in enumerate(rows):
+                ep = self.episodes[k][1]
+                m = min(n, int(ep.arrays["decision.mask"][j].sum()))
+                self.tokens[i, :m] = ep.arrays["decision.tokens"][j, :m]
+                self.node_mask[i, :m] = True
+                self.node_words[i] = node_word_ids(ep.words[j], index, n)
+                if self.target[i] >= n:
+                    self.target[i] = -1
+        else:
+            self._load_frames(progress)
+
+    # --- images ---------------------------------------------------------------------
+    def _load_frames(self, progress: bool) -> None:
+        """Per episode: (T, C, 3, s, s) uint8 frames of its cameras (implicit: every step; none: only
+        the steps decided at)."""
+        from embodied.data import DemoDataset
+
+        c = self.config
+        self.frames: list[np.ndarray] = []
+        self.cameras: dict[str, list[str]] = {}
+        datasets = {}
+        bar = tqdm(self.episodes, desc=f"decode frames ({c.memory})", disable=not progress, unit="ep")
+        for root, ep in bar:
+            if root not in datasets:
+                datasets[root] = DemoDataset(root, obs_horizon=1, action_horizon=1)
+            ds = datasets[root]
+            cams = ds.cameras[: c.camera_slots]
+            self.cameras[str(ds.frames["observation.state"].shape[1])] = list(cams)
+            steps = np.arange(ep.length) if c.memory == "implicit" else ep.arrays["decision.t"]
+            out = np.zeros((len(steps), c.camera_slots, 3, c.image_size, c.image_size), np.uint8)
+            for slot, cam in enumerate(cams):
+                raw = ds.episode_frames(cam, ep.episode)[steps]
+                for lo in range(0, len(raw), 512):
+                    small = frames_tensor(raw[lo:lo + 512], c.image_size)
+                    out[lo:lo + 512, slot] = small.mul(255).round().to(torch.uint8).numpy()
+            self.frames.append(out)
+            ds._cache.clear()
+        self.slots = np.zeros((len(self.rows), c.camera_slots), bool)
+        for i, (k, _) in enumerate(self.rows):
+            root = self.episodes[k][0]
+            self.slots[i, : len(datasets[root].cameras[: c.camera_slots])] = True
+
+    # --- the data's own settings -------------------------------------------------------
+    def fill_config(self, c: MemoryPolicyConfig) -> dict[str, dict[str, list[float]]]:
+        """Set the config's output vocabulary, widths and point statistics; returns the input statistics."""
+        c.decisions, c.sources = tuple(DECISIONS), tuple(SOURCES)
+        acting = self.skill != DECISIONS.index("stop")
+        xyz = self.params[acting, :3] if acting.any() else np.zeros((1, 3), np.float32)
+        c.xyz_mean = tuple(float(v) for v in xyz.mean(0))
+        c.xyz_std = tuple(float(v) for v in np.maximum(xyz.std(0), 1e-2))
+        stats = {"state": {"mean": self.state.mean(0).tolist(), "std": np.maximum(self.state.std(0), 1e-3).tolist()}}
+        if c.memory == "explicit":
+            c.token_dim = int(self.tokens.shape[-1])
+            valid = self.tokens[self.node_mask]
+            stats["tokens"] = {"mean": valid.mean(0).tolist(), "std": np.maximum(valid.std(0), 1e-3).tolist()}
+        else:
+            c.extra = {**c.extra, "cameras": self.cameras}
+        return stats
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batch(self, idx, train: bool = True) -> dict[str, torch.Tensor]:
+        idx = np.asarray(idx, dtype=np.int64)
+        c = self.config
+        goal = torch.from_numpy(self.goal_ids[idx])
+        out = {"goal_ids": goal, "goal_mask": goal != 0, "state": torch.from_numpy(self.state[idx]),
+               "skill": torch.from_numpy(self.skill[idx]), "target": torch.from_numpy(self.target[idx]),
+               "source": torch.from_numpy(self.source[idx]), "params": torch.from_numpy(self.params[idx]),
+               "prev_skill": torch.from_numpy(self.prev[idx])}
+        if c.memory == "explicit":
+            out.update(tokens=torch.from_numpy(self.tokens[idx]), node_words=torch.from_numpy(self.node_words[idx]),
+                       node_mask=torch.from_numpy(self.node_mask[idx]))
+        elif c.memory == "none":
+            frames = np.stack([self.frames[self.rows[i][0]][self.rows[i][1]] for i in idx])
+            out.update(frames=torch.from_numpy(frames).float().div_(255.0), frame_mask=torch.from_numpy(self.slots[idx]))
+        else:
+            out.update(self._history(idx, train))
+        return out
+
+    def _history(self, idx: np.ndarray, train: bool) -> dict[str, torch.Tensor]:
+        c = self.config
+        s = c.image_size
+        hist = np.zeros((len(idx), c.history_len, c.camera_slots, 3, s, s), np.uint8)
+        mask = np.zeros((len(idx), c.history_len), bool)
+        age = np.zeros((len(idx), c.history_len), np.float32)
+        for b, i in enumerate(idx):
+            k, _ = self.rows[i]
+            t = int(self.t[i])
+            steps = history_indices(t, c.history_len, c.history_stride)
+            if train and c.history_dropout > 0 and len(steps) > 1:
+                keep = self.rng.random(len(steps) - 1) >= c.history_dropout
+                steps = [st for st, kp in zip(steps[:-1], keep) if kp] + [steps[-1]]
+            n = len(steps)
+            hist[b, :n] = self.frames[k][steps]
+            mask[b, :n] = True
+            age[b, :n] = t - np.asarray(steps)
+        return {"history": torch.from_numpy(hist).float().div_(255.0), "history_mask": torch.from_numpy(mask),
+                "history_age": torch.from_numpy(age)}

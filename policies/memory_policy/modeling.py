@@ -1,0 +1,236 @@
+"""The learned high-level policy: one trunk, three interchangeable memory inputs.
+
+    policy = MemoryPolicy(config, stats)
+    losses = policy(batch)                 # {"loss", "skill", "pointer", ...} (training)
+    d = policy.decide(batch_of_one)        # Decision: skill, target node, point source, parameters
+
+Batch (B decision points; shapes; every key a tensor):
+
+    goal_ids, goal_mask     (B, G) int64 / bool    the goal's words (policies.memory_policy.inputs)
+    state                   (B, S + 1) float32     proprio padded to S (config.state_dim) + its fill fraction
+    explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.memory.tokens)
+               node_words   (B, N, 3) int64        each node's class, colour and room-name word
+               node_mask    (B, N) bool
+    none:      frames       (B, C, 3, s, s)        the current camera frames, [0, 1]
+               frame_mask   (B, C) bool            which camera slots hold a camera
+    implicit:  history      (B, L, C, 3, s, s)     past frames, oldest first up to the current one (age 0),
+                                                   then padding
+               history_mask (B, L) bool            which history slots hold a frame (a prefix)
+               history_age  (B, L) float32         steps before the decision
+    labels:    skill, target, source, prev_skill (B,) int64; params (B, 8) float32 (SkillCall.params)
+
+The trunk is a transformer encoder over [decision token, goal words, proprio,
+memory tokens]. The decision token's output chooses the skill (or stop). The
+explicit policy chooses the call's target by pointing at a node token, and
+reads its point from that node (now, or where first seen) or regresses it
+(``source``); the other two regress the point and the box size. The implicit
+history runs through its own causal transformer first. Against copying past
+decisions (the history-conditioned imitation failure) the implicit policy sees
+no past decisions at all, drops a fraction of its past frames in training,
+and learns to predict the previous decision's skill from the history
+(past-token prediction, as an auxiliary loss); the past frames it drops are
+left out when batches are built (:mod:`policies.memory_policy.data`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from policies.memory_policy.configuration import MemoryPolicyConfig
+
+TYPES = ("decision", "goal", "state", "node", "frame")
+
+
+@dataclass
+class Decision:
+    skill: str
+    target: int  # node index (explicit), -1 none
+    source: str  # now | first | free
+    xyz: np.ndarray  # (3,) m, the regressed point (used when source is free, or without nodes)
+    yaw: float  # rad; NaN when the call has none
+    size: np.ndarray  # (3,) m, the regressed box size (used without nodes)
+    skill_prob: float
+
+
+class FrameEncoder(nn.Module):
+    """(N, 3, s, s) -> (N, d): four stride-2 convolutions, trained from scratch."""
+
+    def __init__(self, image_size: int, d: int):
+        super().__init__()
+        chans = (3, 16, 32, 64, 64)
+        layers: list[nn.Module] = []
+        for a, b in zip(chans[:-1], chans[1:]):
+            layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(8 if b >= 16 else 1, b), nn.SiLU()]
+        self.net = nn.Sequential(*layers)
+        self.out = nn.Linear(64 * (image_size // 16) ** 2, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.net(x).flatten(1))
+
+
+def _encoder(d: int, heads: int, layers: int, dropout: float) -> nn.TransformerEncoder:
+    layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout, batch_first=True, norm_first=True)
+    return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+
+class MemoryPolicy(nn.Module):
+    name = "memory"
+
+    def __init__(self, config: MemoryPolicyConfig, stats: dict[str, dict[str, list[float]]]):
+        super().__init__()
+        config.validate()
+        self.config = c = config
+        d = c.d_model
+        n_dec = len(c.decisions)
+        if not n_dec or not c.sources or len(c.vocab) < 2:
+            raise ValueError("MemoryPolicyConfig needs its decisions, sources and vocab (set from the data)")
+        self.stop = c.decisions.index("stop")
+        self.word = nn.Embedding(len(c.vocab), d, padding_idx=0)
+        self.goal_pos = nn.Parameter(torch.randn(c.max_goal_words, d) * 0.02)
+        self.kinds = nn.Parameter(torch.randn(len(TYPES), d) * 0.02)
+        self.state_in = nn.Linear(c.state_dim + 1, d)
+        for key in ("state", "tokens"):
+            s = stats.get(key, {})
+            width = c.state_dim + 1 if key == "state" else max(c.token_dim, 1)
+            mean = torch.tensor(s.get("mean", [0.0] * width), dtype=torch.float32)
+            std = torch.tensor(s.get("std", [1.0] * width), dtype=torch.float32).clamp_min(1e-3)
+            self.register_buffer(f"{key}_mean", mean)
+            self.register_buffer(f"{key}_std", std)
+        self.register_buffer("xyz_mean", torch.tensor(c.xyz_mean, dtype=torch.float32))
+        self.register_buffer("xyz_std", torch.tensor(c.xyz_std, dtype=torch.float32).clamp_min(1e-3))
+        if c.memory == "explicit":
+            if c.token_dim < 1:
+                raise ValueError("the explicit policy needs token_dim (set from the data)")
+            self.node_in = nn.Sequential(nn.Linear(c.token_dim, d), nn.SiLU(), nn.Linear(d, d))
+        else:
+            self.frames = FrameEncoder(c.image_size, d)
+            self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
+            if c.memory == "implicit":
+                self.age_in = nn.Linear(2, d)
+                self.history = _encoder(d, c.n_heads, c.history_layers, c.dropout)
+                self.past = nn.Linear(d, n_dec + 1)  # the previous decision's skill, or none yet
+        self.trunk = _encoder(d, c.n_heads, c.n_layers, c.dropout)
+        self.norm = nn.LayerNorm(d)
+        self.skill_head = nn.Linear(d, n_dec)
+        self.query, self.key = nn.Linear(d, d), nn.Linear(d, d)
+        self.skill_emb = nn.Embedding(n_dec, d)
+        self.call_head = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.SiLU(), nn.Linear(2 * d, len(c.sources) + 9))
+
+    # --- memory tokens ------------------------------------------------------------
+    def _memory(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, M, d) memory tokens and their (B, M) validity."""
+        c = self.config
+        t = self.kinds
+        if c.memory == "explicit":
+            x = (batch["tokens"] - self.tokens_mean) / self.tokens_std
+            words = self.word(batch["node_words"]).sum(2)
+            return self.node_in(x) + words + t[3], batch["node_mask"]
+        if c.memory == "none":
+            f = batch["frames"]  # (B, C, 3, s, s)
+            b, cams = f.shape[:2]
+            z = self.frames(f.flatten(0, 1)).view(b, cams, -1) + self.camera[:cams] + t[4]
+            return z, batch["frame_mask"]
+        h = batch["history"]  # (B, L, C, 3, s, s)
+        b, length, cams = h.shape[:3]
+        z = self.frames(h.flatten(0, 2)).view(b, length, cams, -1) + self.camera[:cams]
+        z = z.sum(2)  # one token per past step: its cameras' features summed
+        age = batch["history_age"].float()
+        z = z + self.age_in(torch.stack([age / 500.0, torch.log1p(age) / 8.0], -1)) + t[4]
+        valid = batch["history_mask"]  # a prefix: padding after the current frame, so no query sees none
+        causal = torch.triu(torch.ones(length, length, dtype=torch.bool, device=z.device), 1)
+        z = self.history(z, mask=causal, src_key_padding_mask=~valid)
+        return z, valid
+
+    def _encode(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(decision token (B, d), memory outputs (B, M, d), memory validity (B, M))."""
+        c, t = self.config, self.kinds
+        b = batch["goal_ids"].shape[0]
+        goal = self.word(batch["goal_ids"]) + self.goal_pos[: batch["goal_ids"].shape[1]] + t[1]
+        state = self.state_in((batch["state"] - self.state_mean) / self.state_std).unsqueeze(1) + t[2]
+        mem, valid = self._memory(batch)
+        head = t[0].expand(b, 1, c.d_model)
+        x = torch.cat([head, goal, state, mem], 1)
+        ones = torch.ones(b, 1, dtype=torch.bool, device=x.device)
+        keep = torch.cat([ones, batch["goal_mask"], ones, valid], 1)
+        h = self.norm(self.trunk(x, src_key_padding_mask=~keep))
+        m = mem.shape[1]
+        return h[:, 0], h[:, -m:], valid
+
+    def _pointer(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        logits = torch.einsum("bd,bnd->bn", self.query(hc), self.key(hm)) / math.sqrt(hc.shape[-1])
+        return logits.masked_fill(~valid, -1e9)
+
+    def _call(self, hc: torch.Tensor, hm: torch.Tensor, skill: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """(B, n_sources + 9): source logits, xyz (normalised), cos/sin yaw, has-yaw logit, size (m)."""
+        picked = torch.zeros_like(hc)
+        if self.config.memory == "explicit":
+            k = target.clamp_min(0)
+            picked = hm[torch.arange(hm.shape[0]), k] * (target >= 0).unsqueeze(-1)
+        return self.call_head(torch.cat([hc, picked, self.skill_emb(skill)], -1))
+
+    # --- training -------------------------------------------------------------------
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        c = self.config
+        hc, hm, valid = self._encode(batch)
+        skill, target, source = batch["skill"], batch["target"], batch["source"]
+        out = {"skill": F.cross_entropy(self.skill_head(hc), skill)}
+        acting = skill != self.stop
+        explicit = c.memory == "explicit"
+        pointed = acting & (target >= 0) if explicit else torch.zeros_like(acting)
+        zero = hc.sum() * 0
+        if pointed.any():
+            out["pointer"] = F.cross_entropy(self._pointer(hc, hm, valid)[pointed], target[pointed])
+        else:
+            out["pointer"] = zero
+        call = self._call(hc, hm, skill, target if explicit else torch.full_like(target, -1))
+        ns = len(c.sources)
+        params = batch["params"]
+        free = acting & ~pointed | (pointed & (source == c.sources.index("free")))
+        out["source"] = F.cross_entropy(call[pointed, :ns], source[pointed]) if pointed.any() else zero
+        xyz = (params[:, :3] - self.xyz_mean) / self.xyz_std
+        out["xyz"] = F.smooth_l1_loss(call[free, ns:ns + 3], xyz[free]) if free.any() else zero
+        has_yaw = params[:, 7] > 0.5
+        out["has_yaw"] = F.binary_cross_entropy_with_logits(call[acting, ns + 5], has_yaw[acting].float()) \
+            if acting.any() else zero
+        yawed = acting & has_yaw
+        if yawed.any():
+            want = torch.stack([torch.cos(params[:, 3]), torch.sin(params[:, 3])], -1)
+            out["yaw"] = F.mse_loss(call[yawed, ns + 3:ns + 5], want[yawed])
+        else:
+            out["yaw"] = zero
+        sized = acting & ~pointed
+        out["size"] = F.smooth_l1_loss(call[sized, ns + 6:ns + 9] * 10, params[sized, 4:7] * 10) if sized.any() else zero
+        loss = out["skill"] + out["pointer"] + out["source"] + out["xyz"] + out["has_yaw"] + out["yaw"] + out["size"]
+        if c.memory == "implicit" and c.past_decision_weight > 0:
+            earlier = (valid & (batch["history_age"] > 0)).float().unsqueeze(-1)
+            past = self.past((hm * earlier).sum(1) / earlier.sum(1).clamp_min(1.0))
+            out["past"] = F.cross_entropy(past, batch["prev_skill"] + 1)
+            loss = loss + c.past_decision_weight * out["past"]
+        out["loss"] = loss
+        return out
+
+    # --- inference ------------------------------------------------------------------
+    @torch.no_grad()
+    def decide(self, batch: dict[str, torch.Tensor]) -> Decision:
+        """The decision for a batch of one decision point."""
+        c = self.config
+        hc, hm, valid = self._encode(batch)
+        probs = self.skill_head(hc).softmax(-1)[0]
+        k = int(probs.argmax())
+        skill = torch.tensor([k])
+        target = torch.tensor([-1])
+        if c.memory == "explicit" and bool(valid.any()) and k != self.stop:
+            target = self._pointer(hc, hm, valid).argmax(-1)
+        call = self._call(hc, hm, skill, target)[0]
+        ns = len(c.sources)
+        source = c.sources[int(call[:ns].argmax())] if int(target) >= 0 else "free"
+        xyz = (call[ns:ns + 3] * self.xyz_std + self.xyz_mean).numpy().astype(np.float64)
+        yaw = float(torch.atan2(call[ns + 4], call[ns + 3])) if float(call[ns + 5]) > 0 else math.nan
+        size = call[ns + 6:ns + 9].clamp_min(0).numpy().astype(np.float64)
+        return Decision(c.decisions[k], int(target), source, xyz, yaw, size, float(probs[k]))
