@@ -75,7 +75,8 @@ class LearnedDecider:
             feats = np.zeros((n, c.token_dim), np.float32)
             feats[: len(tokens)] = tokens.features
             batch.update(tokens=torch.from_numpy(feats)[None],
-                         node_words=torch.from_numpy(node_word_ids([list(w) for w in tokens.words], self.index, n))[None],
+                         node_words=torch.from_numpy(node_word_ids([list(w) for w in tokens.words], self.index, n,
+                                                                   c.word_slots))[None],
                          node_mask=torch.from_numpy(np.arange(n) < len(tokens))[None])
         elif c.memory == "none":
             batch.update(frames=torch.from_numpy(self.frames[-1]).float().div_(255.0)[None],

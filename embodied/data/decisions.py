@@ -30,6 +30,7 @@ class EpisodeDecisions:
     episode: int
     task: str  # the recorded task's name (for reports; a policy never sees it)
     length: int  # frames in the episode
+    success: bool  # the recorded episode solved its task
     arrays: dict[str, np.ndarray]
     goals: list[str]
     ids: list[list[str]]
@@ -71,8 +72,8 @@ def load_decisions(root: str | Path) -> list[EpisodeDecisions]:
         if not path.exists():
             continue
         arrays, meta = read_decisions(path)
-        out.append(EpisodeDecisions(e, str(r.get("task_name") or ""), int(r["length"]), arrays, meta["goals"],
-                                    meta["ids"], meta["words"]))
+        out.append(EpisodeDecisions(e, str(r.get("task_name") or ""), int(r["length"]), bool(r.get("success")),
+                                    arrays, meta["goals"], meta["ids"], meta["words"]))
     if not out:
         raise DatasetError(root / "meta" / "decisions", "no decisions: record the demos with --policy agent")
     return out

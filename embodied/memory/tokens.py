@@ -2,16 +2,17 @@
 
     nodes = node_tokens(memory)              # NodeTokens
     nodes.ids                                # [N] node ids, in graph order (places left out)
-    nodes.words                              # [N] (class, colour, room name) words; "" where none
+    nodes.words                              # [N] WORD_SLOTS words of each node; "" where none
     nodes.features                           # (N, TOKEN_DIM) float32, laid out as TOKEN_FIELDS
     nodes.first_xyz                          # (N, 3) m: where each node was when first seen
 
 Every token holds what any node has, whatever the task: its kind, position
 and box, where it was first seen, articulation state, containment (what holds
 it, how much it holds), when it was first and last seen, and per event tag
-the count and the times of the first and last event. Nothing names a task;
-the class and colour come as words, for a policy to embed beside the goal's
-words. Place nodes (the path graph of a mobile robot's travels) are left
+the count, the times of the first and last event and the order in which the
+nodes first had it (rank 0, 1, ... / RANK_SCALE; RANK_NONE without). Nothing
+names a task; the class, colour, names and the most vivid colour a node
+showed come as words (WORD_SLOTS), for a policy to embed beside the goal's words. Place nodes (the path graph of a mobile robot's travels) are left
 out: they are many and carry no object facts. Times are in control steps,
 scaled: ``age`` = (now - t) / AGE_SCALE, clipped to [0, 4]; never seen = 4.
 Positions are metres in the world frame.
@@ -31,15 +32,19 @@ EVENT_TAGS = ("moved", "carried", "opened", "closed", "pressed", "released", "br
               "recoloured", "grasp", "release", "contained", "uncovered", "occluded", "missing", "unseen")
 AGE_SCALE = 500.0  # steps
 MAX_AGE = 4.0
+RANK_SCALE, RANK_NONE = 4.0, 2.0
+# The words of a node: its class, colour name, own name (rooms), the name of the room it stands in, and
+# the most vivid colour it turned to (a screen's cue, a light): "" if it never changed colour.
+WORD_SLOTS = ("class", "colour", "name", "room", "shown_colour")
 
 
 def _fields() -> list[tuple[str, int]]:
     out = [("kind", len(TOKEN_KINDS)), ("position", 3), ("size", 3), ("first_position", 3), ("rgb", 3),
            ("shown_rgb", 3), ("state", len(STATES)), ("status", len(STATUSES)), ("held", 1), ("inside", 1),
            ("holder_position", 3), ("holds", 1), ("room_position", 3), ("first_seen_age", 1),
-           ("last_seen_age", 1), ("visible", 1), ("n_obs", 1)]
+           ("last_seen_age", 1), ("first_seen_rank", 1), ("visible", 1), ("n_obs", 1)]
     for tag in EVENT_TAGS:
-        out += [(f"{tag}.count", 1), (f"{tag}.first_age", 1), (f"{tag}.last_age", 1)]
+        out += [(f"{tag}.count", 1), (f"{tag}.first_age", 1), (f"{tag}.last_age", 1), (f"{tag}.first_rank", 1)]
     return out
 
 
@@ -61,7 +66,7 @@ def field_slice(name: str) -> slice:
 @dataclass
 class NodeTokens:
     ids: list[str]
-    words: list[tuple[str, str, str]]  # (class, colour, room name) of each node
+    words: list[tuple[str, ...]]  # WORD_SLOTS words of each node
     features: np.ndarray  # (N, TOKEN_DIM) float32
     first_xyz: np.ndarray  # (N, 3) float32, m
     t: int  # the memory's time (step) the tokens describe
@@ -87,7 +92,8 @@ def node_tokens(memory, max_nodes: int = 96) -> NodeTokens:
     index = {n: k for k, (n, _) in enumerate(nodes)}
     feats = np.zeros((len(nodes), TOKEN_DIM), np.float32)
     first = np.zeros((len(nodes), 3), np.float32)
-    words: list[tuple[str, str, str]] = []
+    words: list[tuple[str, ...]] = []
+    firsts: dict[str, list[tuple[int, int]]] = {tag: [] for tag in EVENT_TAGS}  # tag -> (first time, node index)
     holds = np.zeros(len(nodes), np.float32)
     holder_of: dict[str, str] = {}
     room_of: dict[str, str] = {}
@@ -134,11 +140,15 @@ def node_tokens(memory, max_nodes: int = 96) -> NodeTokens:
         put("last_seen_age", _age(now, a.get("last_seen")))
         put("visible", float(bool(a.get("visible", False))))
         put("n_obs", np.log1p(float(a.get("n_obs", 0))) / 8.0)
-        shown = None
+        shown, shown_name, chroma = None, "", 0.0
         counts: dict[str, list[int]] = {}
         for e in events:
+            # The colour a node showed: the most vivid one it turned (a screen's cue, a lit button).
             if e.tag in ("brightened", "recoloured") and "rgb" in e.data:
-                shown = e.data["rgb"]
+                vivid = float(max(e.data["rgb"]) - min(e.data["rgb"]))
+                if vivid > chroma:
+                    shown, chroma = e.data["rgb"], vivid
+                    shown_name = str(e.data.get("colour") or shown_name)
             if e.tag in EVENT_TAGS:
                 counts.setdefault(e.tag, []).append(e.t)
         if shown is not None:
@@ -148,5 +158,21 @@ def node_tokens(memory, max_nodes: int = 96) -> NodeTokens:
             put(f"{tag}.count", np.log1p(len(times)) if times else 0.0)
             put(f"{tag}.first_age", _age(now, times[0] if times else None))
             put(f"{tag}.last_age", _age(now, times[-1] if times else None))
-        words.append((str(a.get("cls", "")), str(a.get("colour", "") or ""), str(a.get("name", "") or "")))
+            if times:
+                firsts[tag].append((times[0], k))
+        room_name = str(graph.nodes[room].get("name", "") or "") if room and room in graph else ""
+        words.append((str(a.get("cls", "")), str(a.get("colour", "") or ""), str(a.get("name", "") or ""),
+                      room_name, shown_name))
+    for tag, seen in firsts.items():
+        _ranks(feats, field_slice(f"{tag}.first_rank"), seen)
+    _ranks(feats, field_slice("first_seen_rank"),
+           [(int(a.get("first_seen", -1)), k) for k, (_, a) in enumerate(nodes) if int(a.get("first_seen", -1)) >= 0])
     return NodeTokens([n for n, _ in nodes], words, feats, first, now)
+
+
+def _ranks(feats: np.ndarray, where: slice, seen: list[tuple[int, int]]) -> None:
+    """Write each node's order in ``seen`` ((time, node index) pairs; ties share a rank) into ``where``."""
+    feats[:, where] = RANK_NONE
+    order = sorted({t for t, _ in seen})
+    for t, k in seen:
+        feats[k, where] = order.index(t) / RANK_SCALE

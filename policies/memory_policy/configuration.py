@@ -21,13 +21,14 @@ class MemoryPolicyConfig:
     vocab: tuple[str, ...] = ()
     state_dim: int = 22  # proprio padded to this width (the arm's 22; a base's 5 fills the front)
     token_dim: int = 0  # explicit: width of a node token (embodied.memory.tokens.TOKEN_DIM)
+    word_slots: int = 5  # explicit: words per node (embodied.memory.tokens.WORD_SLOTS), each slot its own map
     max_nodes: int = 96
     # none / implicit: camera frames through a small CNN trained from scratch.
-    image_size: int = 48
+    image_size: int = 32
     camera_slots: int = 2  # frames of up to this many cameras per step (missing ones are zeros)
     # implicit: a causal transformer over up to history_len past frames, history_stride steps apart at
     # least; the stride grows so that the window always reaches back to the episode's start.
-    history_len: int = 64
+    history_len: int = 32
     history_stride: int = 4
     history_layers: int = 2
     history_dropout: float = 0.3  # training: fraction of past frames dropped (against copying the past)

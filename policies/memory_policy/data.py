@@ -25,11 +25,15 @@ from policies.memory_policy.inputs import build_vocab, frames_tensor, history_in
 
 
 class DecisionData:
-    def __init__(self, roots: list[str], config: MemoryPolicyConfig, progress: bool = True, seed: int = 0):
+    def __init__(self, roots: list[str], config: MemoryPolicyConfig, progress: bool = True, seed: int = 0,
+                 successful_only: bool = True):
+        """``successful_only``: learn only from episodes the recording policy solved."""
         self.config = c = config
         self.episodes = []  # (root, EpisodeDecisions)
         for root in roots:
-            self.episodes += [(str(root), ep) for ep in load_decisions(root)]
+            self.episodes += [(str(root), ep) for ep in load_decisions(root) if ep.success or not successful_only]
+        if not self.episodes:
+            raise ValueError(f"no successful episodes with decisions in {', '.join(map(str, roots))}")
         rows = [(k, j) for k, (_, ep) in enumerate(self.episodes) for j in range(len(ep))]
         self.rows = rows
         self.rng = np.random.default_rng(seed)
@@ -62,14 +66,14 @@ class DecisionData:
             n = min(c.max_nodes, max(int(ep.arrays["decision.mask"].shape[1]) for _, ep in self.episodes))
             width = int(self.episodes[0][1].arrays["decision.tokens"].shape[-1])
             self.tokens = np.zeros((d, n, width), np.float32)
-            self.node_words = np.zeros((d, n, 3), np.int64)
+            self.node_words = np.zeros((d, n, c.word_slots), np.int64)
             self.node_mask = np.zeros((d, n), bool)
             for i, (k, j) in enumerate(rows):
                 ep = self.episodes[k][1]
                 m = min(n, int(ep.arrays["decision.mask"][j].sum()))
                 self.tokens[i, :m] = ep.arrays["decision.tokens"][j, :m]
                 self.node_mask[i, :m] = True
-                self.node_words[i] = node_word_ids(ep.words[j], index, n)
+                self.node_words[i] = node_word_ids(ep.words[j], index, n, c.word_slots)
                 if self.target[i] >= n:
                     self.target[i] = -1
         else:

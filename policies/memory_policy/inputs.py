@@ -37,11 +37,11 @@ def word_ids(tokens: list[str], index: dict[str, int], length: int) -> tuple[np.
     return ids, ids != PAD
 
 
-def node_word_ids(node_words: list[list[str]], index: dict[str, int], n: int) -> np.ndarray:
-    """(n, 3) int64: each node's class, colour and room-name word (0 where none)."""
-    out = np.zeros((n, 3), np.int64)
+def node_word_ids(node_words: list[list[str]], index: dict[str, int], n: int, slots: int) -> np.ndarray:
+    """(n, slots) int64: each node's words, slot by slot (embodied.memory.tokens.WORD_SLOTS; 0 where none)."""
+    out = np.zeros((n, slots), np.int64)
     for k, triple in enumerate(node_words[:n]):
-        for j, w in enumerate(list(triple)[:3]):
+        for j, w in enumerate(list(triple)[:slots]):
             if w:
                 out[k, j] = index.get(str(w).lower(), UNKNOWN)
     return out

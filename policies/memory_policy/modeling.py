@@ -9,7 +9,7 @@ Batch (B decision points; shapes; every key a tensor):
     goal_ids, goal_mask     (B, G) int64 / bool    the goal's words (policies.memory_policy.inputs)
     state                   (B, S + 1) float32     proprio padded to S (config.state_dim) + its fill fraction
     explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.memory.tokens)
-               node_words   (B, N, 3) int64        each node's class, colour and room-name word
+               node_words   (B, N, W) int64        each node's words (class, colour, names, shown colour)
                node_mask    (B, N) bool
     none:      frames       (B, C, 3, s, s)        the current camera frames, [0, 1]
                frame_mask   (B, C) bool            which camera slots hold a camera
@@ -108,6 +108,7 @@ class MemoryPolicy(nn.Module):
             if c.token_dim < 1:
                 raise ValueError("the explicit policy needs token_dim (set from the data)")
             self.node_in = nn.Sequential(nn.Linear(c.token_dim, d), nn.SiLU(), nn.Linear(d, d))
+            self.node_words = nn.Linear(c.word_slots * d, d)  # each word slot its own map (a colour shown != worn)
         else:
             self.frames = FrameEncoder(c.image_size, d)
             self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
@@ -129,7 +130,7 @@ class MemoryPolicy(nn.Module):
         t = self.kinds
         if c.memory == "explicit":
             x = (batch["tokens"] - self.tokens_mean) / self.tokens_std
-            words = self.word(batch["node_words"]).sum(2)
+            words = self.node_words(self.word(batch["node_words"]).flatten(2))
             return self.node_in(x) + words + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
@@ -138,11 +139,13 @@ class MemoryPolicy(nn.Module):
             return z, batch["frame_mask"]
         h = batch["history"]  # (B, L, C, 3, s, s)
         b, length, cams = h.shape[:3]
-        z = self.frames(h.flatten(0, 2)).view(b, length, cams, -1) + self.camera[:cams]
-        z = z.sum(2)  # one token per past step: its cameras' features summed
+        valid = batch["history_mask"]  # a prefix: padding after the current frame, so no query sees none
+        z = h.new_zeros(b * length, cams, c.d_model)
+        kept = valid.flatten()
+        z[kept] = self.frames(h.flatten(0, 1)[kept].flatten(0, 1)).view(-1, cams, c.d_model)  # padding skips the CNN
+        z = (z.view(b, length, cams, -1) + self.camera[:cams]).sum(2)  # one token per step: its cameras summed
         age = batch["history_age"].float()
         z = z + self.age_in(torch.stack([age / 500.0, torch.log1p(age) / 8.0], -1)) + t[4]
-        valid = batch["history_mask"]  # a prefix: padding after the current frame, so no query sees none
         causal = torch.triu(torch.ones(length, length, dtype=torch.bool, device=z.device), 1)
         z = self.history(z, mask=causal, src_key_padding_mask=~valid)
         return z, valid
