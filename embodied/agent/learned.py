@@ -109,7 +109,7 @@ class LearnedDecider:
         feats = tokens.features[k]
         kind_room = bool(feats[field_slice("kind")][TOKEN_KINDS.index("room")] > 0.5)
         xyz = {"now": feats[field_slice("position")], "first": tokens.first_xyz[k]}.get(d.source, d.xyz)
-        cls, colour, name = tokens.words[k]
+        cls, colour, name = tokens.words[k][:3]
         extra: dict = {}
         if kind_room:
             extra["room"] = True

@@ -147,7 +147,7 @@ def demo(args: argparse.Namespace) -> dict | None:
     skills only): on each task the head trained for that robot runs the skills it learned, the
     scripted skills run the rest, and the captions and the printed rows say which is which."""
     policy = getattr(args, "policy", "agent")
-    agent = policy.startswith("agent")
+    agent = policy.startswith(("agent", "learned:"))  # learned: the agent with a learned policy deciding its calls
     heads = _demo_heads(getattr(args, "head", None)) if agent else []
     video = VideoWriter(args.video, fps=20) if args.video else None
     rows = []
@@ -157,6 +157,9 @@ def demo(args: argparse.Namespace) -> dict | None:
             try:
                 head = head_for(env, heads) if heads else None
                 label = _head_label(head)
+                if policy.startswith("learned:"):
+                    label = f"{policy} deciding; {label}"
+                    head = head or "none"  # no head for this robot: the scripted skills
                 framed = _SizedVideo(video) if video else None
                 if framed is not None and agent:
                     framed = PlanCaption(framed, label=label if head else "scripted skills")

@@ -74,6 +74,21 @@ class FrameEncoder(nn.Module):
         return self.out(self.net(x).flatten(1))
 
 
+def _matches(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+    """(B, N, W*W + W) float: for each node, slot pair (a, b), whether another node has this node's word of
+    slot a in its slot b (a colour one node wears and another showed; a class two nodes share), and per
+    slot whether the goal's words name it. Words are compared as ids; padding and unknown words match
+    nothing. Copy features of a pointer network, over generic word slots: nothing here knows a task."""
+    known = (words > 1) & mask.unsqueeze(-1)  # (B, N, W)
+    b, n, w = words.shape
+    eq = words[:, :, None, :, None] == words[:, None, :, None, :]  # (B, N, N, W, W)
+    eq &= known[:, :, None, :, None] & known[:, None, :, None, :]
+    eq &= ~torch.eye(n, dtype=torch.bool, device=words.device)[None, :, :, None, None]
+    cross = eq.any(2).reshape(b, n, w * w)
+    named = ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
+    return torch.cat([cross, named], -1).float()
+
+
 def _encoder(d: int, heads: int, layers: int, dropout: float) -> nn.TransformerEncoder:
     layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout, batch_first=True, norm_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
@@ -109,6 +124,8 @@ class MemoryPolicy(nn.Module):
                 raise ValueError("the explicit policy needs token_dim (set from the data)")
             self.node_in = nn.Sequential(nn.Linear(c.token_dim, d), nn.SiLU(), nn.Linear(d, d))
             self.node_words = nn.Linear(c.word_slots * d, d)  # each word slot its own map (a colour shown != worn)
+            # Which of a node's words another node has in some slot, or the goal names (see _matches).
+            self.matches = nn.Linear(c.word_slots * c.word_slots + c.word_slots, d)
         else:
             self.frames = FrameEncoder(c.image_size, d)
             self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
@@ -131,7 +148,8 @@ class MemoryPolicy(nn.Module):
         if c.memory == "explicit":
             x = (batch["tokens"] - self.tokens_mean) / self.tokens_std
             words = self.node_words(self.word(batch["node_words"]).flatten(2))
-            return self.node_in(x) + words + t[3], batch["node_mask"]
+            matches = self.matches(_matches(batch["node_words"], batch["node_mask"], batch["goal_ids"]))
+            return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
             b, cams = f.shape[:2]

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Reproduce the learned high-level policies (none / implicit / explicit) and their results table:
+# record the scripted agent's decision points -> train each memory input on the same data and budget ->
+# evaluate inside the agent with the shipped skill heads -> export.
+#
+#   bash tools/reproduce_memory_policies.sh [WORK_DIR]
+#
+# Knobs (environment): STEPS, BATCH (the shared training budget), EVAL_EPISODES and EVAL_SEED (held-out seeds,
+# 9000+ by default: no test and no demo uses them), MEMORIES (which inputs), EXPORT=1 to overwrite the
+# shipped policies in policies/checkpoints/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK=${1:-runs/memory}
+export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+EMB=(nice -n 10 python3 -m embodied.cli.main)
+STEPS=${STEPS:-3000}
+BATCH=${BATCH:-32}
+EVAL_SEED=${EVAL_SEED:-9000}
+N=${EVAL_EPISODES:-100}
+MEMORIES=${MEMORIES:-"explicit none implicit"}
+mkdir -p "$WORK"
+
+# 1. Decision points of the scripted memory agent (seeds 0+): 200 workcell demos, the long multi-call
+#    Rearrange weighted up, and 140 apartment demos.
+MANIP_DEMOS=(RememberColor-v0:25 ShellGame-v0:25 ReopenDrawer-v0:25 PutBlockBack-v0:25 HiddenObject-v0:30
+             SequenceRecall-v0:30 Rearrange-v0:40)
+for td in "${MANIP_DEMOS[@]}"; do
+  "${EMB[@]}" record-demos --policy agent --task "${td%%:*}" --episodes "${td##*:}" --out "$WORK/manip" \
+    --resume --json > "$WORK/record_${td%%-v0*}.json"
+done
+"${EMB[@]}" record-demos --policy agent --task ObjectRevisit-v0 --task MovedObject-v0 --task MultiGoal-v0 \
+  --task RoomRecall-v0 --episodes 35 --out "$WORK/nav" --resume --json > "$WORK/record_nav.json"
+
+# 2. One policy per memory input over both suites, the same data, steps and batch.
+for m in $MEMORIES; do
+  resume=()
+  [ -e "$WORK/$m/latest.json" ] && resume=(--resume)
+  /usr/bin/time -p "${EMB[@]}" train --head memory --memory "$m" --data "$WORK/manip" --data "$WORK/nav" \
+    --out "$WORK/$m" --steps "$STEPS" --batch-size "$BATCH" --checkpoint-every 500 "${resume[@]}" \
+    --json > "$WORK/train_$m.json" 2> "$WORK/train_$m.time"
+  "${EMB[@]}" export-head --run "$WORK/$m" --out "$WORK/memory_$m" --json > "$WORK/export_$m.json"
+done
+
+# 3. Every task: the scripted agent, each learned policy (the shipped skill heads executing its calls),
+#    the explicit one with its memory wiped at recall, and chance (in every row).
+columns=(--column agent)
+for m in $MEMORIES; do columns+=(--column "learned:$WORK/memory_$m"); done
+columns+=(--column "learned:$WORK/memory_explicit:wiped")
+for t in $("${EMB[@]}" tasks --json | python3 -c "import json,sys; print(' '.join(r['name'] for r in json.load(sys.stdin)))"); do
+  "${EMB[@]}" ablate --task "$t" --episodes "$N" --seed "$EVAL_SEED" "${columns[@]}" --json > "$WORK/eval_${t%-v0}.json"
+done
+python3 tools/report_memory_policies.py "$WORK"
+
+if [ "${EXPORT:-0}" = 1 ]; then
+  for m in $MEMORIES; do
+    rm -rf "policies/checkpoints/memory_$m" && cp -r "$WORK/memory_$m" "policies/checkpoints/memory_$m"
+  done
+fi
