@@ -46,7 +46,10 @@ class Resolver:
         return np.asarray(self.memory.where_is(node)["position"], dtype=np.float64)
 
     def size(self, node: str) -> np.ndarray:
+        """(3,) m: the node's box size (zeros for a node without a box: the agent, a place)."""
         a = self.attrs(node)
+        if "box_min" not in a or "box_max" not in a:
+            return np.zeros(3)
         return np.asarray(a["box_max"], dtype=np.float64) - np.asarray(a["box_min"], dtype=np.float64)
 
     def holder(self, node: str) -> str:
