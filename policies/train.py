@@ -30,8 +30,15 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from policies.checkpoint import CheckpointError, atomic_write_bytes, atomic_write_json, latest_checkpoint, \
-    load_checkpoint, read_json, save_checkpoint
+from policies.checkpoint import (
+    CheckpointError,
+    atomic_write_bytes,
+    atomic_write_json,
+    latest_checkpoint,
+    load_checkpoint,
+    read_json,
+    save_checkpoint,
+)
 from policies.data import SkillWindows
 from policies.ema import EMA
 from policies.registry import build_head, config_to_dict, head_classes

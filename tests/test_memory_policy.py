@@ -65,7 +65,7 @@ def test_record_demos_keeps_every_decision_with_its_label(demos):
             assert a["decision.source"][k] == SOURCES.index("now")
         assert np.all(np.diff(a["decision.t"]) > 0) and a["decision.t"][-1] < ep.length
     # The presses of a sequence are three different buttons.
-    seq = [ep for ep in episodes if ep.task == "SequenceRecall-v0"][0]
+    seq = next(ep for ep in episodes if ep.task == "SequenceRecall-v0")
     presses = [seq.ids[k][int(seq.arrays["decision.target"][k])] for k in range(1, len(seq))]
     assert len(set(presses)) == len(presses) == 3
 
@@ -142,7 +142,7 @@ def test_save_load_round_trip_and_a_corrupt_export_is_named(demos, tmp_path):
 
 
 def test_a_corrupt_decisions_file_is_named(demos, tmp_path):
-    path = sorted((demos / "meta" / "decisions").glob("*.safetensors"))[0]
+    path = min((demos / "meta" / "decisions").glob("*.safetensors"))
     bad = tmp_path / path.name
     bad.write_bytes(path.read_bytes()[:200])
     with pytest.raises(DatasetError, match=path.name):

@@ -107,7 +107,7 @@ def node_tokens(memory, max_nodes: int = 96) -> NodeTokens:
     for k, (node, a) in enumerate(nodes):
         f = feats[k]
 
-        def put(name: str, value) -> None:
+        def put(name: str, value, f=f) -> None:
             f[field_slice(name)] = value
 
         kind = a.get("kind", "object")

@@ -20,8 +20,15 @@ from tqdm import tqdm
 from embodied.data.decisions import load_decisions
 from embodied.planner.calls import DECISIONS, SOURCES
 from policies.memory_policy.configuration import MemoryPolicyConfig
-from policies.memory_policy.inputs import build_vocab, frames_tensor, history_indices, node_word_ids, pad_state, \
-    word_ids, words
+from policies.memory_policy.inputs import (
+    build_vocab,
+    frames_tensor,
+    history_indices,
+    node_word_ids,
+    pad_state,
+    word_ids,
+    words,
+)
 
 
 class DecisionData:

@@ -34,6 +34,7 @@ left out when batches are built (:mod:`policies.memory_policy.data`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -65,7 +66,7 @@ class FrameEncoder(nn.Module):
         super().__init__()
         chans = (3, 16, 32, 64, 64)
         layers: list[nn.Module] = []
-        for a, b in zip(chans[:-1], chans[1:]):
+        for a, b in itertools.pairwise(chans):
             layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(8 if b >= 16 else 1, b), nn.SiLU()]
         self.net = nn.Sequential(*layers)
         self.out = nn.Linear(64 * (image_size // 16) ** 2, d)
