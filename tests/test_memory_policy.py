@@ -177,3 +177,22 @@ def test_learned_explicit_policy_runs_the_agent_and_needs_its_memory(demos, tmp_
 def test_train_cli_refuses_a_missing_memory_input(demos, tmp_path, capsys):
     assert main(["train", "--head", "memory", "--data", str(demos), "--out", str(tmp_path / "r")]) == 2
     assert "--memory" in capsys.readouterr().err
+
+
+def test_the_shipped_policies_are_small_and_explicit_runs_with_no_training():
+    """``learned:explicit`` is policies/checkpoints/memory_explicit: with the shipped ACT head executing its
+    calls it lifts the cup that hides the ball on seeds no demo used."""
+    from policies.export import SHIPPED, resolve_run, shipped_heads
+
+    for m in ("explicit", "none", "implicit"):
+        folder = resolve_run("memory", m)
+        assert folder == SHIPPED / f"memory_{m}"
+        assert sum(f.stat().st_size for f in folder.iterdir()) <= 10 * 2**20
+        assert load_exported(folder).config.memory == m
+    assert not any(k.startswith("memory:") for k in shipped_heads())  # the demo's skill heads stay skill heads
+    env = gym.make("embodied/ShellGame-v0", images=True)
+    try:
+        results = run_episodes(env, "learned:explicit", range(7200, 7203), progress=False)
+    finally:
+        env.close()
+    assert all(r.success for r in results), [r.seed for r in results if not r.success]
