@@ -64,3 +64,18 @@ def test_lerobot_dataset_reads_rows_videos_and_windows(recorded: Path):
         np.testing.assert_allclose(depth, mine["observation.depth.scene"][-1].numpy(), atol=1e-6)
     assert set(ds.meta.stats) >= {"observation.state", "action", "observation.images.scene"}
     np.testing.assert_allclose(ds.meta.stats["action"]["mean"], ours.stats["action"]["mean"].numpy(), atol=1e-6)
+
+
+def test_lerobot_opens_an_agent_recording_with_its_decision_points(tmp_path):
+    """The decision points stored beside an agent's episodes (meta/decisions/) leave LeRobot's reader
+    undisturbed, and our reader finds one file per episode."""
+    LeRobotDataset = _lerobot()
+    root = tmp_path / "agent"
+    record(RecordConfig(["ShellGame-v0"], 2, root, policy="agent", image_size=32), progress=False)
+    from embodied.data.decisions import load_decisions
+
+    decisions = load_decisions(root)
+    assert [d.episode for d in decisions] == [0, 1] and all(len(d) >= 2 for d in decisions)
+    ds = LeRobotDataset("local/embodied-agent", root=root, video_backend="torchcodec")
+    assert ds.num_episodes == 2 and len(ds) == sum(d.length for d in decisions)
+    assert ds[len(ds) - 1]["observation.images.scene"].shape[-1] == 32
