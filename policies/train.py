@@ -130,7 +130,7 @@ def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):
     return DemoDataset(cfg.data, obs_horizon=obs_horizon, action_horizon=horizon, cameras=list(cfg.cameras))
 
 
-def _check_resume(out: Path, cfg: TrainConfig) -> Path | None:
+def check_resume(out: Path, cfg: TrainConfig) -> Path | None:
     """The checkpoint to resume from (None: fresh run); refuses to mix runs."""
     ckpt = latest_checkpoint(out) if out.exists() else None
     if ckpt is None:
@@ -240,7 +240,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     main = rank == 0
     out = Path(cfg.out)
-    ckpt = _check_resume(out, cfg)
+    ckpt = check_resume(out, cfg)
 
     config_cls, _ = head_classes(cfg.head)
     defaults = config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})

@@ -28,7 +28,7 @@ from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.data import DecisionData
 from policies.memory_policy.modeling import MemoryPolicy
 from policies.registry import config_from_dict, config_to_dict
-from policies.train import TrainConfig, _check_resume, fit, resolve_device, restore, start_run
+from policies.train import TrainConfig, check_resume, fit, resolve_device, restore, start_run
 
 
 def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
@@ -40,7 +40,7 @@ def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
     out = Path(cfg.out)
-    ckpt = _check_resume(out, cfg)
+    ckpt = check_resume(out, cfg)
     stats = None
     if ckpt is not None:  # the run's own vocabulary and statistics
         saved = read_json(out / "config.json")
