@@ -243,7 +243,7 @@ def ablate(args: argparse.Namespace) -> dict | None:
         entry = get_task(tasks[0])
         options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
     columns = tuple(args.column) or COLUMNS
-    report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=not args.json,
+    report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=True,
                         ablation_episodes=args.ablation_episodes, head=args.head)
     columns = tuple(report["columns"])
     if args.json:

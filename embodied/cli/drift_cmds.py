@@ -51,7 +51,7 @@ def bench_drift(args: argparse.Namespace) -> dict | None:
         return out
 
     seeds = range(args.seed, args.seed + args.episodes) if args.episodes > 0 else range(0)
-    report = drift_sweep(args.task or NAV_TASKS, args.noise, seeds, modes, progress=not args.json, on_row=save)
+    report = drift_sweep(args.task or NAV_TASKS, args.noise, seeds, modes, progress=True, on_row=save)
     out = save(report["rows"])
     plot(out["summary"], folder / "drift.png")
     if args.json:
