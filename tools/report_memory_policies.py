@@ -1,10 +1,12 @@
 """The learned high-level policies' results table, from ``tools/reproduce_memory_policies.sh`` output.
 
-    python3 tools/report_memory_policies.py runs/memory [--no-timing]
+    python3 tools/report_memory_policies.py runs/memory [MORE_DIRS...] [--no-timing]
 
-Reads ``eval_*.json`` (ablate reports), ``train_*.json`` and ``train_*.time``;
-times one decision of each exported policy (median over recorded decision
-points, one torch thread) and prints markdown.
+Reads every ``eval*.json`` (``embodied ablate --json`` reports) in the folders and merges them per task and
+column, keeping the report with the most episodes for each cell, so a 100-seed run of one column and a
+shorter ablation run of others make one table. Then ``train_*.json`` and ``train_*.time`` of the first
+folder, timing one decision of each exported policy (median over recorded decision points, one torch
+thread). Prints markdown.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+SUITES = ("manipulation", "navigation")
 
 
 def decision_ms(policy_dir: Path, data_roots: list[str], n: int = 100) -> float:
@@ -37,44 +41,103 @@ def decision_ms(policy_dir: Path, data_roots: list[str], n: int = 100) -> float:
     return float(np.median(times))
 
 
-def main(root: str, timing: bool = True) -> None:
-    work = Path(root)
-    reports = [json.loads(p.read_text()) for p in sorted(work.glob("eval_*.json"))]
-    if not reports:
-        sys.exit(f"no eval_*.json in {root}")
-    columns = reports[0]["columns"]
-    names = {c: c.replace(f"learned:{work}/memory_", "").replace(f"learned:{root}/memory_", "") for c in columns}
-    print("| task | suite | " + " | ".join(names[c] for c in columns) + " | chance |")
-    print("| --- | --- | " + " | ".join("---" for _ in columns) + " | --- |")
-    means: dict[tuple[str, str], list[float]] = {}
-    for rep in reports:
-        for row in rep["tasks"]:
+def short(column: str) -> str:
+    """``learned:/x/memory_explicit:wiped`` -> ``explicit:wiped``; ``learned:none`` -> ``none``."""
+    if not column.startswith("learned:"):
+        return column
+    run, _, variant = column.removeprefix("learned:").partition(":")
+    name = Path(run).name.removeprefix("memory_")
+    return f"{name}:{variant}" if variant else name
+
+
+def merge(folders: list[Path]) -> tuple[dict[str, dict], list[str]]:
+    """Per task: suite, chance and per short column (success, episodes, seed, failed seeds)."""
+    rows: dict[str, dict] = {}
+    order: list[str] = []
+    for folder in folders:
+        for path in sorted(folder.glob("eval*.json")):
+            text = path.read_text()
+            if not text.strip():
+                continue  # a run still going
+            report = json.loads(text)
+            for row in report["tasks"]:
+                entry = rows.setdefault(row["task"], {"suite": row["suite"], "chance": row["chance"], "cells": {}})
+                for c in report["columns"]:
+                    name = short(c)
+                    if name not in order:
+                        order.append(name)
+                    cell = {"success": row[c], "episodes": row[f"{c}_episodes"], "seed": report["seed"],
+                            "failed": row.get(f"{c}_failed_seeds", [])}
+                    old = entry["cells"].get(name)
+                    if old is None or cell["episodes"] > old["episodes"]:
+                        entry["cells"][name] = cell
+    return rows, order
+
+
+def table(rows: dict[str, dict], order: list[str]) -> None:
+    print("| task | " + " | ".join(order) + " | chance |")
+    print("| --- | " + " | ".join("---" for _ in order) + " | --- |")
+    for suite in SUITES:
+        tasks = [t for t in rows if rows[t]["suite"] == suite]
+        for task in tasks:
             cells = []
-            for c in columns:
-                cells.append(f"{100 * row[c]:.0f}%")
-                means.setdefault((row["suite"], c), []).append(row[c])
-            print(f"| {row['task']} | {row['suite']} | " + " | ".join(cells) + f" | {100 * row['chance']:.1f}% |")
-    for suite in ("manipulation", "navigation"):
-        if (suite, columns[0]) in means:
-            print(f"| **mean** | {suite} | " + " | ".join(f"{100 * np.mean(means[(suite, c)]):.1f}%" for c in columns)
-                  + " | |")
-    print(f"\n{reports[0]['episodes']} episodes per task, seeds {reports[0]['seed']}+.\n")
-    print("| memory | decisions | train steps | train wall | ms per decision |")
-    print("| --- | --- | --- | --- | --- |")
+            for c in order:
+                cell = rows[task]["cells"].get(c)
+                if cell is None:
+                    cells.append("-")
+                else:
+                    wins = round(cell["success"] * cell["episodes"])
+                    cells.append(f"{100 * cell['success']:.0f}% ({wins}/{cell['episodes']})")
+            print(f"| {task} | " + " | ".join(cells) + f" | {100 * rows[task]['chance']:.1f}% |")
+        if tasks:
+            means = []
+            for c in order:
+                vals = [rows[t]["cells"][c]["success"] for t in tasks if c in rows[t]["cells"]]
+                means.append(f"{100 * np.mean(vals):.1f}%" if len(vals) == len(tasks) else "-")
+            chance = np.mean([rows[t]["chance"] for t in tasks])
+            print(f"| **{suite} mean** | " + " | ".join(means) + f" | {100 * chance:.1f}% |")
+    seeds = sorted({cell["seed"] for r in rows.values() for cell in r["cells"].values()})
+    print(f"\nSeeds from {', '.join(map(str, seeds))}; (wins/episodes) per cell.\n")
+    for task, row in rows.items():
+        # Failures worth reading: a column that mostly succeeds (the rest fail nearly everywhere).
+        failed = {c: cell["failed"] for c, cell in row["cells"].items()
+                  if 0 < len(cell["failed"]) <= cell["episodes"] // 4}
+        if failed:
+            print(f"- {task} failed seeds: " + "; ".join(f"{c}: {', '.join(map(str, s))}" for c, s in failed.items()))
+
+
+def training(work: Path, timing: bool) -> None:
+    print("\n| memory | decisions (episodes) | train steps | params | train wall | CPU (user) | ms per decision |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for path in sorted(work.glob("train_*.json")):
         m = path.stem.removeprefix("train_")
         result = json.loads(path.read_text())
-        wall = "-"
+        wall = cpu = "-"
         timefile = work / f"train_{m}.time"
         if timefile.exists():
-            found = re.search(r"real\s+([\d.]+)", timefile.read_text())
+            text = timefile.read_text()
+            found = re.search(r"^real\s+([\d.]+)", text, re.M)
+            user = re.search(r"^user\s+([\d.]+)", text, re.M)
             wall = f"{float(found.group(1)) / 60:.1f} min" if found else "-"
+            cpu = f"{float(user.group(1)) / 60:.1f} min" if user else "-"
         ms = "-"
         if timing and (work / f"memory_{m}").is_dir():
             roots = json.loads((work / m / "config.json").read_text())["train"].get("data_roots", [])
             ms = f"{decision_ms(work / f'memory_{m}', roots):.1f}"
-        print(f"| {m} | {result['decisions']} | {result['steps']} | {wall} | {ms} |")
+        print(f"| {m} | {result['decisions']} ({result['episodes']}) | {result['steps']} | {result['params']:,} "
+              f"| {wall} | {cpu} | {ms} |")
+
+
+def main(argv: list[str]) -> None:
+    folders = [Path(a) for a in argv if not a.startswith("--")]
+    if not folders:
+        sys.exit(__doc__)
+    rows, order = merge(folders)
+    if not rows:
+        sys.exit(f"no eval*.json in {', '.join(map(str, folders))}")
+    table(rows, order)
+    training(folders[0], timing="--no-timing" not in argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], timing="--no-timing" not in sys.argv)
+    main(sys.argv[1:])
