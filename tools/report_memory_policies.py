@@ -22,19 +22,36 @@ import numpy as np
 SUITES = ("manipulation", "navigation")
 
 
-def decision_ms(policy_dir: Path, data_roots: list[str], n: int = 100) -> float:
+def decision_ms(policy_dir: Path, data_roots: list[str], n: int = 50) -> float:
+    """Median ms of one decision (one torch thread). Explicit: recorded decision points (their real node
+    sets). None and implicit: the network's cost depends only on the input shapes, so a full-length history
+    of blank frames stands in for decoding the dataset's videos."""
     import torch
 
     from policies.memory_policy.data import DecisionData
+    from policies.memory_policy.inputs import pad_state
     from policies.registry import load_run
 
     torch.set_num_threads(1)
     policy = load_run(policy_dir)
-    data = DecisionData(data_roots, policy.config, progress=False)
-    idx = np.linspace(0, len(data) - 1, min(n, len(data))).astype(int)
+    c = policy.config
+    if c.memory == "explicit":
+        data = DecisionData(data_roots, c, progress=False)
+        batches = [data.batch([i], train=False) for i in np.linspace(0, len(data) - 1, min(n, len(data))).astype(int)]
+    else:
+        s, cams = c.image_size, c.camera_slots
+        batch = {"goal_ids": torch.ones(1, c.max_goal_words, dtype=torch.long),
+                 "goal_mask": torch.ones(1, c.max_goal_words, dtype=torch.bool),
+                 "state": torch.from_numpy(pad_state(np.zeros(c.state_dim), c.state_dim))[None]}
+        if c.memory == "none":
+            batch.update(frames=torch.rand(1, cams, 3, s, s), frame_mask=torch.ones(1, cams, dtype=torch.bool))
+        else:
+            h = c.history_len
+            batch.update(history=torch.rand(1, h, cams, 3, s, s), history_mask=torch.ones(1, h, dtype=torch.bool),
+                         history_age=torch.arange(h, 0, -1, dtype=torch.float32)[None] * c.history_stride)
+        batches = [batch] * n
     times = []
-    for i in idx:
-        batch = data.batch([i], train=False)
+    for batch in batches:
         t0 = time.perf_counter()
         policy.decide(batch)
         times.append((time.perf_counter() - t0) * 1e3)
