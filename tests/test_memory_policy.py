@@ -196,3 +196,36 @@ def test_the_shipped_policies_are_small_and_explicit_runs_with_no_training():
     finally:
         env.close()
     assert all(r.success for r in results), [r.seed for r in results if not r.success]
+
+
+def test_spot_features_read_where_nodes_stand_against_where_they_were_first_seen():
+    """A block moved 20 cm, and a cup now standing on the block's first spot: the block is far from its
+    first spot and its spot is taken; the cup stands on another's first spot. Padding nodes read nothing."""
+    import torch
+
+    from policies.memory_policy.modeling import SPOT_SCALES, _spots
+
+    pos, first = field_slice("position").start, field_slice("first_position").start
+    tokens = torch.zeros(1, 3, sum(n for _, n in TOKEN_FIELDS))
+    tokens[0, 0, pos:pos + 2] = torch.tensor([0.30, 0.10])  # the block now
+    tokens[0, 0, first:first + 2] = torch.tensor([0.50, 0.10])  # the block when first seen
+    tokens[0, 1, pos:pos + 2] = tokens[0, 1, first:first + 2] = torch.tensor([0.50, 0.11])  # the cup, unmoved
+    f = _spots(tokens, torch.tensor([[True, True, False]]), (pos, first)).reshape(3, 3, len(SPOT_SCALES))
+    moved, taken, on_other = f[0, 0, -1], f[0, 1, -1], f[0, 2, -1]
+    assert moved < 0.2 and taken > 0.9 and on_other < 0.2  # the block: moved, its spot taken
+    assert f[1, 0, -1] > 0.99 and f[1, 2, -1] > 0.9  # the cup: where it was, and on the block's spot
+    assert f[2].abs().max() == 0  # padding
+
+
+def test_an_explicit_policy_refuses_tokens_laid_out_otherwise():
+    from embodied.agent.learned import LearnedDecider
+    from embodied.eval.rollout import learned_policy
+
+    policy = learned_policy("explicit")
+    saved = policy.config.token_dim
+    try:
+        policy.config.token_dim = saved + 1
+        with pytest.raises(ValueError, match="retrain"):
+            LearnedDecider(policy)
+    finally:
+        policy.config.token_dim = saved

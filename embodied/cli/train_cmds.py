@@ -120,6 +120,10 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
                       resume=args.resume, progress=not args.json)
+    if options.get("spot_features"):  # where a node token keeps its position and first position
+        from embodied.memory.tokens import field_slice
+
+        options = {**options, "spot_offsets": (field_slice("position").start, field_slice("first_position").start)}
     result = train_memory_policy(cfg, list(args.data), args.memory, options)
     if args.json:
         return result

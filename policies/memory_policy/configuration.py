@@ -23,6 +23,12 @@ class MemoryPolicyConfig:
     token_dim: int = 0  # explicit: width of a node token (embodied.memory.tokens.TOKEN_DIM)
     word_slots: int = 5  # explicit: words per node (embodied.memory.tokens.WORD_SLOTS), each slot its own map
     max_nodes: int = 96
+    # explicit: spot features, geometric copy features between nodes (see modeling._spots): how far a node
+    # is from where it was first seen, and whether some other node now stands on that first spot, or it on
+    # another's. They read the token's position and first_position at these offsets (set by the trainer
+    # from embodied.memory.tokens; () without spot features).
+    spot_features: bool = False
+    spot_offsets: tuple[int, ...] = ()
     # none / implicit: camera frames through a small CNN trained from scratch.
     image_size: int = 32
     camera_slots: int = 2  # frames of up to this many cameras per step (missing ones are zeros)
@@ -49,5 +55,8 @@ class MemoryPolicyConfig:
             raise ValueError(f"history_len must be in 1..256, got {self.history_len}")
         if self.history_stride < 1:
             raise ValueError(f"history_stride must be >= 1, got {self.history_stride}")
+        if self.spot_features and (self.memory != "explicit" or len(self.spot_offsets) != 2):
+            raise ValueError("spot_features is for the explicit policy and needs spot_offsets (position, "
+                             f"first_position), got memory {self.memory!r} and offsets {self.spot_offsets}")
         if self.image_size % 16:
             raise ValueError(f"image_size must be a multiple of 16, got {self.image_size}")

@@ -90,6 +90,25 @@ def _matches(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) -> tor
     return torch.cat([cross, named], -1).float()
 
 
+SPOT_SCALES = (0.02, 0.05, 0.12)  # m: what counts as "at" a spot, softly, at three scales
+
+
+def _spots(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, 3 * len(SPOT_SCALES)) float, from raw tokens (metres): per node, exp(-d / scale) of d =
+    (a) its xy distance from where it was first seen, (b) the nearest other node's xy distance to that
+    first spot (something stands where it was), (c) its own xy distance to the nearest other node's first
+    spot (it stands where something was). Geometry between any nodes: nothing here knows a task."""
+    pos = tokens[..., offsets[0]: offsets[0] + 2]
+    first = tokens[..., offsets[1]: offsets[1] + 2]
+    n = tokens.shape[1]
+    cross = torch.cdist(first, pos)  # (B, N, N): node i's first spot to node j now
+    far = ~mask[:, None, :] | ~mask[:, :, None] | torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
+    cross = cross.masked_fill(far, 1e3)
+    d = torch.stack([(pos - first).norm(dim=-1), cross.amin(2), cross.amin(1)], -1)  # (B, N, 3)
+    scales = torch.tensor(SPOT_SCALES, dtype=tokens.dtype, device=tokens.device)
+    return torch.exp(-d[..., None] / scales).flatten(2) * mask[..., None]
+
+
 def _encoder(d: int, heads: int, layers: int, dropout: float) -> nn.TransformerEncoder:
     layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout, batch_first=True, norm_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
@@ -127,6 +146,8 @@ class MemoryPolicy(nn.Module):
             self.node_words = nn.Linear(c.word_slots * d, d)  # each word slot its own map (a colour shown != worn)
             # Which of a node's words another node has in some slot, or the goal names (see _matches).
             self.matches = nn.Linear(c.word_slots * c.word_slots + c.word_slots, d)
+            if c.spot_features:
+                self.spots = nn.Linear(3 * len(SPOT_SCALES), d)
         else:
             self.frames = FrameEncoder(c.image_size, d)
             self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
@@ -150,6 +171,8 @@ class MemoryPolicy(nn.Module):
             x = (batch["tokens"] - self.tokens_mean) / self.tokens_std
             words = self.node_words(self.word(batch["node_words"]).flatten(2))
             matches = self.matches(_matches(batch["node_words"], batch["node_mask"], batch["goal_ids"]))
+            if c.spot_features:
+                matches = matches + self.spots(_spots(batch["tokens"], batch["node_mask"], c.spot_offsets))
             return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
