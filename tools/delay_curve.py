@@ -6,7 +6,9 @@
 Writes ``OUT/delay.json`` (one ablate report per factor) and ``OUT/delay.png``
 (one panel per task: success against the delay, one line per column, chance
 dashed). Each factor is an ``embodied ablate --option delay=N`` run on the same
-seeds.
+seeds. ``delay.json`` is rewritten atomically after every point, and a rerun
+with the same columns, episodes and seed skips the points it already holds, so a
+killed run loses only the point it was measuring.
 """
 
 from __future__ import annotations
@@ -28,11 +30,33 @@ def default_delay(task: str) -> int:
     return int(fields["delay"])
 
 
-def curve(tasks: list[str], columns: list[str], factors: list[int], episodes: int, seed: int) -> dict:
-    rows = []
+def save(result: dict, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result, indent=2))
+    os.replace(tmp, path)
+
+
+def load_done(path: Path, columns: list[str], episodes: int, seed: int) -> list[dict]:
+    """Rows of an earlier run into ``path`` measured the same way; [] if none."""
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    if (old.get("columns"), old.get("episodes"), old.get("seed")) != (columns, episodes, seed):
+        raise SystemExit(f"{path} holds a curve with other columns, episodes or seed: "
+                         f"{old.get('columns')}, {old.get('episodes')}, {old.get('seed')}; use another --out")
+    return old["rows"]
+
+
+def curve(tasks: list[str], columns: list[str], factors: list[int], episodes: int, seed: int,
+          out: Path | None = None) -> dict:
+    rows = load_done(out, columns, episodes, seed) if out is not None else []
+    done = {(r["task"], r["factor"]) for r in rows}
+    result = {"columns": columns, "factors": factors, "episodes": episodes, "seed": seed, "rows": rows}
     for task in tasks:
         base = default_delay(task)
         for f in factors:
+            if (task, f) in done:
+                continue
             report = ablate([task], episodes=episodes, seed=seed, columns=tuple(columns),
                             options={"delay": base * f}, progress=False)
             row = report["tasks"][0]
@@ -40,7 +64,11 @@ def curve(tasks: list[str], columns: list[str], factors: list[int], episodes: in
                          **{c: row[c] for c in columns}, **{f"{c}_failed_seeds": row[f"{c}_failed_seeds"]
                                                             for c in columns}})
             print(json.dumps(rows[-1]), flush=True)
-    return {"columns": columns, "factors": factors, "episodes": episodes, "seed": seed, "rows": rows}
+            if out is not None:
+                save(result, out)
+    order = {(t, f): i for i, (t, f) in enumerate((t, f) for t in tasks for f in factors)}
+    rows.sort(key=lambda r: order.get((r["task"], r["factor"]), len(order)))
+    return result
 
 
 def plot(result: dict, png: Path) -> None:
@@ -83,10 +111,9 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = curve(args.task, args.column, [int(f) for f in args.factors.split(",")], args.episodes, args.seed)
-    tmp = out / ".delay.json.tmp"
-    tmp.write_text(json.dumps(result, indent=2))
-    os.replace(tmp, out / "delay.json")
+    result = curve(args.task, args.column, [int(f) for f in args.factors.split(",")], args.episodes, args.seed,
+                   out / "delay.json")
+    save(result, out / "delay.json")
     plot(result, out / "delay.png")
     print(f"wrote {out / 'delay.json'} and {out / 'delay.png'}")
 
