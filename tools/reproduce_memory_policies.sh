@@ -45,7 +45,7 @@ done
 #    the explicit one with its memory wiped at recall, and chance (in every row).
 columns=(--column agent)
 for m in $MEMORIES; do columns+=(--column "learned:$WORK/memory_$m"); done
-columns+=(--column "learned:$WORK/memory_explicit:wiped")
+case " $MEMORIES " in *" explicit "*) columns+=(--column "learned:$WORK/memory_explicit:wiped") ;; esac
 for t in $("${EMB[@]}" tasks --json | python3 -c "import json,sys; print(' '.join(r['name'] for r in json.load(sys.stdin)))"); do
   "${EMB[@]}" ablate --task "$t" --episodes "$N" --seed "$EVAL_SEED" "${columns[@]}" --json > "$WORK/eval_${t%-v0}.json"
 done
