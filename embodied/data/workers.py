@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing as mp
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -72,12 +73,14 @@ class RecordConfig:
         ]
 
 
-def _worker_init(first: EpisodeJob | None, ready, go) -> None:
+def _worker_init(first: EpisodeJob | None, ready, go, recorder: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # die with the recorder (Linux): PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    if os.getppid() != recorder:  # the recorder died before prctl took effect: no signal will come
+        os._exit(1)
     if first is not None:
         env_for(first)  # build the scene before the clock starts
     with ready.get_lock():
@@ -96,7 +99,7 @@ def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -
     ctx = mp.get_context("spawn")
     ready, go = ctx.Value("i", 0), ctx.Event()
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(jobs[0] if jobs else None, ready, go))
+                               initargs=(jobs[0] if jobs else None, ready, go, os.getpid()))
     pending: set[Future] = set()
     queue = list(reversed(jobs))
     try:
