@@ -36,6 +36,15 @@ def test_record_info_check_video(tmp_path: Path, capsys):
     assert more["episodes_recorded"] == 1 and more["episodes_total"] == 3
 
 
+def test_record_into_a_relative_folder(tmp_path: Path, capsys, monkeypatch):
+    """--out given relative to the working directory: the commit journal names paths inside it."""
+    monkeypatch.chdir(tmp_path)
+    summary = run_json(capsys, "record-demos", "--task", "RememberColor", "--episodes", "2", "--out", "runs/ds",
+                       "--image-size", "32", "--cameras", "scene", "--json")
+    assert summary["episodes_recorded"] == 2
+    assert run_json(capsys, "data", "check", "runs/ds", "--json")["ok"]
+
+
 def test_errors_are_clear(tmp_path: Path, capsys):
     assert main(["record-demos", "--task", "NoSuchTask", "--episodes", "1", "--out", str(tmp_path / "x")]) == 2
     assert "unknown task" in capsys.readouterr().err

@@ -42,7 +42,9 @@ def apply(root: Path, renames: list[tuple[Path, Path]]) -> None:
     for tmp, _ in renames:
         fsync_path(tmp)
     journal = root / JOURNAL
-    doc = {"renames": [[str(t.relative_to(root)), str(f.relative_to(root))] for t, f in renames]}
+    base = Path(root).resolve()  # the paths may be absolute and root relative, or the other way round
+    doc = {"renames": [[str(Path(t).resolve().relative_to(base)), str(Path(f).resolve().relative_to(base))]
+                       for t, f in renames]}
     atomic_write(journal, json.dumps(doc))
     _replay(root, doc)
     journal.unlink()
