@@ -3,6 +3,7 @@
     episodes = load_decisions(root)      # list[EpisodeDecisions], in episode order
     ep.arrays["decision.tokens"]         # (D, N, TOKEN_DIM) float32 node tokens at each decision
     ep.goals[k], ep.ids[k], ep.words[k]  # goal text, node ids and (class, colour, room name) words
+    ep.calls[k]                          # the call started there (SkillCall.to_dict; None: stop)
 
 What the arrays hold is documented in :mod:`embodied.agent.decisions`; they
 are written by ``embodied record-demos --policy agent``. Only safetensors and
@@ -35,6 +36,7 @@ class EpisodeDecisions:
     goals: list[str]
     ids: list[list[str]]
     words: list[list[list[str]]]
+    calls: list[dict | None] | None = None  # the call started at each decision (SkillCall.to_dict), if stored
 
     def __len__(self) -> int:
         return int(self.arrays["decision.t"].shape[0])
@@ -73,7 +75,7 @@ def load_decisions(root: str | Path) -> list[EpisodeDecisions]:
             continue
         arrays, meta = read_decisions(path)
         out.append(EpisodeDecisions(e, str(r.get("task_name") or ""), int(r["length"]), bool(r.get("success")),
-                                    arrays, meta["goals"], meta["ids"], meta["words"]))
+                                    arrays, meta["goals"], meta["ids"], meta["words"], meta.get("calls")))
     if not out:
         raise DatasetError(root / "meta" / "decisions", "no decisions: record the demos with --policy agent")
     return out

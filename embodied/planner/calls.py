@@ -35,6 +35,10 @@ PARAM_DIM = 8
 DECISIONS: tuple[str, ...] = (*SKILLS, "stop")
 STOP = DECISIONS.index("stop")
 SOURCES: tuple[str, ...] = ("now", "first", "free")
+# ``call.extra[UNIT]``: the calls of a plan that belong together (e.g. open a drawer, pick, place back,
+# close it), named by the node they serve. A plan's units may run in any order; calls without one keep
+# theirs. Skills ignore it; a learned policy's trainer reads it from the recorded calls.
+UNIT = "unit"
 
 
 @dataclass(frozen=True)

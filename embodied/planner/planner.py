@@ -13,7 +13,8 @@ Plans by action (``Goal.action``):
     retrieve X           uncover(X), pick(X)
     put_back X           uncover(X), pick(X), place(X @ where it was first seen)
     put_back everything  for each object away from where it was first seen:
-                         uncover it, pick, open the drawer it came from, place
+                         uncover it, pick, open the drawer it came from, place;
+                         each object's calls carry ``extra[UNIT]`` (its node): units run in any order
     go_to X              navigate(X now / X where first seen)
     go_to_room X         navigate(the room memory has X in: its centre on the floor)
     observe              nothing
@@ -22,11 +23,12 @@ uncover(X): open the drawer X is in, or lift the cup over it and set the cup asi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from embodied.planner.calls import SkillCall
+from embodied.planner.calls import UNIT, SkillCall
 from embodied.planner.grammar import Goal, Ref
 from embodied.planner.resolver import ResolutionError, Resolver
 
@@ -144,6 +146,7 @@ class Planner:
         keep_clear = [r.position(n)[:2] for n in objects] + [r.position(n, "first")[:2] for n in moved]
         plan: list[SkillCall] = []
         for n in moved:
+            start = len(plan)
             note = f"{r.attrs(n).get('colour', '')} {r.attrs(n)['cls']}".strip()
             dest = r.position(n, "first")
             opened: list[str] = []
@@ -162,6 +165,9 @@ class Planner:
             extra = {"into": into} if into and _is_drawer(r, into) else {}
             plan.append(SkillCall("place", n, tuple(dest), 0.0, tuple(r.size(n)), f"{note} back", extra))
             plan += [self.call("close", d, r, "drawer") for d in opened]
+            # One object's calls form a unit; units may run in any order (a learned policy is not
+            # taught this plan's arbitrary order: policies.memory_policy any_order).
+            plan[start:] = [dataclasses.replace(c, extra={**c.extra, UNIT: n}) for c in plan[start:]]
         return plan
 
     def _container_at_first_sight(self, r: Resolver, node: str) -> str:

@@ -29,6 +29,11 @@ class MemoryPolicyConfig:
     # from embodied.memory.tokens; () without spot features).
     spot_features: bool = False
     spot_offsets: tuple[int, ...] = ()
+    # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
+    # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
+    # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
+    # skill so that a choice's skill and target agree.
+    any_order: bool = False
     # none / implicit: camera frames through a small CNN trained from scratch.
     image_size: int = 32
     camera_slots: int = 2  # frames of up to this many cameras per step (missing ones are zeros)
@@ -58,5 +63,7 @@ class MemoryPolicyConfig:
         if self.spot_features and (self.memory != "explicit" or len(self.spot_offsets) != 2):
             raise ValueError("spot_features is for the explicit policy and needs spot_offsets (position, "
                              f"first_position), got memory {self.memory!r} and offsets {self.spot_offsets}")
+        if self.any_order and self.memory != "explicit":
+            raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.image_size % 16:
             raise ValueError(f"image_size must be a multiple of 16, got {self.image_size}")

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from embodied.data.decisions import load_decisions
-from embodied.planner.calls import DECISIONS, SOURCES
+from embodied.data.decisions import EpisodeDecisions, load_decisions
+from embodied.planner.calls import DECISIONS, SOURCES, UNIT
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.inputs import (
     build_vocab,
@@ -29,6 +29,40 @@ from policies.memory_policy.inputs import (
     word_ids,
     words,
 )
+
+
+MAX_CHOICES = 8  # any_order: the recorded choice and up to 7 equally good ones per decision
+
+
+def unit_alternatives(ep: EpisodeDecisions, j: int) -> list[tuple[int, int]]:
+    """(skill, target index at decision ``j``) of the choices as good as the recorded one there.
+
+    The planner tags the calls of an any-order plan with units (``extra[UNIT]``). When the call
+    recorded at ``j`` starts a unit that no earlier call of this goal served, the first call of
+    every other unit this goal runs later, and that no earlier call served either, could have come
+    first just as well. Anywhere else (inside a unit, untagged calls, no stored calls) there are none.
+    """
+    calls = ep.calls
+    unit = _unit(calls[j]) if calls else None
+    if unit is None:
+        return []
+    goal = [k for k in range(len(calls)) if ep.goals[k] == ep.goals[j]]
+    before = {_unit(calls[k]) for k in goal if k < j}
+    if unit in before:
+        return []
+    out, seen = [], {unit}
+    for k in goal:
+        u = _unit(calls[k])
+        if k <= j or u is None or u in seen or u in before:
+            continue
+        seen.add(u)
+        if calls[k]["target"] in ep.ids[j]:
+            out.append((DECISIONS.index(calls[k]["skill"]), ep.ids[j].index(calls[k]["target"])))
+    return out
+
+
+def _unit(call: dict | None) -> str | None:
+    return None if call is None else (call.get("extra") or {}).get(UNIT)
 
 
 class DecisionData:
@@ -83,6 +117,15 @@ class DecisionData:
                 self.node_words[i] = node_word_ids(ep.words[j], index, n, c.word_slots)
                 if self.target[i] >= n:
                     self.target[i] = -1
+            if c.any_order:
+                self.alt_skill = np.full((d, MAX_CHOICES), -1, np.int64)
+                self.alt_target = np.full((d, MAX_CHOICES), -1, np.int64)
+                for i, (k, j) in enumerate(rows):
+                    choices = [(int(self.skill[i]), int(self.target[i]))]
+                    choices += [a for a in unit_alternatives(self.episodes[k][1], j) if a[1] < n and a not in choices]
+                    choices = choices[:MAX_CHOICES]
+                    self.alt_skill[i, : len(choices)] = [a[0] for a in choices]
+                    self.alt_target[i, : len(choices)] = [a[1] for a in choices]
         else:
             self._load_frames(progress)
 
@@ -145,6 +188,8 @@ class DecisionData:
                "skill": torch.from_numpy(self.skill[idx]), "target": torch.from_numpy(self.target[idx]),
                "source": torch.from_numpy(self.source[idx]), "params": torch.from_numpy(self.params[idx]),
                "prev_skill": torch.from_numpy(self.prev[idx])}
+        if c.memory == "explicit" and c.any_order:
+            out.update(alt_skill=torch.from_numpy(self.alt_skill[idx]), alt_target=torch.from_numpy(self.alt_target[idx]))
         if c.memory == "explicit":
             out.update(tokens=torch.from_numpy(self.tokens[idx]), node_words=torch.from_numpy(self.node_words[idx]),
                        node_mask=torch.from_numpy(self.node_mask[idx]))

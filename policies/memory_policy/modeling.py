@@ -18,6 +18,7 @@ Batch (B decision points; shapes; every key a tensor):
                history_mask (B, L) bool            which history slots hold a frame (a prefix)
                history_age  (B, L) float32         steps before the decision
     labels:    skill, target, source, prev_skill (B,) int64; params (B, 8) float32 (SkillCall.params)
+               any_order: alt_skill, alt_target (B, A) int64, the equally good choices (-1 pads)
 
 The trunk is a transformer encoder over [decision token, goal words, proprio,
 memory tokens]. The decision token's output chooses the skill (or stop). The
@@ -207,9 +208,30 @@ class MemoryPolicy(nn.Module):
         m = mem.shape[1]
         return h[:, 0], h[:, -m:], valid
 
-    def _pointer(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        logits = torch.einsum("bd,bnd->bn", self.query(hc), self.key(hm)) / math.sqrt(hc.shape[-1])
+    def _pointer(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor,
+                 skill: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, N) node logits; with ``any_order``, given the skill (B,) or for each of (B, A) skills: (B, A, N)."""
+        q = hc
+        if self.config.any_order and skill is not None:
+            emb = self.skill_emb(skill.clamp_min(0))
+            q = hc.unsqueeze(1) + emb if skill.dim() == 2 else hc + emb
+        k = self.key(hm)
+        if q.dim() == 3:
+            logits = torch.einsum("bad,bnd->ban", self.query(q), k) / math.sqrt(hc.shape[-1])
+            return logits.masked_fill(~valid.unsqueeze(1), -1e9)
+        logits = torch.einsum("bd,bnd->bn", self.query(q), k) / math.sqrt(hc.shape[-1])
         return logits.masked_fill(~valid, -1e9)
+
+    def _choice_loss(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor, alt_skill: torch.Tensor,
+                     alt_target: torch.Tensor) -> torch.Tensor:
+        """-log P(any of the equally good (skill, target) choices): alt_* (B, A), -1 pads, column 0 the
+        recorded choice (target -1: the skill points at nothing)."""
+        lp = F.log_softmax(self.skill_head(hc), -1).gather(1, alt_skill.clamp_min(0))
+        node = F.log_softmax(self._pointer(hc, hm, valid, alt_skill), -1)
+        node = node.gather(2, alt_target.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+        pointed = (alt_target >= 0) & (alt_skill != self.stop)
+        lp = (lp + torch.where(pointed, node, torch.zeros_like(node))).masked_fill(alt_skill < 0, -math.inf)
+        return -torch.logsumexp(lp, 1).mean()
 
     def _call(self, hc: torch.Tensor, hm: torch.Tensor, skill: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """(B, n_sources + 9): source logits, xyz (normalised), cos/sin yaw, has-yaw logit, size (m)."""
@@ -224,15 +246,19 @@ class MemoryPolicy(nn.Module):
         c = self.config
         hc, hm, valid = self._encode(batch)
         skill, target, source = batch["skill"], batch["target"], batch["source"]
-        out = {"skill": F.cross_entropy(self.skill_head(hc), skill)}
         acting = skill != self.stop
         explicit = c.memory == "explicit"
         pointed = acting & (target >= 0) if explicit else torch.zeros_like(acting)
         zero = hc.sum() * 0
-        if pointed.any():
-            out["pointer"] = F.cross_entropy(self._pointer(hc, hm, valid)[pointed], target[pointed])
+        if c.any_order:  # skill and target scored together, over the equally good choices
+            out = {"skill": self._choice_loss(hc, hm, valid, batch["alt_skill"], batch["alt_target"]),
+                   "pointer": zero}
         else:
-            out["pointer"] = zero
+            out = {"skill": F.cross_entropy(self.skill_head(hc), skill)}
+            if pointed.any():
+                out["pointer"] = F.cross_entropy(self._pointer(hc, hm, valid)[pointed], target[pointed])
+            else:
+                out["pointer"] = zero
         call = self._call(hc, hm, skill, target if explicit else torch.full_like(target, -1))
         ns = len(c.sources)
         params = batch["params"]
@@ -271,7 +297,7 @@ class MemoryPolicy(nn.Module):
         skill = torch.tensor([k])
         target = torch.tensor([-1])
         if c.memory == "explicit" and bool(valid.any()) and k != self.stop:
-            target = self._pointer(hc, hm, valid).argmax(-1)
+            target = self._pointer(hc, hm, valid, skill).argmax(-1)
         call = self._call(hc, hm, skill, target)[0]
         ns = len(c.sources)
         source = c.sources[int(call[:ns].argmax())] if int(target) >= 0 else "free"

@@ -8,7 +8,8 @@ The run folder is the action heads' (:mod:`policies.train`): config.json
 vocabulary and statistics taken from the data), stats.json, log.jsonl,
 loss.png and atomic checkpoints; ``resume`` goes on from the latest one with
 the run's own vocabulary. ``result["train_accuracy"]`` scores the final
-weights on the training decisions (skill, and target where one is pointed at).
+weights on the training decisions (skill, and target where one is pointed at;
+with ``any_order``, ``choice``: skill and target both among the equally good).
 """
 
 from __future__ import annotations
@@ -80,19 +81,27 @@ def accuracy(model: MemoryPolicy, data: DecisionData, batch: int = 64) -> dict[s
     """Skill and (explicit) target accuracy of ``model`` over ``data``'s decisions, in eval mode."""
     was = model.training
     model.eval()
-    skill_ok, target_ok, pointed = 0, 0, 0
+    skill_ok, target_ok, pointed, choice_ok = 0, 0, 0, 0
     for lo in range(0, len(data), batch):
         idx = np.arange(lo, min(lo + batch, len(data)))
         b = data.batch(idx, train=False)
         hc, hm, valid = model._encode(b)
-        skill_ok += int((model.skill_head(hc).argmax(-1) == b["skill"]).sum())
+        skill = model.skill_head(hc).argmax(-1)
+        skill_ok += int((skill == b["skill"]).sum())
         if model.config.memory == "explicit":
             want = (b["target"] >= 0) & (b["skill"] != model.stop)
-            got = model._pointer(hc, hm, valid).argmax(-1)
+            got = model._pointer(hc, hm, valid, b["skill"]).argmax(-1)
             target_ok += int(((got == b["target"]) & want).sum())
             pointed += int(want.sum())
+        if "alt_skill" in b:  # the model's own choice among the equally good ones
+            node = model._pointer(hc, hm, valid, skill).argmax(-1)
+            alt = b["alt_target"]  # -1: a choice that points at nothing (only its skill counts)
+            hit = (b["alt_skill"] == skill[:, None]) & ((alt < 0) | (alt == node[:, None])) & (b["alt_skill"] >= 0)
+            choice_ok += int(hit.any(-1).sum())
     model.train(was)
     out = {"skill": skill_ok / max(len(data), 1)}
     if pointed:
         out["target"] = target_ok / pointed
+    if model.config.any_order:
+        out["choice"] = choice_ok / max(len(data), 1)
     return out
