@@ -217,6 +217,34 @@ def test_spot_features_read_where_nodes_stand_against_where_they_were_first_seen
     assert f[2].abs().max() == 0  # padding
 
 
+def test_anchor_features_relate_each_node_to_the_one_last_acted_on():
+    """A cup grasped (its latest action event) and lifted off a ball: the cup is the anchor and the ball
+    stands where the cup was first seen; a block released long before is not the anchor. With no action
+    event at all, every feature is zero."""
+    import torch
+
+    from embodied.memory.tokens import anchor_offsets
+    from policies.memory_policy.modeling import _anchor
+
+    offsets = anchor_offsets()
+    pos, first = offsets[:2]
+    grasp, release = field_slice("grasp.last_age").start, field_slice("release.last_age").start
+    tokens = torch.zeros(1, 4, sum(n for _, n in TOKEN_FIELDS))
+    tokens[0, :, offsets[2:]] = 4.0  # no action events (MAX_AGE)
+    tokens[0, 0, first:first + 2] = torch.tensor([0.50, 0.10])  # the cup, first seen over the ball
+    tokens[0, 0, pos:pos + 2] = torch.tensor([0.50, 0.30])  # ... now lifted aside
+    tokens[0, 0, grasp] = 0.02
+    tokens[0, 1, pos:pos + 2] = tokens[0, 1, first:first + 2] = torch.tensor([0.50, 0.10])  # the ball
+    tokens[0, 2, pos:pos + 2] = tokens[0, 2, first:first + 2] = torch.tensor([0.35, -0.30])  # a block
+    tokens[0, 2, release] = 0.8
+    f = _anchor(tokens, torch.tensor([[True, True, True, False]]), offsets)
+    assert f[0, :, 0].tolist() == [1.0, 0.0, 0.0, 0.0]  # the cup is the anchor
+    assert f[0, 1, 3] > 0.9 and f[0, 1, 6] < 0.2  # the ball: at the cup's first spot, far from the cup now
+    assert f[0, 2, 1:].max() < 0.2 and f[0, 3].abs().max() == 0  # the block is far; padding reads nothing
+    tokens[0, :, offsets[2:]] = 4.0
+    assert _anchor(tokens, torch.tensor([[True, True, True, False]]), offsets).abs().max() == 0
+
+
 def test_an_explicit_policy_refuses_tokens_laid_out_otherwise():
     from embodied.agent.learned import LearnedDecider
     from embodied.eval.rollout import learned_policy

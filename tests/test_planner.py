@@ -110,3 +110,24 @@ def test_a_touch_counts_only_with_the_hand_over_its_target():
     assert not planner.check(call, memory, 0)  # stopped 20 cm short
     memory.update(frame(2, [], proprio=proprio((0.60, 0.08, 0.054), 0.0)))
     assert planner.check(call, memory, 0)  # fingertips on the top
+
+
+def test_put_everything_back_first_shuts_a_drawer_left_open():
+    """Nothing displaced, one drawer open (a unit cut short by a replan): the plan shuts it and nothing else;
+    with every drawer shut there is nothing to do."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame
+
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = lambda y, out: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+    block = detection((0.40, -0.30, 0.02), "block", "red", (0.04, 0.04, 0.04))
+    goal = parse("put everything back where it was")
+    for out, want in ((0.12, ["close"]), (0.0, [])):
+        memory = SpatialMemory()
+        for t in range(4):
+            memory.update(frame(t, [cab(0.0), cab(0.2), drawer(0.0, 0.0 if t < 2 else out), drawer(0.2, 0.0), block]))
+        plan = Planner().plan(goal, memory)
+        assert [c.skill for c in plan] == want, [str(c) for c in plan]
+        if want:
+            assert memory.where_is(plan[0].target)["state"] == "open" and abs(plan[0].xyz[1]) < 0.05

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embodied.memory.tokens import TOKEN_DIM, TOKEN_KINDS, field_slice, node_tokens
+from embodied.memory.tokens import TOKEN_DIM, TOKEN_KINDS, anchor_offsets, field_slice, node_tokens, spot_offsets
 from embodied.planner.calls import SkillCall
 from policies.memory_policy.inputs import frames_tensor, history_indices, node_word_ids, pad_state, word_ids, words
 
@@ -38,11 +38,13 @@ class LearnedDecider:
         self.index = {w: i for i, w in enumerate(c.vocab)}
         self.cameras: dict[str, list[str]] = dict(c.extra.get("cameras", {}))
         if c.memory == "explicit":  # the policy reads tokens as they were laid out when it was trained
-            offsets = (field_slice("position").start, field_slice("first_position").start)
-            if c.token_dim != TOKEN_DIM or (c.spot_features and tuple(c.spot_offsets) != offsets):
+            spots, anchors = spot_offsets(), anchor_offsets()
+            if c.token_dim != TOKEN_DIM or (c.spot_features and tuple(c.spot_offsets) != spots) \
+                    or (c.anchor_features and tuple(c.anchor_offsets) != anchors):
                 raise ValueError(f"this explicit policy was trained on node tokens of width {c.token_dim} "
-                                 f"(spot offsets {tuple(c.spot_offsets)}); embodied.memory.tokens now makes "
-                                 f"width {TOKEN_DIM} (offsets {offsets}): retrain it")
+                                 f"(spot offsets {tuple(c.spot_offsets)}, anchor offsets "
+                                 f"{tuple(c.anchor_offsets)}); embodied.memory.tokens now makes width "
+                                 f"{TOKEN_DIM} (offsets {spots}, {anchors}): retrain it")
         self.reset()
 
     def reset(self) -> None:

@@ -57,6 +57,21 @@ for _name, _n in TOKEN_FIELDS:
     _k += _n
 
 
+# Event tags of what the agent's own skills do to a node: the node with the most recent one is the one
+# last acted on (a learned policy's anchor features, policies.memory_policy.modeling._anchor).
+ACTION_TAGS = ("opened", "closed", "grasp", "release", "pressed")  # not moved: perception jitter moves nodes
+
+
+def spot_offsets() -> tuple[int, int]:
+    """Where a token keeps its position and its first position (the spot features read them)."""
+    return field_slice("position").start, field_slice("first_position").start
+
+
+def anchor_offsets() -> tuple[int, ...]:
+    """Position, first position, then each of ACTION_TAGS' last-event age (the anchor features read them)."""
+    return (*spot_offsets(), *(field_slice(f"{tag}.last_age").start for tag in ACTION_TAGS))
+
+
 def field_slice(name: str) -> slice:
     """Where field ``name`` of :data:`TOKEN_FIELDS` sits in a token."""
     n = dict(TOKEN_FIELDS)[name]

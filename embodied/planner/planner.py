@@ -14,7 +14,8 @@ Plans by action (``Goal.action``):
     put_back X           uncover(X), pick(X), place(X @ where it was first seen)
     put_back everything  for each object away from where it was first seen:
                          uncover it, pick, open the drawer it came from, place;
-                         each object's calls carry ``extra[UNIT]`` (its node): units run in any order
+                         each object's calls carry ``extra[UNIT]`` (its node): units run in any order;
+                         first, shut any drawer left open that no unit opens
     go_to X              navigate(X now / X where first seen)
     go_to_room X         navigate(the room memory has X in: its centre on the floor)
     observe              nothing
@@ -145,6 +146,7 @@ class Planner:
         # Spots a cup set aside must keep clear of: every object now and every place one goes back to.
         keep_clear = [r.position(n)[:2] for n in objects] + [r.position(n, "first")[:2] for n in moved]
         plan: list[SkillCall] = []
+        units_open: set[str] = set()
         for n in moved:
             start = len(plan)
             note = f"{r.attrs(n).get('colour', '')} {r.attrs(n)['cls']}".strip()
@@ -168,7 +170,12 @@ class Planner:
             # One object's calls form a unit; units may run in any order (a learned policy is not
             # taught this plan's arbitrary order: policies.memory_policy any_order).
             plan[start:] = [dataclasses.replace(c, extra={**c.extra, UNIT: n}) for c in plan[start:]]
-        return plan
+            units_open.update(opened)
+        # A drawer left open (its unit cut short by a replan, its object already back) is shut first,
+        # as its unit would have: the same state always gets the same next call.
+        left_open = [d for d in r.memory.find(kind="container")
+                     if _is_drawer(r, d) and d not in units_open and r.memory.where_is(d)["state"] == "open"]
+        return [self.call("close", d, r, "drawer left open") for d in left_open] + plan
 
     def _container_at_first_sight(self, r: Resolver, node: str) -> str:
         """The container the node was in when first seen (from the graph as it stood then)."""

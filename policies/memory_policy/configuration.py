@@ -29,6 +29,13 @@ class MemoryPolicyConfig:
     # from embodied.memory.tokens; () without spot features).
     spot_features: bool = False
     spot_offsets: tuple[int, ...] = ()
+    # explicit: anchor features, geometry relative to the node last acted on (the most recent of the
+    # action events, embodied.memory.tokens.ACTION_TAGS, in the tokens themselves): per node, whether it
+    # is that node, and how near it stands to where that node was first seen and to where it is now
+    # (the object a cup just lifted had covered; the block the drawer just opened holds). Offsets set by
+    # the trainer: position, first_position, then each action tag's last-event age.
+    anchor_features: bool = False
+    anchor_offsets: tuple[int, ...] = ()
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
@@ -63,6 +70,9 @@ class MemoryPolicyConfig:
         if self.spot_features and (self.memory != "explicit" or len(self.spot_offsets) != 2):
             raise ValueError("spot_features is for the explicit policy and needs spot_offsets (position, "
                              f"first_position), got memory {self.memory!r} and offsets {self.spot_offsets}")
+        if self.anchor_features and (self.memory != "explicit" or len(self.anchor_offsets) < 3):
+            raise ValueError("anchor_features is for the explicit policy and needs anchor_offsets (position, "
+                             f"first_position, event ages), got memory {self.memory!r} and {self.anchor_offsets}")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.image_size % 16:

@@ -110,6 +110,28 @@ def _spots(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -
     return torch.exp(-d[..., None] / scales).flatten(2) * mask[..., None]
 
 
+NEVER = 3.99  # a token's event age at or above this (MAX_AGE, 4): no such event, or long ago
+
+
+def _anchor(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, 1 + 3 * len(SPOT_SCALES)) float, from raw tokens: the anchor is the node whose latest action
+    event (ages at ``offsets[2:]``) is the most recent; per node, whether it is the anchor, and exp(-d /
+    scale) of d = its xy distance now to the anchor's first spot, to the anchor now, and from its own first
+    spot to the anchor now. All zeros when no node has an action event. Nothing here knows a task."""
+    pos = tokens[..., offsets[0]: offsets[0] + 2]
+    first = tokens[..., offsets[1]: offsets[1] + 2]
+    ages = torch.stack([tokens[..., o] for o in offsets[2:]], -1).amin(-1).masked_fill(~mask, 1e3)
+    best, k = ages.min(1)
+    live = (best < NEVER)[:, None] & mask  # (B, N)
+    rows = torch.arange(tokens.shape[0], device=tokens.device)
+    at, was = pos[rows, k].unsqueeze(1), first[rows, k].unsqueeze(1)
+    d = torch.stack([(pos - was).norm(dim=-1), (pos - at).norm(dim=-1), (first - at).norm(dim=-1)], -1)
+    scales = torch.tensor(SPOT_SCALES, dtype=tokens.dtype, device=tokens.device)
+    near = torch.exp(-d[..., None] / scales).flatten(2)
+    is_anchor = F.one_hot(k, tokens.shape[1]).to(tokens.dtype).unsqueeze(-1)
+    return torch.cat([is_anchor, near], -1) * live.unsqueeze(-1)
+
+
 def _encoder(d: int, heads: int, layers: int, dropout: float) -> nn.TransformerEncoder:
     layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout, batch_first=True, norm_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
@@ -149,6 +171,8 @@ class MemoryPolicy(nn.Module):
             self.matches = nn.Linear(c.word_slots * c.word_slots + c.word_slots, d)
             if c.spot_features:
                 self.spots = nn.Linear(3 * len(SPOT_SCALES), d)
+            if c.anchor_features:
+                self.anchor = nn.Linear(1 + 3 * len(SPOT_SCALES), d)
         else:
             self.frames = FrameEncoder(c.image_size, d)
             self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
@@ -174,6 +198,8 @@ class MemoryPolicy(nn.Module):
             matches = self.matches(_matches(batch["node_words"], batch["node_mask"], batch["goal_ids"]))
             if c.spot_features:
                 matches = matches + self.spots(_spots(batch["tokens"], batch["node_mask"], c.spot_offsets))
+            if c.anchor_features:
+                matches = matches + self.anchor(_anchor(batch["tokens"], batch["node_mask"], c.anchor_offsets))
             return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)

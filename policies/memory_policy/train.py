@@ -102,6 +102,6 @@ def accuracy(model: MemoryPolicy, data: DecisionData, batch: int = 64) -> dict[s
     out = {"skill": skill_ok / max(len(data), 1)}
     if pointed:
         out["target"] = target_ok / pointed
-    if model.config.any_order:
+    if data.config.any_order:
         out["choice"] = choice_ok / max(len(data), 1)
     return out
