@@ -131,3 +131,33 @@ def test_put_everything_back_first_shuts_a_drawer_left_open():
         assert [c.skill for c in plan] == want, [str(c) for c in plan]
         if want:
             assert memory.where_is(plan[0].target)["state"] == "open" and abs(plan[0].xyz[1]) < 0.05
+
+
+def test_put_everything_back_sets_down_what_the_hand_holds_first():
+    """A replan while the hand holds a displaced block (a place that failed with the block still held):
+    its place back comes first, no pick of a block already in hand; held cups go aside first."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame, proprio
+
+    goal = parse("put everything back where it was")
+    memory = SpatialMemory()
+    red = lambda c: detection(c, "block", "red")
+    blue = lambda c: detection(c, "block", "blue")
+    t = 0
+    for _ in range(2):  # first sight: red at (0.40, 0.00), blue at (0.50, -0.20)
+        memory.update(frame(t, [red((0.40, 0.0, 0.02)), blue((0.50, -0.20, 0.02))], proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+        t += 1
+    for _ in range(2):  # both moved while the robot looked away
+        memory.update(frame(t, [red((0.40, 0.25, 0.02)), blue((0.55, 0.20, 0.02))], proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+        t += 1
+    free = Planner().plan(goal, memory)
+    assert [c.skill for c in free] == ["pick", "place", "pick", "place"]
+    for w in [0.08, 0.06, 0.045, 0.0405, 0.0402, 0.0402]:  # the hand closes on the blue block
+        memory.update(frame(t, [red((0.40, 0.25, 0.02)), blue((0.55, 0.20, 0.02))], proprio=proprio((0.55, 0.20, 0.025), w)))
+        t += 1
+    blue_id = memory.find(cls="block", colour="blue")[0]
+    assert memory.where_is(blue_id)["held"]
+    plan = Planner().plan(goal, memory)
+    assert [(c.skill, c.target == blue_id) for c in plan] == [("place", True), ("pick", False), ("place", False)]
+    assert plan[0].xyz[:2] == pytest.approx((0.50, -0.20), abs=0.01)

@@ -48,16 +48,22 @@ def label(call: SkillCall | None, tokens: NodeTokens) -> tuple[int, int, int, np
 class DecisionLog:
     """Every decision of one episode (see the module docstring)."""
 
-    def __init__(self, max_nodes: int = 96):
+    def __init__(self, max_nodes: int = 96, labeller: str = "agent"):
+        """``labeller``: who chose the calls kept: "agent" (the call it ran) or "planner" (the planner's
+        call from the same memory, whatever ran: :mod:`embodied.agent.relabel`)."""
         self.max_nodes = int(max_nodes)
+        self.labeller = labeller
         self.rows: list[dict] = []
 
-    def add(self, t: int, goal: str, obs: dict, memory, call: SkillCall | None) -> None:
+    def add(self, t: int, goal: str, obs: dict, memory, call: SkillCall | None,
+            alternatives: list[SkillCall] | None = None) -> None:
+        """``alternatives``: calls as good as ``call`` there (None: not known; the trainer infers them)."""
         tokens = node_tokens(memory, self.max_nodes)
         skill, target, source, params = label(call, tokens)
         self.rows.append({"t": int(t), "goal": str(goal), "proprio": np.asarray(obs["proprio"], np.float32).copy(),
                           "tokens": tokens, "skill": skill, "target": target, "source": source, "params": params,
-                          "call": None if call is None else call.to_dict()})
+                          "call": None if call is None else call.to_dict(),
+                          "alternatives": None if alternatives is None else [c.to_dict() for c in alternatives]})
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -87,5 +93,7 @@ class DecisionLog:
         }
         meta = {"goals": [r["goal"] for r in self.rows], "ids": [r["tokens"].ids for r in self.rows],
                 "words": [[list(w) for w in r["tokens"].words] for r in self.rows],
-                "calls": [r["call"] for r in self.rows]}
+                "calls": [r["call"] for r in self.rows], "labeller": self.labeller}
+        if any(r["alternatives"] is not None for r in self.rows):
+            meta["alternatives"] = [r["alternatives"] for r in self.rows]
         return arrays, meta

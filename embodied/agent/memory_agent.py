@@ -122,7 +122,8 @@ class MemoryAgent:
         self._phase = 0
         self._action_dim: int | None = None
         self._idle = None
-        self.decisions = DecisionLog() if cfg.record_decisions else None
+        self.decisions = DecisionLog(labeller=getattr(self.decider, "labeller", "agent")) \
+            if cfg.record_decisions else None
         self._ask = False  # a decision is due: the goal changed or a call ended
         self._decided = 0  # decisions taken for the current goal (a decider's budget)
         if self.decider is not None:
@@ -144,7 +145,7 @@ class MemoryAgent:
         if self.skill is None:
             self._start_next(obs)
             if self._ask and self.decisions is not None:
-                self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, self.current_call)
+                self._record_decision(obs)
             self._ask = False
         if self.skill is None:
             return self._hold_action()
@@ -157,6 +158,15 @@ class MemoryAgent:
         if self._action_dim == 5:
             self._idle[4] = action[4]  # keep the gripper as the last skill left it
         return action
+
+    def _record_decision(self, obs: dict) -> None:
+        """The decision just taken, labelled with the call started, or with the relabelling decider's."""
+        if self.decisions.labeller == "agent":
+            self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, self.current_call)
+            return
+        labelled, call, alternatives = self.decider.take_label()
+        if labelled:
+            self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, call, alternatives)
 
     def _embody(self, obs: dict) -> None:
         """From the first observation: an arm (workcell proprio) or a mobile base with a head camera.

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--task", action="append", required=True, help="task to record (repeatable)")
     p.add_argument("--episodes", type=int, required=True, help="episodes per task (seeds seed..seed+N-1)")
     p.add_argument("--out", required=True, help="dataset folder (new, or existing with --resume)")
-    p.add_argument("--policy", default="expert", help="expert: scripted, privileged; agent: embodied.agent.MemoryAgent")
+    p.add_argument("--policy", default="expert", help="expert: scripted, privileged; agent: embodied.agent.MemoryAgent; relabel:RUN[@MIX]: "
+                   "RUN's learned high-level policy acts, the planner labels each decision (DAgger)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (or Ray tasks in flight per CPU)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run episodes as Ray tasks (on the cluster at ADDRESS; none: a local instance)")

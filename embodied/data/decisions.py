@@ -37,6 +37,8 @@ class EpisodeDecisions:
     ids: list[list[str]]
     words: list[list[list[str]]]
     calls: list[dict | None] | None = None  # the call started at each decision (SkillCall.to_dict), if stored
+    labeller: str = "agent"  # "agent": the calls it ran; "planner": relabelled (embodied.agent.relabel)
+    alternatives: list[list[dict] | None] | None = None  # per decision, calls as good as the label, if stored
 
     def __len__(self) -> int:
         return int(self.arrays["decision.t"].shape[0])
@@ -75,7 +77,8 @@ def load_decisions(root: str | Path) -> list[EpisodeDecisions]:
             continue
         arrays, meta = read_decisions(path)
         out.append(EpisodeDecisions(e, str(r.get("task_name") or ""), int(r["length"]), bool(r.get("success")),
-                                    arrays, meta["goals"], meta["ids"], meta["words"], meta.get("calls")))
+                                    arrays, meta["goals"], meta["ids"], meta["words"], meta.get("calls"),
+                                    str(meta.get("labeller", "agent")), meta.get("alternatives")))
     if not out:
         raise DatasetError(root / "meta" / "decisions", "no decisions: record the demos with --policy agent")
     return out

@@ -3,7 +3,8 @@
 A policy needs ``act(obs) -> action`` and may have ``reset()``, ``close()``
 and ``current_call`` (the :class:`~embodied.planner.calls.SkillCall` it is
 executing after each ``act``; ``None`` or absent: no skill). Register more
-with :func:`register_policy`.
+with :func:`register_policy`. ``relabel:RUN[@MIX]`` records a learned high-level
+policy's own episodes with the planner's labels (:mod:`embodied.agent.relabel`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,35 @@ def policy_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def known_policy(name: str) -> bool:
+    return name in _FACTORIES or _relabel_spec(name) is not None
+
+
 def make_policy(name: str, env: gym.Env, seed: int) -> Any:
+    relabel = _relabel_spec(name)
+    if relabel is not None:
+        from embodied.eval.rollout import make_learned
+
+        run, mix = relabel
+        return make_learned(env, f"learned:{run}", seed, relabel_mix=mix)
     if name not in _FACTORIES:
-        raise ValueError(f"unknown policy {name!r}; available: {', '.join(policy_names())}")
+        raise ValueError(f"unknown policy {name!r}; available: {', '.join(policy_names())}, relabel:RUN[@MIX]")
     return _FACTORIES[name](env, seed)
+
+
+def _relabel_spec(name: str) -> tuple[str, float] | None:
+    """"relabel:RUN[@MIX]" -> (RUN, MIX): the learned policy of RUN acts (the planner's call at share MIX,
+    default 0) and every decision is stored with the planner's label (embodied.agent.relabel)."""
+    if not name.startswith("relabel:"):
+        return None
+    run, _, mix = name.removeprefix("relabel:").partition("@")
+    try:
+        value = float(mix) if mix else 0.0
+    except ValueError:
+        raise ValueError(f"policy {name!r}: MIX in relabel:RUN@MIX is a number in [0, 1], not {mix!r}") from None
+    if not run or not 0.0 <= value <= 1.0:
+        raise ValueError(f"policy {name!r}: expected relabel:RUN[@MIX], MIX in [0, 1]")
+    return run, value
 
 
 def _expert(env: gym.Env, seed: int):

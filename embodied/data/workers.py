@@ -49,7 +49,7 @@ class RecordConfig:
     video_files_size_in_mb: float = VIDEO_FILES_SIZE_MB
 
     def validate(self) -> None:
-        from embodied.data.policies import policy_names
+        from embodied.data.policies import known_policy, policy_names
         from embodied.tasks import get_task
 
         if not self.tasks:
@@ -61,8 +61,9 @@ class RecordConfig:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if not 16 <= self.image_size <= 512 or self.image_size % 2:
             raise ValueError(f"--image-size must be an even number of pixels in 16..512, got {self.image_size}")
-        if self.policy not in policy_names():
-            raise ValueError(f"unknown policy {self.policy!r}; available: {', '.join(policy_names())}")
+        if not known_policy(self.policy):
+            raise ValueError(f"unknown policy {self.policy!r}; available: {', '.join(policy_names())}, "
+                             "relabel:RUN[@MIX]")
 
     def jobs(self, done: set[tuple[str, int]]) -> list[EpisodeJob]:
         return [

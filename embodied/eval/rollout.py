@@ -104,11 +104,15 @@ def learned_policy(run: str):
     return _DECIDERS[run]
 
 
-def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | None = None) -> MemoryAgent:
+def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | None = None,
+                 relabel_mix: float | None = None) -> MemoryAgent:
     """``spec`` "learned:RUN[:wiped]": the agent's perception and memory, the learned policy deciding every
     call, and the shipped learned skill heads for this robot executing them (``head``: another head spec;
-    "none": the scripted skills). Retries are the policy's own: no aim correction."""
+    "none": the scripted skills). Retries are the policy's own: no aim correction.
+    ``relabel_mix``: record decisions labelled by the planner (:mod:`embodied.agent.relabel`), the
+    planner's call running at that share of them."""
     from embodied.agent.learned import LearnedDecider
+    from embodied.agent.relabel import RelabellingDecider
 
     body = spec.removeprefix("learned:")
     run, variant = (body.rsplit(":", 1) if body.rsplit(":", 1)[-1] in LEARNED_VARIANTS else (body, ""))
@@ -121,9 +125,12 @@ def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | N
     elif head == "none":
         head = None
     config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), aim=None,
-                         **LEARNED_VARIANTS[variant])
+                         record_decisions=relabel_mix is not None, **LEARNED_VARIANTS[variant])
+    decider = LearnedDecider(learned_policy(run))
+    if relabel_mix is not None:
+        decider = RelabellingDecider(decider, mix=relabel_mix, seed=int(seed or 0))
     return MemoryAgent(env.unwrapped.labels, config, skills=learned_skills(head) if head else None,
-                       decider=LearnedDecider(learned_policy(run)))
+                       decider=decider)
 
 
 def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):

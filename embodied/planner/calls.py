@@ -39,6 +39,7 @@ SOURCES: tuple[str, ...] = ("now", "first", "free")
 # close it), named by the node they serve. A plan's units may run in any order; calls without one keep
 # theirs. Skills ignore it; a learned policy's trainer reads it from the recorded calls.
 UNIT = "unit"
+RESUMED = "resumed"  # extra flag: the unit was begun before this plan (its drawer open, its object held)
 
 
 @dataclass(frozen=True)

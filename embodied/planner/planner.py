@@ -15,7 +15,8 @@ Plans by action (``Goal.action``):
     put_back everything  for each object away from where it was first seen:
                          uncover it, pick, open the drawer it came from, place;
                          each object's calls carry ``extra[UNIT]`` (its node): units run in any order;
-                         first, shut any drawer left open that no unit opens
+                         first, shut any drawer left open that no unit opens; a unit begun
+                         (its object in hand, its drawer open: extra[RESUMED]) goes first
     go_to X              navigate(X now / X where first seen)
     go_to_room X         navigate(the room memory has X in: its centre on the floor)
     observe              nothing
@@ -29,7 +30,7 @@ import math
 
 import numpy as np
 
-from embodied.planner.calls import UNIT, SkillCall
+from embodied.planner.calls import RESUMED, UNIT, SkillCall
 from embodied.planner.grammar import Goal, Ref
 from embodied.planner.resolver import ResolutionError, Resolver
 
@@ -147,14 +148,31 @@ class Planner:
         keep_clear = [r.position(n)[:2] for n in objects] + [r.position(n, "first")[:2] for n in moved]
         plan: list[SkillCall] = []
         units_open: set[str] = set()
+        held = [n for n in r.memory.find() if r.memory.where_is(n)["held"]]
+        # Whatever the hand holds (a replan after a failed place) is set down first: the hand must be
+        # free to open, lift or pick, and a held object's unit is half done.
+        moved.sort(key=lambda n: n not in held)
         for n in moved:
             start = len(plan)
             note = f"{r.attrs(n).get('colour', '')} {r.attrs(n)['cls']}".strip()
             dest = r.position(n, "first")
+            if n in held:
+                into = self._container_at_first_sight(r, n)
+                extra = {"into": into} if into and _is_drawer(r, into) else {}
+                plan.append(SkillCall("place", n, tuple(dest), 0.0, tuple(r.size(n)), f"{note} back",
+                                      {**extra, UNIT: n, RESUMED: True}))
+                if extra and r.memory.where_is(into)["state"] == "open":  # its unit opened it: shut it after
+                    plan.append(self.call("close", into, r, "drawer", {UNIT: n, RESUMED: True}))
+                    units_open.add(into)
+                continue
             opened: list[str] = []
+            resumed = False  # its drawer stands open already: the unit was begun (a replan cut it short)
             for holder in (r.holder(n), self._container_at_first_sight(r, n)):
                 if holder and _is_drawer(r, holder) and holder not in opened:
-                    plan.append(self.call("open", holder, r, f"drawer for {note}"))
+                    if r.memory.where_is(holder)["state"] == "open":
+                        resumed = True
+                    else:
+                        plan.append(self.call("open", holder, r, f"drawer for {note}"))
                     opened.append(holder)
             for cup in self._cups_over(r, n, dest):
                 aside = self._free_spot(r, keep_clear, near=r.position(cup)[:2])
@@ -169,13 +187,25 @@ class Planner:
             plan += [self.call("close", d, r, "drawer") for d in opened]
             # One object's calls form a unit; units may run in any order (a learned policy is not
             # taught this plan's arbitrary order: policies.memory_policy any_order).
-            plan[start:] = [dataclasses.replace(c, extra={**c.extra, UNIT: n}) for c in plan[start:]]
+            tag = {UNIT: n, RESUMED: True} if resumed else {UNIT: n}
+            plan[start:] = [dataclasses.replace(c, extra={**c.extra, **tag}) for c in plan[start:]]
             units_open.update(opened)
         # A drawer left open (its unit cut short by a replan, its object already back) is shut first,
         # as its unit would have: the same state always gets the same next call.
         left_open = [d for d in r.memory.find(kind="container")
                      if _is_drawer(r, d) and d not in units_open and r.memory.where_is(d)["state"] == "open"]
-        return [self.call("close", d, r, "drawer left open") for d in left_open] + plan
+        shut = [self.call("close", d, r, "drawer left open") for d in left_open]
+        # A cup held up (its unit cut short) is set down out of the way before anything else.
+        for cup in [n for n in held if n not in moved and r.attrs(n)["kind"] == "container"]:
+            spot = self._free_spot(r, keep_clear, near=r.position(cup)[:2])
+            return [SkillCall("place", cup, (spot[0], spot[1], r.position(cup, "first")[2]), 0.0,
+                              tuple(r.size(cup)), "cup aside")] + shut + plan
+        # Units begun come first: the held object's, then the drawers left open, then units whose drawer
+        # stands open, then the rest (each unit's calls stay together; the sort is stable).
+        first = [c for c in plan if c.extra.get(UNIT) in held]
+        rest = [c for c in plan if c.extra.get(UNIT) not in held]
+        rest.sort(key=lambda c: not c.extra.get(RESUMED, False))
+        return first + shut + rest
 
     def _container_at_first_sight(self, r: Resolver, node: str) -> str:
         """The container the node was in when first seen (from the graph as it stood then)."""

@@ -41,7 +41,11 @@ def unit_alternatives(ep: EpisodeDecisions, j: int) -> list[tuple[int, int]]:
     recorded at ``j`` starts a unit that no earlier call of this goal served, the first call of
     every other unit this goal runs later, and that no earlier call served either, could have come
     first just as well. Anywhere else (inside a unit, untagged calls, no stored calls) there are none.
+    A relabelled episode (:mod:`embodied.agent.relabel`) stores them per decision from the planner's plan.
     """
+    if ep.alternatives is not None and ep.alternatives[j] is not None:  # stored by the labeller
+        return [(DECISIONS.index(c["skill"]), ep.ids[j].index(c["target"]))
+                for c in ep.alternatives[j] if c["target"] in ep.ids[j]]
     calls = ep.calls
     unit = _unit(calls[j]) if calls else None
     if unit is None:
@@ -68,11 +72,13 @@ def _unit(call: dict | None) -> str | None:
 class DecisionData:
     def __init__(self, roots: list[str], config: MemoryPolicyConfig, progress: bool = True, seed: int = 0,
                  successful_only: bool = True):
-        """``successful_only``: learn only from episodes the recording policy solved."""
+        """``successful_only``: learn only from episodes the recording policy solved (relabelled episodes
+        are kept whatever their outcome: their labels are the planner's, not what ran)."""
         self.config = c = config
         self.episodes = []  # (root, EpisodeDecisions)
         for root in roots:
-            self.episodes += [(str(root), ep) for ep in load_decisions(root) if ep.success or not successful_only]
+            self.episodes += [(str(root), ep) for ep in load_decisions(root)
+                              if ep.success or ep.labeller == "planner" or not successful_only]
         if not self.episodes:
             raise ValueError(f"no successful episodes with decisions in {', '.join(map(str, roots))}")
         rows = [(k, j) for k, (_, ep) in enumerate(self.episodes) for j in range(len(ep))]
