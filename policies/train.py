@@ -130,10 +130,17 @@ def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):
     return DemoDataset(cfg.data, obs_horizon=obs_horizon, action_horizon=horizon, cameras=list(cfg.cameras))
 
 
+RUN_ENTRIES = {"config.json", "stats.json", "log.jsonl", "loss.png", "latest.json", "checkpoints"}
+
+
 def check_resume(out: Path, cfg: TrainConfig) -> Path | None:
-    """The checkpoint to resume from (None: fresh run); refuses to mix runs."""
+    """The checkpoint to resume from (None: fresh run); refuses to mix runs, and to write into a folder
+    that holds something else (a dataset given as --out by mistake)."""
     ckpt = latest_checkpoint(out) if out.exists() else None
     if ckpt is None:
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in RUN_ENTRIES) if out.is_dir() else []
+        if foreign:
+            raise ValueError(f"--out {out} holds {', '.join(foreign[:4])}, not a run: pick an empty or new folder")
         return None
     if not cfg.resume:
         raise ValueError(f"{out} already holds a run (checkpoint {ckpt.name}); pass --resume or pick another --out")

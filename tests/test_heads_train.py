@@ -127,6 +127,13 @@ def test_a_killed_run_resumes_on_the_same_curve(demos, tmp_path):
     assert (straight / "loss.png").stat().st_size > 1000
 
 
+def test_training_into_a_dataset_folder_is_refused_and_leaves_it_alone(demos, capsys):
+    before = sorted(p.relative_to(demos) for p in demos.rglob("*"))
+    assert main(_train_cmd(demos, demos, 2)) == 2  # --out given the --data folder by mistake
+    assert "not a run" in capsys.readouterr().err
+    assert sorted(p.relative_to(demos) for p in demos.rglob("*")) == before
+
+
 def test_a_corrupt_checkpoint_is_named(demos, tmp_path, capsys):
     run = tmp_path / "c"
     assert main(_train_cmd(demos, run, 2)) == 0

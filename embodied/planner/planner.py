@@ -169,10 +169,10 @@ class Planner:
             resumed = False  # its drawer stands open already: the unit was begun (a replan cut it short)
             for holder in (r.holder(n), self._container_at_first_sight(r, n)):
                 if holder and _is_drawer(r, holder) and holder not in opened:
-                    if r.memory.where_is(holder)["state"] == "open":
-                        resumed = True
-                    else:
-                        plan.append(self.call("open", holder, r, f"drawer for {note}"))
+                    # Pulled again even if open: memory sees the contents anew as it slides (a pick aimed
+                    # where memory last saw them, under the housing, misses until then).
+                    resumed = resumed or r.memory.where_is(holder)["state"] == "open"
+                    plan.append(self.call("open", holder, r, f"drawer for {note}"))
                     opened.append(holder)
             for cup in self._cups_over(r, n, dest):
                 aside = self._free_spot(r, keep_clear, near=r.position(cup)[:2])
