@@ -161,3 +161,32 @@ def test_put_everything_back_sets_down_what_the_hand_holds_first():
     plan = Planner().plan(goal, memory)
     assert [(c.skill, c.target == blue_id) for c in plan] == [("place", True), ("pick", False), ("place", False)]
     assert plan[0].xyz[:2] == pytest.approx((0.50, -0.20), abs=0.01)
+
+
+def test_put_everything_back_sets_a_held_cup_aside_first():
+    """A replan while the hand holds up a cup (a lift whose unit was cut short): the cup goes down on a
+    free spot, away from every object and every place one goes back to, before anything else."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame, proprio
+
+    goal = parse("put everything back where it was")
+    memory = SpatialMemory()
+    red = lambda c: detection(c, "block", "red")
+    cup = lambda c: detection(c, "cup", "orange", (0.06, 0.06, 0.08))
+    t = 0
+    for c in [(0.40, 0.0)] * 2 + [(0.40, 0.25)] * 2:  # the red block moved while the robot looked away
+        memory.update(frame(t, [red((*c, 0.02)), cup((0.55, -0.20, 0.04))], proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+        t += 1
+    assert [c.skill for c in Planner().plan(goal, memory)] == ["pick", "place"]
+    for w in [0.08, 0.07, 0.062, 0.0605, 0.0602, 0.0602]:  # the hand closes on the cup
+        memory.update(frame(t, [red((0.40, 0.25, 0.02)), cup((0.55, -0.20, 0.04))],
+                            proprio=proprio((0.55, -0.20, 0.06), w)))
+        t += 1
+    cup_id = memory.find(cls="cup")[0]
+    assert memory.where_is(cup_id)["held"]
+    plan = Planner().plan(goal, memory)
+    assert [(c.skill, c.target == cup_id) for c in plan] == [("place", True), ("pick", False), ("place", False)]
+    spot = np.asarray(plan[0].xyz[:2])
+    for other in ((0.40, 0.25), (0.40, 0.0)):  # clear of the block now and of its place
+        assert np.linalg.norm(spot - np.asarray(other)) >= 0.09

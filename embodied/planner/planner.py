@@ -196,10 +196,11 @@ class Planner:
                      if _is_drawer(r, d) and d not in units_open and r.memory.where_is(d)["state"] == "open"]
         shut = [self.call("close", d, r, "drawer left open") for d in left_open]
         # A cup held up (its unit cut short) is set down out of the way before anything else.
-        for cup in [n for n in held if n not in moved and r.attrs(n)["kind"] == "container"]:
-            spot = self._free_spot(r, keep_clear, near=r.position(cup)[:2])
-            return [SkillCall("place", cup, (spot[0], spot[1], r.position(cup, "first")[2]), 0.0,
-                              tuple(r.size(cup)), "cup aside")] + shut + plan
+        cups = [n for n in held if n not in moved and r.attrs(n)["kind"] == "container"]
+        if cups:
+            spot = self._free_spot(r, keep_clear, near=r.position(cups[0])[:2])
+            return [SkillCall("place", cups[0], (spot[0], spot[1], r.position(cups[0], "first")[2]), 0.0,
+                              tuple(r.size(cups[0])), "cup aside")] + shut + plan
         # Units begun come first: the held object's, then the drawers left open, then units whose drawer
         # stands open, then the rest (each unit's calls stay together; the sort is stable).
         first = [c for c in plan if c.extra.get(UNIT) in held]
