@@ -91,6 +91,8 @@ def test_relabelled_episodes_are_recorded_and_learned_from_whatever_their_outcom
         assert ep.ids[k][int(ep.arrays["decision.target"][k])] == call["target"]
         if call["extra"].get(RESUMED):
             assert ep.alternatives[k] == []
+        # at mix 1.0 the planner's call is what ran (kept apart from the label: the last-call input reads it)
+        assert (ep.ran[k]["skill"], ep.ran[k]["target"]) == (call["skill"], call["target"])
     # a failed relabelled episode is still learned from (its labels are the planner's); a failed demo is not
     import policies.memory_policy.data as data_module
     from policies.memory_policy import MemoryPolicyConfig

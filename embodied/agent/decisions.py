@@ -56,14 +56,16 @@ class DecisionLog:
         self.rows: list[dict] = []
 
     def add(self, t: int, goal: str, obs: dict, memory, call: SkillCall | None,
-            alternatives: list[SkillCall] | None = None) -> None:
-        """``alternatives``: calls as good as ``call`` there (None: not known; the trainer infers them)."""
+            alternatives: list[SkillCall] | None = None, ran: SkillCall | None = None) -> None:
+        """``alternatives``: calls as good as ``call`` there (None: not known; the trainer infers them).
+        ``ran``: the call that ran there when ``call`` is a label of another labeller's."""
         tokens = node_tokens(memory, self.max_nodes)
         skill, target, source, params = label(call, tokens)
         self.rows.append({"t": int(t), "goal": str(goal), "proprio": np.asarray(obs["proprio"], np.float32).copy(),
                           "tokens": tokens, "skill": skill, "target": target, "source": source, "params": params,
                           "call": None if call is None else call.to_dict(),
-                          "alternatives": None if alternatives is None else [c.to_dict() for c in alternatives]})
+                          "alternatives": None if alternatives is None else [c.to_dict() for c in alternatives],
+                          "ran": None if ran is None else ran.to_dict()})
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -96,4 +98,6 @@ class DecisionLog:
                 "calls": [r["call"] for r in self.rows], "labeller": self.labeller}
         if any(r["alternatives"] is not None for r in self.rows):
             meta["alternatives"] = [r["alternatives"] for r in self.rows]
+        if self.labeller != "agent":
+            meta["ran"] = [r["ran"] for r in self.rows]
         return arrays, meta

@@ -27,7 +27,15 @@ import torch
 
 from embodied.memory.tokens import TOKEN_DIM, TOKEN_KINDS, anchor_offsets, field_slice, node_tokens, spot_offsets
 from embodied.planner.calls import SkillCall
-from policies.memory_policy.inputs import frames_tensor, history_indices, node_word_ids, pad_state, word_ids, words
+from policies.memory_policy.inputs import (
+    frames_tensor,
+    history_indices,
+    last_call,
+    node_word_ids,
+    pad_state,
+    word_ids,
+    words,
+)
 
 
 class LearnedDecider:
@@ -50,6 +58,9 @@ class LearnedDecider:
     def reset(self) -> None:
         self.frames: list[np.ndarray] = []  # per step: (C, 3, s, s) uint8
         self.last: dict | None = None  # the latest decision's inputs and answer (for reports and tests)
+        self.goal: str | None = None
+        self.started: list[tuple[str, str]] = []  # (skill, target id) of the calls started for this goal
+        self._appended = False  # the latest decision added its call to started
 
     # --- inputs -------------------------------------------------------------------
     def observe(self, obs: dict[str, Any], t: int) -> None:
@@ -86,6 +97,14 @@ class LearnedDecider:
                          node_words=torch.from_numpy(node_word_ids([list(w) for w in tokens.words], self.index, n,
                                                                    c.word_slots))[None],
                          node_mask=torch.from_numpy(np.arange(n) < len(tokens))[None])
+            if c.last_call_features:
+                skill, target, repeats = last_call(self.started)
+                flag = np.zeros(n, np.float32)
+                if target in tokens.ids:
+                    flag[tokens.ids.index(target)] = 1.0
+                batch.update(last_skill=torch.tensor([c.decisions.index(skill) + 1 if skill else 0]),
+                             last_repeats=torch.tensor([repeats], dtype=torch.float32),
+                             last_target=torch.from_numpy(flag)[None])
         elif c.memory == "none":
             batch.update(frames=torch.from_numpy(self.frames[-1]).float().div_(255.0)[None],
                          frame_mask=torch.from_numpy(self._slots(obs))[None])
@@ -103,9 +122,27 @@ class LearnedDecider:
 
     # --- the decision -------------------------------------------------------------
     def decide(self, goal: str, memory, obs: dict[str, Any], t: int) -> SkillCall | None:
+        if goal != self.goal:
+            self.goal, self.started = goal, []
         batch, tokens = self._batch(goal, memory, obs, t)
         d = self.policy.decide(batch)
         self.last = {"t": t, "goal": goal, "decision": d}
+        self._appended = False
+        call = self._call(d, tokens)
+        self.ran(call)
+        return call
+
+    def ran(self, call: SkillCall | None) -> None:
+        """The call that runs after the latest decision (its own, or one put in its place by a
+        relabelling decider): the last call the next decision sees."""
+        if self._appended:
+            self.started.pop()
+        self._appended = call is not None
+        if call is not None:
+            self.started.append((call.skill, call.target))
+
+    def _call(self, d, tokens) -> SkillCall | None:
+        """The :class:`SkillCall` of the policy's decision ``d`` over ``tokens`` (None: stop)."""
         if d.skill == "stop":
             return None
         if d.skill == "wait":

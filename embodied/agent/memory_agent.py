@@ -166,7 +166,7 @@ class MemoryAgent:
             return
         labelled, call, alternatives = self.decider.take_label()
         if labelled:
-            self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, call, alternatives)
+            self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, call, alternatives, ran=self.current_call)
 
     def _embody(self, obs: dict) -> None:
         """From the first observation: an arm (workcell proprio) or a mobile base with a head camera.

@@ -59,7 +59,11 @@ class RelabellingDecider:
             return call
         first = plan[0] if plan else None
         self.label = (True, first, _other_units(plan))
-        return first if self.rng.random() < self.mix else call
+        if self.rng.random() < self.mix:
+            if hasattr(self.decider, "ran"):
+                self.decider.ran(first)  # what it remembers doing is what runs
+            return first
+        return call
 
     def take_label(self) -> tuple[bool, SkillCall | None, list[SkillCall]]:
         """(labelled, the planner's call or None for stop, the alternatives) of the latest decision."""

@@ -4,6 +4,7 @@
     ep.arrays["decision.tokens"]         # (D, N, TOKEN_DIM) float32 node tokens at each decision
     ep.goals[k], ep.ids[k], ep.words[k]  # goal text, node ids and (class, colour, room name) words
     ep.calls[k]                          # the call started there (SkillCall.to_dict; None: stop)
+    ep.ran[k]                            # relabelled episodes: the call that ran there (calls: the labels)
 
 What the arrays hold is documented in :mod:`embodied.agent.decisions`; they
 are written by ``embodied record-demos --policy agent``. Only safetensors and
@@ -39,6 +40,7 @@ class EpisodeDecisions:
     calls: list[dict | None] | None = None  # the call started at each decision (SkillCall.to_dict), if stored
     labeller: str = "agent"  # "agent": the calls it ran; "planner": relabelled (embodied.agent.relabel)
     alternatives: list[list[dict] | None] | None = None  # per decision, calls as good as the label, if stored
+    ran: list[dict | None] | None = None  # relabelled: the call that ran at each decision (calls holds the labels)
 
     def __len__(self) -> int:
         return int(self.arrays["decision.t"].shape[0])
@@ -78,7 +80,8 @@ def load_decisions(root: str | Path) -> list[EpisodeDecisions]:
         arrays, meta = read_decisions(path)
         out.append(EpisodeDecisions(e, str(r.get("task_name") or ""), int(r["length"]), bool(r.get("success")),
                                     arrays, meta["goals"], meta["ids"], meta["words"], meta.get("calls"),
-                                    str(meta.get("labeller", "agent")), meta.get("alternatives")))
+                                    str(meta.get("labeller", "agent")), meta.get("alternatives"),
+                                    meta.get("ran")))
     if not out:
         raise DatasetError(root / "meta" / "decisions", "no decisions: record the demos with --policy agent")
     return out

@@ -36,6 +36,10 @@ class MemoryPolicyConfig:
     # the trainer: position, first_position, then each action tag's last-event age.
     anchor_features: bool = False
     anchor_offsets: tuple[int, ...] = ()
+    # explicit: the last call, what the policy itself just did (a call's outcome shows in memory, e.g. a
+    # pick that left nothing held): the skill of the call started last for this goal, how many times in a
+    # row it was started (inputs.last_call), and which node it was aimed at.
+    last_call_features: bool = False
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
@@ -73,6 +77,9 @@ class MemoryPolicyConfig:
         if self.anchor_features and (self.memory != "explicit" or len(self.anchor_offsets) < 3):
             raise ValueError("anchor_features is for the explicit policy and needs anchor_offsets (position, "
                              f"first_position, event ages), got memory {self.memory!r} and {self.anchor_offsets}")
+        if self.last_call_features and self.memory != "explicit":
+            raise ValueError(f"last_call_features is for the explicit policy, not {self.memory!r} (the other "
+                             "inputs see no past decision, against copying it)")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.image_size % 16:

@@ -24,6 +24,7 @@ from policies.memory_policy.inputs import (
     build_vocab,
     frames_tensor,
     history_indices,
+    last_call,
     node_word_ids,
     pad_state,
     word_ids,
@@ -123,6 +124,8 @@ class DecisionData:
                 self.node_words[i] = node_word_ids(ep.words[j], index, n, c.word_slots)
                 if self.target[i] >= n:
                     self.target[i] = -1
+            if c.last_call_features:
+                self._last_calls(n)
             if c.any_order:
                 self.alt_skill = np.full((d, MAX_CHOICES), -1, np.int64)
                 self.alt_target = np.full((d, MAX_CHOICES), -1, np.int64)
@@ -134,6 +137,29 @@ class DecisionData:
                     self.alt_target[i, : len(choices)] = [a[1] for a in choices]
         else:
             self._load_frames(progress)
+
+    def _last_calls(self, n: int) -> None:
+        """The last call at each decision (inputs.last_call), from the calls that ran before it for the
+        same goal: a relabelled episode's ``ran``, else its recorded calls."""
+        d = len(self.rows)
+        self.last_skill = np.zeros(d, np.int64)
+        self.last_repeats = np.zeros(d, np.float32)
+        self.last_target = np.zeros((d, n), np.float32)
+        decisions = list(self.config.decisions or DECISIONS)
+        for i, (k, j) in enumerate(self.rows):
+            ep = self.episodes[k][1]
+            ran = ep.ran if ep.ran is not None else ep.calls
+            if ran is None:
+                raise ValueError(f"episode {ep.episode} of {self.episodes[k][0]} stores no calls: last_call_features "
+                                 "needs them (record the demos again)")
+            first = j
+            while first > 0 and ep.goals[first - 1] == ep.goals[j]:
+                first -= 1
+            started = [(c["skill"], c["target"]) for c in ran[first:j] if c is not None]
+            skill, target, self.last_repeats[i] = last_call(started)
+            self.last_skill[i] = decisions.index(skill) + 1 if skill else 0
+            if target in ep.ids[j] and ep.ids[j].index(target) < n:
+                self.last_target[i, ep.ids[j].index(target)] = 1.0
 
     # --- images ---------------------------------------------------------------------
     def _load_frames(self, progress: bool) -> None:
@@ -196,6 +222,10 @@ class DecisionData:
                "prev_skill": torch.from_numpy(self.prev[idx])}
         if c.memory == "explicit" and c.any_order:
             out.update(alt_skill=torch.from_numpy(self.alt_skill[idx]), alt_target=torch.from_numpy(self.alt_target[idx]))
+        if c.memory == "explicit" and c.last_call_features:
+            out.update(last_skill=torch.from_numpy(self.last_skill[idx]),
+                       last_repeats=torch.from_numpy(self.last_repeats[idx]),
+                       last_target=torch.from_numpy(self.last_target[idx]))
         if c.memory == "explicit":
             out.update(tokens=torch.from_numpy(self.tokens[idx]), node_words=torch.from_numpy(self.node_words[idx]),
                        node_mask=torch.from_numpy(self.node_mask[idx]))

@@ -5,6 +5,7 @@
     frames_tensor(rgb, size)                -> (3, size, size) float32 in [0, 1] (area-resized)
     history_indices(t, length, stride)      -> frame steps of the implicit history, oldest first, ending at t
     pad_state(proprio, width)               -> (width + 1,) float32: the values, zeros, and their count / width
+    last_call(started)                      -> (skill, target id, repeats) of the call started last for this goal
 """
 
 from __future__ import annotations
@@ -74,3 +75,22 @@ def pad_state(proprio, width: int) -> np.ndarray:
     out[: p.shape[0]] = p
     out[-1] = p.shape[0] / width
     return out
+
+
+MAX_REPEATS = 4  # a call started this many times in a row or more reads the same
+
+
+def last_call(started: list[tuple[str, str]]) -> tuple[str, str, float]:
+    """The call started last for the current goal, from the (skill, target id) of every call started
+    for it, oldest first: its skill ("" before the first), its target id ("" for none), and how many
+    times in a row it was started, / MAX_REPEATS and at most 1 (a call that keeps failing is tried
+    again by the demonstrator, then given up for another way)."""
+    if not started:
+        return "", "", 0.0
+    last = started[-1]
+    n = 0
+    for call in reversed(started):
+        if call != last:
+            break
+        n += 1
+    return last[0], last[1], min(n, MAX_REPEATS) / MAX_REPEATS

@@ -11,6 +11,8 @@ Batch (B decision points; shapes; every key a tensor):
     explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.memory.tokens)
                node_words   (B, N, W) int64        each node's words (class, colour, names, shown colour)
                node_mask    (B, N) bool
+               last_call_features: last_skill (B,) int64 (0 none, else 1 + the index in decisions),
+               last_repeats (B,) float32 (inputs.last_call), last_target (B, N) float32 (1 at its node)
     none:      frames       (B, C, 3, s, s)        the current camera frames, [0, 1]
                frame_mask   (B, C) bool            which camera slots hold a camera
     implicit:  history      (B, L, C, 3, s, s)     past frames, oldest first up to the current one (age 0),
@@ -173,6 +175,10 @@ class MemoryPolicy(nn.Module):
                 self.spots = nn.Linear(3 * len(SPOT_SCALES), d)
             if c.anchor_features:
                 self.anchor = nn.Linear(1 + 3 * len(SPOT_SCALES), d)
+            if c.last_call_features:
+                self.last_skill = nn.Embedding(n_dec + 1, d)
+                self.last_repeats = nn.Linear(1, d)
+                self.last_target = nn.Linear(1, d)
         else:
             self.frames = FrameEncoder(c.image_size, d)
             self.camera = nn.Parameter(torch.randn(c.camera_slots, d) * 0.02)
@@ -200,6 +206,8 @@ class MemoryPolicy(nn.Module):
                 matches = matches + self.spots(_spots(batch["tokens"], batch["node_mask"], c.spot_offsets))
             if c.anchor_features:
                 matches = matches + self.anchor(_anchor(batch["tokens"], batch["node_mask"], c.anchor_offsets))
+            if c.last_call_features:
+                matches = matches + self.last_target(batch["last_target"].unsqueeze(-1))
             return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
@@ -225,6 +233,9 @@ class MemoryPolicy(nn.Module):
         b = batch["goal_ids"].shape[0]
         goal = self.word(batch["goal_ids"]) + self.goal_pos[: batch["goal_ids"].shape[1]] + t[1]
         state = self.state_in((batch["state"] - self.state_mean) / self.state_std).unsqueeze(1) + t[2]
+        if c.memory == "explicit" and c.last_call_features:
+            last = self.last_skill(batch["last_skill"]) + self.last_repeats(batch["last_repeats"].unsqueeze(-1))
+            state = state + last.unsqueeze(1)
         mem, valid = self._memory(batch)
         head = t[0].expand(b, 1, c.d_model)
         x = torch.cat([head, goal, state, mem], 1)

@@ -1,0 +1,89 @@
+"""The last call as an input of the explicit policy: the skill started last for the goal, how often in a row,
+and the node it was aimed at; built the same way from recorded calls (training) and from the calls the
+decider started (run time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from embodied.agent.learned import LearnedDecider
+from embodied.agent.relabel import RelabellingDecider
+from embodied.cli.main import main
+from embodied.data.decisions import load_decisions
+from embodied.planner.calls import DECISIONS, SkillCall
+from policies.memory_policy import MemoryPolicyConfig
+from policies.memory_policy.data import DecisionData
+from policies.memory_policy.inputs import MAX_REPEATS, last_call
+from policies.memory_policy.modeling import MemoryPolicy
+from tests.heads_helpers import one_torch_thread  # noqa: F401
+
+SMALL = {"d_model": 32, "n_heads": 2, "n_layers": 1, "dropout": 0.0}
+GOAL = "put everything back where it was"
+
+
+@pytest.fixture(scope="module")
+def rearrange(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("last_call") / "demos"
+    assert main(["record-demos", "--task", "Rearrange-v0", "--episodes", "1", "--out", str(out), "--policy", "agent",
+                 "--image-size", "64", "--json"]) == 0
+    return out
+
+
+def test_last_call_counts_the_same_call_in_a_row():
+    assert last_call([]) == ("", "", 0.0)
+    pick_a, pick_b = ("pick", "a"), ("pick", "b")
+    assert last_call([pick_b, pick_a]) == ("pick", "a", 1 / MAX_REPEATS)
+    assert last_call([pick_a, pick_b, pick_a, pick_a]) == ("pick", "a", 2 / MAX_REPEATS)
+    assert last_call([pick_a] * 9)[2] == 1.0  # capped
+
+
+def test_the_trainer_reads_each_decisions_last_call_from_the_calls_before_it(rearrange):
+    ep = load_decisions(rearrange)[0]
+    config = MemoryPolicyConfig(memory="explicit", last_call_features=True, **SMALL)
+    data = DecisionData([rearrange], config, progress=False)
+    assert len(data) == len(ep)
+    fresh = [j for j in range(len(ep)) if j == 0 or ep.goals[j - 1] != ep.goals[j]]
+    assert len(fresh) == 2  # watch, then put back: each goal starts with no last call
+    for j in fresh:
+        assert data.last_skill[j] == 0 and data.last_repeats[j] == 0 and not data.last_target[j].any()
+    for j in set(range(len(ep))) - set(fresh):
+        before = ep.calls[j - 1]
+        assert before is not None  # within a goal, every decision but a final stop follows a started call
+        assert DECISIONS[data.last_skill[j] - 1] == before["skill"]
+        flagged = np.flatnonzero(data.last_target[j])
+        assert [ep.ids[j][k] for k in flagged] == ([before["target"]] if before["target"] in ep.ids[j] else [])
+        assert data.last_repeats[j] >= 1 / MAX_REPEATS
+    batch = data.batch(np.arange(len(data)), train=False)
+    data.fill_config(config)
+    model = MemoryPolicy(config, {})
+    # the input changes the decision: the same batch with the last calls blanked scores otherwise
+    blank = dict(batch, last_skill=batch["last_skill"] * 0, last_target=batch["last_target"] * 0)
+    with torch.no_grad():
+        assert not np.isclose(float(model(batch)["loss"]), float(model(blank)["loss"]))
+    with pytest.raises(ValueError, match="last_call_features"):
+        MemoryPolicyConfig(memory="implicit", last_call_features=True).validate()
+
+
+def test_the_decider_remembers_what_ran_for_this_goal_and_a_relabelling_swap(rearrange, tmp_path):
+    from tests.test_relabel import _two_blocks_moved
+
+    config = MemoryPolicyConfig(memory="explicit", last_call_features=True, **SMALL)
+    data = DecisionData([rearrange], config, progress=False)
+    stats = data.fill_config(config)
+    decider = LearnedDecider(MemoryPolicy(config, stats))
+    memory = _two_blocks_moved()
+    obs = {"goal": {"text": GOAL}, "proprio": np.zeros(22, np.float32)}
+    own = decider.decide(GOAL, memory, obs, 3)
+    assert decider.started == ([] if own is None else [(own.skill, own.target)])
+    planner_call = SkillCall("pick", "nowhere")
+    decider.ran(planner_call)  # a relabelling decider ran the planner's call in its place
+    assert decider.started == [("pick", "nowhere")]
+    decider.decide("another goal", memory, obs, 4)
+    assert ("pick", "nowhere") not in decider.started  # a new goal starts afresh
+    relabel = RelabellingDecider(decider, mix=1.0)
+    ran = relabel.decide(GOAL, memory, obs, 5)
+    assert ran is not None and decider.started == [(ran.skill, ran.target)]
