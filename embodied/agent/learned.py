@@ -8,7 +8,8 @@ as it does when it plans (:mod:`embodied.agent.decisions`). The decider turns
 what the policy says into a :class:`SkillCall`:
 
     explicit   the target is the node pointed at; the point is that node's position now, where it
-               was first seen, or the regressed point (``source``); the box size is the node's;
+               was first seen, another node's position plus an offset (``where_pointer``: the
+               drawer a block goes into) or the regressed point (``source``); the box size is the node's;
                a room node makes a room goal, a first-seen point a "when first" one
     none,      no nodes: the regressed point and box size
     implicit
@@ -154,6 +155,8 @@ class LearnedDecider:
         feats = tokens.features[k]
         kind_room = bool(feats[field_slice("kind")][TOKEN_KINDS.index("room")] > 0.5)
         xyz = {"now": feats[field_slice("position")], "first": tokens.first_xyz[k]}.get(d.source, d.xyz)
+        if d.source == "node" and 0 <= d.where < len(tokens):  # read from another node, e.g. a drawer
+            xyz = tokens.features[d.where, field_slice("position")] + d.offset
         cls, colour, name = tokens.words[k][:3]
         extra: dict = {}
         if kind_room:

@@ -40,6 +40,11 @@ class MemoryPolicyConfig:
     # pick that left nothing held): the skill of the call started last for this goal, how many times in a
     # row it was started (inputs.last_call), and which node it was aimed at.
     last_call_features: bool = False
+    # explicit: a second pointer, at the node a call's point is read from when that is not the target (a
+    # block placed into a drawer: the point is the drawer as it stands now). A free point within
+    # data.WHERE_RADIUS of another node is learned as that node plus a small regressed offset (source
+    # "node"); other free points stay regressed.
+    where_pointer: bool = False
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
@@ -80,6 +85,8 @@ class MemoryPolicyConfig:
         if self.last_call_features and self.memory != "explicit":
             raise ValueError(f"last_call_features is for the explicit policy, not {self.memory!r} (the other "
                              "inputs see no past decision, against copying it)")
+        if self.where_pointer and self.memory != "explicit":
+            raise ValueError(f"where_pointer is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.image_size % 16:

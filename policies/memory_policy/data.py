@@ -18,7 +18,8 @@ import torch
 from tqdm import tqdm
 
 from embodied.data.decisions import EpisodeDecisions, load_decisions
-from embodied.planner.calls import DECISIONS, SOURCES, UNIT
+from embodied.memory.tokens import field_slice
+from embodied.planner.calls import DECISIONS, SOURCES, STOP, UNIT
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.inputs import (
     build_vocab,
@@ -33,6 +34,8 @@ from policies.memory_policy.inputs import (
 
 
 MAX_CHOICES = 8  # any_order: the recorded choice and up to 7 equally good ones per decision
+WHERE_SOURCE = "node"  # where_pointer: a point read from another node than the target, plus an offset
+WHERE_RADIUS = 0.06  # m (xy): a free point this near another node's position is read from that node
 
 
 def unit_alternatives(ep: EpisodeDecisions, j: int) -> list[tuple[int, int]]:
@@ -126,6 +129,8 @@ class DecisionData:
                     self.target[i] = -1
             if c.last_call_features:
                 self._last_calls(n)
+            if c.where_pointer:
+                self._where_labels()
             if c.any_order:
                 self.alt_skill = np.full((d, MAX_CHOICES), -1, np.int64)
                 self.alt_target = np.full((d, MAX_CHOICES), -1, np.int64)
@@ -137,6 +142,26 @@ class DecisionData:
                     self.alt_target[i, : len(choices)] = [a[1] for a in choices]
         else:
             self._load_frames(progress)
+
+    def _where_labels(self) -> None:
+        """where_pointer: each free point near a node other than the target becomes that node (``where``)
+        plus the offset (m) from its position then; its source becomes WHERE_SOURCE."""
+        d = len(self.rows)
+        self.where = np.full(d, -1, np.int64)
+        self.offset = np.zeros((d, 3), np.float32)
+        pos = self.tokens[..., field_slice("position")]
+        for i in range(d):
+            if self.source[i] != SOURCES.index("free") or self.skill[i] == STOP:
+                continue
+            xyz = self.params[i, :3]
+            dist = np.linalg.norm(pos[i, :, :2] - xyz[:2], axis=-1)
+            dist[~self.node_mask[i]] = np.inf
+            if self.target[i] >= 0:
+                dist[self.target[i]] = np.inf
+            k = int(np.argmin(dist))
+            if dist[k] <= WHERE_RADIUS:
+                self.where[i], self.offset[i] = k, xyz - pos[i, k]
+                self.source[i] = len(SOURCES)  # WHERE_SOURCE, after the recorded ones (fill_config)
 
     def _last_calls(self, n: int) -> None:
         """The last call at each decision (inputs.last_call), from the calls that ran before it for the
@@ -195,7 +220,8 @@ class DecisionData:
     # --- the data's own settings -------------------------------------------------------
     def fill_config(self, c: MemoryPolicyConfig) -> dict[str, dict[str, list[float]]]:
         """Set the config's output vocabulary, widths and point statistics; returns the input statistics."""
-        c.decisions, c.sources = tuple(DECISIONS), tuple(SOURCES)
+        c.decisions = tuple(DECISIONS)
+        c.sources = (*SOURCES, WHERE_SOURCE) if c.where_pointer else tuple(SOURCES)
         acting = self.skill != DECISIONS.index("stop")
         xyz = self.params[acting, :3] if acting.any() else np.zeros((1, 3), np.float32)
         c.xyz_mean = tuple(float(v) for v in xyz.mean(0))
@@ -222,6 +248,8 @@ class DecisionData:
                "prev_skill": torch.from_numpy(self.prev[idx])}
         if c.memory == "explicit" and c.any_order:
             out.update(alt_skill=torch.from_numpy(self.alt_skill[idx]), alt_target=torch.from_numpy(self.alt_target[idx]))
+        if c.memory == "explicit" and c.where_pointer:
+            out.update(where=torch.from_numpy(self.where[idx]), offset=torch.from_numpy(self.offset[idx]))
         if c.memory == "explicit" and c.last_call_features:
             out.update(last_skill=torch.from_numpy(self.last_skill[idx]),
                        last_repeats=torch.from_numpy(self.last_repeats[idx]),

@@ -11,6 +11,7 @@ Batch (B decision points; shapes; every key a tensor):
     explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.memory.tokens)
                node_words   (B, N, W) int64        each node's words (class, colour, names, shown colour)
                node_mask    (B, N) bool
+               where_pointer: where (B,) int64 (the node a point is read from, -1 none), offset (B, 3) m
                last_call_features: last_skill (B,) int64 (0 none, else 1 + the index in decisions),
                last_repeats (B,) float32 (inputs.last_call), last_target (B, N) float32 (1 at its node)
     none:      frames       (B, C, 3, s, s)        the current camera frames, [0, 1]
@@ -60,6 +61,8 @@ class Decision:
     yaw: float  # rad; NaN when the call has none
     size: np.ndarray  # (3,) m, the regressed box size (used without nodes)
     skill_prob: float
+    where: int = -1  # source "node": the node index the point is read from
+    offset: np.ndarray | None = None  # (3,) m, source "node": added to that node's position
 
 
 class FrameEncoder(nn.Module):
@@ -93,6 +96,7 @@ def _matches(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) -> tor
     return torch.cat([cross, named], -1).float()
 
 
+OFFSET_SCALE = 0.05  # m: where_pointer offsets are regressed in these units
 SPOT_SCALES = (0.02, 0.05, 0.12)  # m: what counts as "at" a spot, softly, at three scales
 
 
@@ -175,6 +179,8 @@ class MemoryPolicy(nn.Module):
                 self.spots = nn.Linear(3 * len(SPOT_SCALES), d)
             if c.anchor_features:
                 self.anchor = nn.Linear(1 + 3 * len(SPOT_SCALES), d)
+            if c.where_pointer:
+                self.where_query, self.where_key = nn.Linear(d, d), nn.Linear(d, d)
             if c.last_call_features:
                 self.last_skill = nn.Embedding(n_dec + 1, d)
                 self.last_repeats = nn.Linear(1, d)
@@ -191,7 +197,8 @@ class MemoryPolicy(nn.Module):
         self.skill_head = nn.Linear(d, n_dec)
         self.query, self.key = nn.Linear(d, d), nn.Linear(d, d)
         self.skill_emb = nn.Embedding(n_dec, d)
-        self.call_head = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.SiLU(), nn.Linear(2 * d, len(c.sources) + 9))
+        width = len(c.sources) + 9 + (3 if c.where_pointer else 0)  # + the where offset
+        self.call_head = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.SiLU(), nn.Linear(2 * d, width))
 
     # --- memory tokens ------------------------------------------------------------
     def _memory(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -270,13 +277,23 @@ class MemoryPolicy(nn.Module):
         lp = (lp + torch.where(pointed, node, torch.zeros_like(node))).masked_fill(alt_skill < 0, -math.inf)
         return -torch.logsumexp(lp, 1).mean()
 
+    def _picked(self, hc: torch.Tensor, hm: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """(B, d): the target node's output (zeros where there is none)."""
+        if self.config.memory != "explicit":
+            return torch.zeros_like(hc)
+        return hm[torch.arange(hm.shape[0]), target.clamp_min(0)] * (target >= 0).unsqueeze(-1)
+
     def _call(self, hc: torch.Tensor, hm: torch.Tensor, skill: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """(B, n_sources + 9): source logits, xyz (normalised), cos/sin yaw, has-yaw logit, size (m)."""
-        picked = torch.zeros_like(hc)
-        if self.config.memory == "explicit":
-            k = target.clamp_min(0)
-            picked = hm[torch.arange(hm.shape[0]), k] * (target >= 0).unsqueeze(-1)
-        return self.call_head(torch.cat([hc, picked, self.skill_emb(skill)], -1))
+        """(B, n_sources + 9 [+ 3]): source logits, xyz (normalised), cos/sin yaw, has-yaw logit, size (m)
+        [, where_pointer: the offset from the where node, / OFFSET_SCALE]."""
+        return self.call_head(torch.cat([hc, self._picked(hc, hm, target), self.skill_emb(skill)], -1))
+
+    def _where(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor, skill: torch.Tensor,
+               target: torch.Tensor) -> torch.Tensor:
+        """(B, N) logits of the node a call's point is read from, given its skill and target."""
+        q = self.where_query(hc + self.skill_emb(skill) + self._picked(hc, hm, target))
+        logits = torch.einsum("bd,bnd->bn", q, self.where_key(hm)) / math.sqrt(hc.shape[-1])
+        return logits.masked_fill(~valid, -1e9)
 
     # --- training -------------------------------------------------------------------
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -315,6 +332,15 @@ class MemoryPolicy(nn.Module):
         sized = acting & ~pointed
         out["size"] = F.smooth_l1_loss(call[sized, ns + 6:ns + 9] * 10, params[sized, 4:7] * 10) if sized.any() else zero
         loss = out["skill"] + out["pointer"] + out["source"] + out["xyz"] + out["has_yaw"] + out["yaw"] + out["size"]
+        if c.where_pointer:
+            at = pointed & (batch["where"] >= 0)
+            if at.any():
+                out["where"] = F.cross_entropy(self._where(hc, hm, valid, skill, target)[at], batch["where"][at])
+                off = call[at, ns + 9:ns + 12]
+                out["offset"] = F.smooth_l1_loss(off, batch["offset"][at] / OFFSET_SCALE)
+            else:
+                out["where"] = out["offset"] = zero
+            loss = loss + out["where"] + out["offset"]
         if c.memory == "implicit" and c.past_decision_weight > 0:
             earlier = (valid & (batch["history_age"] > 0)).float().unsqueeze(-1)
             past = self.past((hm * earlier).sum(1) / earlier.sum(1).clamp_min(1.0))
@@ -341,4 +367,8 @@ class MemoryPolicy(nn.Module):
         xyz = (call[ns:ns + 3] * self.xyz_std + self.xyz_mean).numpy().astype(np.float64)
         yaw = float(torch.atan2(call[ns + 4], call[ns + 3])) if float(call[ns + 5]) > 0 else math.nan
         size = call[ns + 6:ns + 9].clamp_min(0).numpy().astype(np.float64)
-        return Decision(c.decisions[k], int(target), source, xyz, yaw, size, float(probs[k]))
+        where, offset = -1, None
+        if source == "node":
+            where = int(self._where(hc, hm, valid, skill, target).argmax(-1))
+            offset = (call[ns + 9:ns + 12] * OFFSET_SCALE).numpy().astype(np.float64)
+        return Decision(c.decisions[k], int(target), source, xyz, yaw, size, float(probs[k]), where, offset)

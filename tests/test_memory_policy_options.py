@@ -1,6 +1,6 @@
-"""The last call as an input of the explicit policy: the skill started last for the goal, how often in a row,
+"""Two opt-in parts of the explicit policy. The last call as an input: the skill started last for the goal, how often in a row,
 and the node it was aimed at; built the same way from recorded calls (training) and from the calls the
-decider started (run time)."""
+decider started (run time). The where pointer: a call's point read from another node than its target."""
 
 from __future__ import annotations
 
@@ -87,3 +87,55 @@ def test_the_decider_remembers_what_ran_for_this_goal_and_a_relabelling_swap(rea
     relabel = RelabellingDecider(decider, mix=1.0)
     ran = relabel.decide(GOAL, memory, obs, 5)
     assert ran is not None and decider.started == [(ran.skill, ran.target)]
+
+
+def _blocks(blue_at):
+    from embodied.memory import SpatialMemory
+    from tests.memory_helpers import detection, frame, proprio
+
+    memory = SpatialMemory()
+    for t in range(3):
+        seen = [detection((0.40, 0.25, 0.02), "block", "red"), detection((*blue_at, 0.02), "block", "blue")]
+        memory.update(frame(t, seen, proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+    return memory
+
+
+def test_the_where_pointer_reads_a_place_point_from_another_node_as_it_stands_now(monkeypatch):
+    """A place whose point is 2 cm off another node (a block going into a drawer: the drawer now) is learned
+    as that node plus an offset; a point near no node stays regressed. At run time the point follows the
+    node wherever it stands."""
+    import policies.memory_policy.data as data_module
+    from embodied.agent.decisions import DecisionLog
+    from embodied.data.decisions import EpisodeDecisions
+    from policies.memory_policy.data import WHERE_RADIUS, WHERE_SOURCE
+
+    memory = _blocks((0.55, 0.20))
+    obs = {"goal": {"text": GOAL}, "proprio": np.zeros(22, np.float32)}
+    log = DecisionLog()
+    log.add(5, "stack red on blue", obs, memory, SkillCall("place", "block_0", (0.57, 0.20, 0.05)))
+    log.add(6, "put red aside", obs, memory, SkillCall("place", "block_0", (0.10, -0.30, 0.02)))
+    arrays, meta = log.pack()
+    ep = EpisodeDecisions(0, "", 10, True, arrays, meta["goals"], meta["ids"], meta["words"], meta["calls"])
+    monkeypatch.setattr(data_module, "load_decisions", lambda root: [ep])
+    config = MemoryPolicyConfig(memory="explicit", where_pointer=True, **SMALL)
+    data = DecisionData(["synthetic"], config, progress=False)
+    stats = data.fill_config(config)
+    assert config.sources[-1] == WHERE_SOURCE and WHERE_RADIUS >= 0.02
+    blue = ep.ids[0].index("block_1")
+    assert list(data.where) == [blue, -1]
+    assert np.allclose(data.offset[0], (0.02, 0.0, 0.03), atol=2e-3) and list(data.source[1:]) == [2]  # free
+    torch.manual_seed(0)
+    model = MemoryPolicy(config, stats)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    batch = data.batch(np.arange(2), train=True)
+    for _ in range(300):
+        opt.zero_grad()
+        model(batch)["loss"].backward()
+        opt.step()
+    decider = LearnedDecider(model)
+    moved = _blocks((0.50, -0.10))  # blue stands elsewhere now: the point goes with it
+    call = decider.decide("stack red on blue", moved, obs, 7)
+    assert decider.last["decision"].source == WHERE_SOURCE
+    assert np.allclose(call.xyz[:2], (0.52, -0.10), atol=0.01), call
+    with pytest.raises(ValueError, match="where_pointer"):
+        MemoryPolicyConfig(memory="none", where_pointer=True).validate()
