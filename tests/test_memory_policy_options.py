@@ -1,6 +1,8 @@
-"""Two opt-in parts of the explicit policy. The last call as an input: the skill started last for the goal, how often in a row,
-and the node it was aimed at; built the same way from recorded calls (training) and from the calls the
-decider started (run time). The where pointer: a call's point read from another node than its target."""
+"""Two opt-in parts of the explicit policy.
+
+- The last call as an input: the skill started last for the goal, how often in a row, and the node it was
+  aimed at; built the same way from recorded calls (training) and from the calls the decider started.
+- The where pointer: a call's point read from another node than its target, as that node stands now."""
 
 from __future__ import annotations
 
