@@ -141,3 +141,28 @@ def test_the_where_pointer_reads_a_place_point_from_another_node_as_it_stands_no
     assert np.allclose(call.xyz[:2], (0.52, -0.10), atol=0.01), call
     with pytest.raises(ValueError, match="where_pointer"):
         MemoryPolicyConfig(memory="none", where_pointer=True).validate()
+
+
+def test_first_box_features_say_what_held_a_node_when_first_seen():
+    """A block first seen at the back of a drawer that has slid open since is still in the drawer's first
+    box; not in the other drawer's, and the table holds nothing in this sense."""
+    from embodied.memory.tokens import TOKEN_DIM, first_box_offsets
+    from policies.memory_policy.modeling import _first_inside
+
+    first, size = first_box_offsets()
+    nodes = {  # first position (x, y), box size now (x, y)
+        "block": ((0.63, 0.09), (0.04, 0.04)),
+        "drawer": ((0.58, 0.09), (0.30, 0.16)),  # open now: its box reaches further than when first seen
+        "other drawer": ((0.58, -0.09), (0.30, 0.16)),
+        "table": ((0.50, 0.00), (0.80, 1.00)),
+    }
+    tokens = torch.zeros(1, len(nodes), TOKEN_DIM)
+    for k, (xy, wh) in enumerate(nodes.values()):
+        tokens[0, k, first:first + 2] = torch.tensor(xy)
+        tokens[0, k, size:size + 2] = torch.tensor(wh)
+    inside = _first_inside(tokens, torch.ones(1, len(nodes), dtype=torch.bool), (first, size))[0]
+    assert inside[0].tolist() == [False, True, False, False]  # the block: in the drawer only (not itself, not the table)
+    assert not inside[:, 3].any() and not inside[2].any()
+    config = MemoryPolicyConfig(memory="explicit", first_box_features=True)
+    with pytest.raises(ValueError, match="first_box_offsets"):
+        config.validate()

@@ -26,7 +26,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from embodied.memory.tokens import TOKEN_DIM, TOKEN_KINDS, anchor_offsets, field_slice, node_tokens, spot_offsets
+from embodied.memory.tokens import (
+    TOKEN_DIM,
+    TOKEN_KINDS,
+    anchor_offsets,
+    field_slice,
+    first_box_offsets,
+    node_tokens,
+    spot_offsets,
+)
 from embodied.planner.calls import SkillCall
 from policies.memory_policy.inputs import (
     frames_tensor,
@@ -49,7 +57,8 @@ class LearnedDecider:
         if c.memory == "explicit":  # the policy reads tokens as they were laid out when it was trained
             spots, anchors = spot_offsets(), anchor_offsets()
             if c.token_dim != TOKEN_DIM or (c.spot_features and tuple(c.spot_offsets) != spots) \
-                    or (c.anchor_features and tuple(c.anchor_offsets) != anchors):
+                    or (c.anchor_features and tuple(c.anchor_offsets) != anchors) \
+                    or (c.first_box_features and tuple(c.first_box_offsets) != first_box_offsets()):
                 raise ValueError(f"this explicit policy was trained on node tokens of width {c.token_dim} "
                                  f"(spot offsets {tuple(c.spot_offsets)}, anchor offsets "
                                  f"{tuple(c.anchor_offsets)}); embodied.memory.tokens now makes width "

@@ -72,6 +72,11 @@ def anchor_offsets() -> tuple[int, ...]:
     return (*spot_offsets(), *(field_slice(f"{tag}.last_age").start for tag in ACTION_TAGS))
 
 
+def first_box_offsets() -> tuple[int, int]:
+    """Where a token keeps its first position and its box size (the first-box features read them)."""
+    return field_slice("first_position").start, field_slice("size").start
+
+
 def field_slice(name: str) -> slice:
     """Where field ``name`` of :data:`TOKEN_FIELDS` sits in a token."""
     n = dict(TOKEN_FIELDS)[name]

@@ -45,6 +45,12 @@ class MemoryPolicyConfig:
     # data.WHERE_RADIUS of another node is learned as that node plus a small regressed offset (source
     # "node"); other free points stay regressed.
     where_pointer: bool = False
+    # explicit: first-box features, containment at first sight from raw tokens: node i's first spot lies
+    # in node j's box set on j's first spot (a block first seen in a drawer, or under a cup). Per node,
+    # whether something held it so and whether it held something so; with where_pointer, the relation
+    # from the target to each node biases the where pointer. Offsets (first_position, size) set by the trainer.
+    first_box_features: bool = False
+    first_box_offsets: tuple[int, ...] = ()
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
@@ -85,6 +91,9 @@ class MemoryPolicyConfig:
         if self.last_call_features and self.memory != "explicit":
             raise ValueError(f"last_call_features is for the explicit policy, not {self.memory!r} (the other "
                              "inputs see no past decision, against copying it)")
+        if self.first_box_features and (self.memory != "explicit" or len(self.first_box_offsets) != 2):
+            raise ValueError("first_box_features is for the explicit policy and needs first_box_offsets "
+                             f"(first_position, size), got memory {self.memory!r} and {self.first_box_offsets}")
         if self.where_pointer and self.memory != "explicit":
             raise ValueError(f"where_pointer is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.any_order and self.memory != "explicit":

@@ -138,6 +138,24 @@ def _anchor(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) 
     return torch.cat([is_anchor, near], -1) * live.unsqueeze(-1)
 
 
+FIRST_BOX_MARGIN = 0.01  # m around a box
+FIRST_BOX_MAX_AREA = 0.05  # m^2 (xy): larger boxes (the table) hold nothing in this sense
+
+
+def _first_inside(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, N) bool from raw tokens: [i, j] when node i's first spot (xy) lies within node j's box (its
+    size now, plus a margin) set on j's first spot; j != i, j no larger than FIRST_BOX_MAX_AREA. What held
+    what when first seen, from geometry alone (a drawer that slid open since still counts)."""
+    first = tokens[..., offsets[0]: offsets[0] + 2]
+    half = tokens[..., offsets[1]: offsets[1] + 2] / 2 + FIRST_BOX_MARGIN
+    gap = (first[:, :, None, :] - first[:, None, :, :]).abs()  # (B, N, N, 2)
+    inside = (gap <= half[:, None, :, :]).all(-1)
+    small = tokens[..., offsets[1]] * tokens[..., offsets[1] + 1] <= FIRST_BOX_MAX_AREA
+    n = tokens.shape[1]
+    ok = mask[:, :, None] & (mask & small)[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
+    return inside & ok
+
+
 def _encoder(d: int, heads: int, layers: int, dropout: float) -> nn.TransformerEncoder:
     layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout, batch_first=True, norm_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
@@ -181,6 +199,9 @@ class MemoryPolicy(nn.Module):
                 self.anchor = nn.Linear(1 + 3 * len(SPOT_SCALES), d)
             if c.where_pointer:
                 self.where_query, self.where_key = nn.Linear(d, d), nn.Linear(d, d)
+            if c.first_box_features:
+                self.first_box = nn.Linear(2, d)
+                self.where_inside = nn.Parameter(torch.zeros(1))  # the where pointer's bias (with where_pointer)
             if c.last_call_features:
                 self.last_skill = nn.Embedding(n_dec + 1, d)
                 self.last_repeats = nn.Linear(1, d)
@@ -215,6 +236,9 @@ class MemoryPolicy(nn.Module):
                 matches = matches + self.anchor(_anchor(batch["tokens"], batch["node_mask"], c.anchor_offsets))
             if c.last_call_features:
                 matches = matches + self.last_target(batch["last_target"].unsqueeze(-1))
+            if c.first_box_features:
+                inside = _first_inside(batch["tokens"], batch["node_mask"], c.first_box_offsets).float()
+                matches = matches + self.first_box(torch.stack([inside.amax(2), inside.amax(1)], -1))
             return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
@@ -289,10 +313,15 @@ class MemoryPolicy(nn.Module):
         return self.call_head(torch.cat([hc, self._picked(hc, hm, target), self.skill_emb(skill)], -1))
 
     def _where(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor, skill: torch.Tensor,
-               target: torch.Tensor) -> torch.Tensor:
-        """(B, N) logits of the node a call's point is read from, given its skill and target."""
+               target: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, N) logits of the node a call's point is read from, given its skill and target (and the raw
+        tokens, for the first-box bias)."""
         q = self.where_query(hc + self.skill_emb(skill) + self._picked(hc, hm, target))
         logits = torch.einsum("bd,bnd->bn", q, self.where_key(hm)) / math.sqrt(hc.shape[-1])
+        if self.config.first_box_features and tokens is not None:  # the boxes the target was first seen in
+            rows = torch.arange(hc.shape[0], device=hc.device)
+            held = _first_inside(tokens, valid, self.config.first_box_offsets)[rows, target.clamp_min(0)]
+            logits = logits + self.where_inside * (held & (target >= 0)[:, None]).float()
         return logits.masked_fill(~valid, -1e9)
 
     # --- training -------------------------------------------------------------------
@@ -335,7 +364,8 @@ class MemoryPolicy(nn.Module):
         if c.where_pointer:
             at = pointed & (batch["where"] >= 0)
             if at.any():
-                out["where"] = F.cross_entropy(self._where(hc, hm, valid, skill, target)[at], batch["where"][at])
+                where = self._where(hc, hm, valid, skill, target, batch["tokens"])
+                out["where"] = F.cross_entropy(where[at], batch["where"][at])
                 off = call[at, ns + 9:ns + 12]
                 out["offset"] = F.smooth_l1_loss(off, batch["offset"][at] / OFFSET_SCALE)
             else:
@@ -369,6 +399,6 @@ class MemoryPolicy(nn.Module):
         size = call[ns + 6:ns + 9].clamp_min(0).numpy().astype(np.float64)
         where, offset = -1, None
         if source == "node":
-            where = int(self._where(hc, hm, valid, skill, target).argmax(-1))
+            where = int(self._where(hc, hm, valid, skill, target, batch["tokens"]).argmax(-1))
             offset = (call[ns + 9:ns + 12] * OFFSET_SCALE).numpy().astype(np.float64)
         return Decision(c.decisions[k], int(target), source, xyz, yaw, size, float(probs[k]), where, offset)
