@@ -161,7 +161,7 @@ def test_first_box_features_say_what_held_a_node_when_first_seen():
         tokens[0, k, first:first + 2] = torch.tensor(xy)
         tokens[0, k, size:size + 2] = torch.tensor(wh)
     inside = _first_inside(tokens, torch.ones(1, len(nodes), dtype=torch.bool), (first, size))[0]
-    assert inside[0].tolist() == [False, True, False, False]  # the block: in the drawer only (not itself, not the table)
+    assert inside[0].tolist() == [False, True, False, False]  # the block: in the drawer only (not the table)
     assert not inside[:, 3].any() and not inside[2].any()
     config = MemoryPolicyConfig(memory="explicit", first_box_features=True)
     with pytest.raises(ValueError, match="first_box_offsets"):
