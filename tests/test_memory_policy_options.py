@@ -166,3 +166,19 @@ def test_first_box_features_say_what_held_a_node_when_first_seen():
     config = MemoryPolicyConfig(memory="explicit", first_box_features=True)
     with pytest.raises(ValueError, match="first_box_offsets"):
         config.validate()
+
+
+def test_decision_accuracy_scores_the_shipped_policy_and_its_points_teacher_forced(rearrange):
+    """tools/decision_accuracy.py on a fresh demo: the shipped explicit policy reads a place back from the
+    first-seen spot, so its points land on the recorded ones."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("decision_accuracy",
+                                                  Path(__file__).parents[1] / "tools" / "decision_accuracy.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    result = tool.decision_accuracy("explicit", [str(rearrange)])
+    assert result["decisions"] == len(load_decisions(rearrange)[0])
+    assert 0.5 <= result["choice"] <= 1.0
+    back = result["points"]["back"]
+    assert back["n"] >= 2 and back["within"] >= 0.9, result["points"]
