@@ -203,14 +203,14 @@ def test_spot_features_read_where_nodes_stand_against_where_they_were_first_seen
     first spot and its spot is taken; the cup stands on another's first spot. Padding nodes read nothing."""
     import torch
 
-    from policies.memory_policy.modeling import SPOT_SCALES, _spots
+    from policies.memory_policy.features import SPOT_SCALES, spot_features
 
     pos, first = field_slice("position").start, field_slice("first_position").start
     tokens = torch.zeros(1, 3, sum(n for _, n in TOKEN_FIELDS))
     tokens[0, 0, pos:pos + 2] = torch.tensor([0.30, 0.10])  # the block now
     tokens[0, 0, first:first + 2] = torch.tensor([0.50, 0.10])  # the block when first seen
     tokens[0, 1, pos:pos + 2] = tokens[0, 1, first:first + 2] = torch.tensor([0.50, 0.11])  # the cup, unmoved
-    f = _spots(tokens, torch.tensor([[True, True, False]]), (pos, first)).reshape(3, 3, len(SPOT_SCALES))
+    f = spot_features(tokens, torch.tensor([[True, True, False]]), (pos, first)).reshape(3, 3, len(SPOT_SCALES))
     moved, taken, on_other = f[0, 0, -1], f[0, 1, -1], f[0, 2, -1]
     assert moved < 0.2 and taken > 0.9 and on_other < 0.2  # the block: moved, its spot taken
     assert f[1, 0, -1] > 0.99 and f[1, 2, -1] > 0.9  # the cup: where it was, and on the block's spot
@@ -224,7 +224,7 @@ def test_anchor_features_relate_each_node_to_the_one_last_acted_on():
     import torch
 
     from embodied.memory.tokens import anchor_offsets
-    from policies.memory_policy.modeling import _anchor
+    from policies.memory_policy.features import anchor_features
 
     offsets = anchor_offsets()
     pos, first = offsets[:2]
@@ -237,12 +237,12 @@ def test_anchor_features_relate_each_node_to_the_one_last_acted_on():
     tokens[0, 1, pos:pos + 2] = tokens[0, 1, first:first + 2] = torch.tensor([0.50, 0.10])  # the ball
     tokens[0, 2, pos:pos + 2] = tokens[0, 2, first:first + 2] = torch.tensor([0.35, -0.30])  # a block
     tokens[0, 2, release] = 0.8
-    f = _anchor(tokens, torch.tensor([[True, True, True, False]]), offsets)
+    f = anchor_features(tokens, torch.tensor([[True, True, True, False]]), offsets)
     assert f[0, :, 0].tolist() == [1.0, 0.0, 0.0, 0.0]  # the cup is the anchor
     assert f[0, 1, 3] > 0.9 and f[0, 1, 6] < 0.2  # the ball: at the cup's first spot, far from the cup now
     assert f[0, 2, 1:].max() < 0.2 and f[0, 3].abs().max() == 0  # the block is far; padding reads nothing
     tokens[0, :, offsets[2:]] = 4.0
-    assert _anchor(tokens, torch.tensor([[True, True, True, False]]), offsets).abs().max() == 0
+    assert anchor_features(tokens, torch.tensor([[True, True, True, False]]), offsets).abs().max() == 0
 
 
 def test_an_explicit_policy_refuses_tokens_laid_out_otherwise():

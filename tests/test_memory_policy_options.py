@@ -119,7 +119,10 @@ def test_the_where_pointer_reads_a_place_point_from_another_node_as_it_stands_no
     arrays, meta = log.pack()
     ep = EpisodeDecisions(0, "", 10, True, arrays, meta["goals"], meta["ids"], meta["words"], meta["calls"])
     monkeypatch.setattr(data_module, "load_decisions", lambda root: [ep])
-    config = MemoryPolicyConfig(memory="explicit", where_pointer=True, **SMALL)
+    from embodied.memory.tokens import field_slice
+
+    config = MemoryPolicyConfig(memory="explicit", where_pointer=True, where_offsets=(field_slice("position").start,),
+                                **SMALL)
     data = DecisionData(["synthetic"], config, progress=False)
     stats = data.fill_config(config)
     assert config.sources[-1] == WHERE_SOURCE and WHERE_RADIUS >= 0.02
@@ -147,7 +150,7 @@ def test_first_box_features_say_what_held_a_node_when_first_seen():
     """A block first seen at the back of a drawer that has slid open since is still in the drawer's first
     box; not in the other drawer's, and the table holds nothing in this sense."""
     from embodied.memory.tokens import TOKEN_DIM, first_box_offsets
-    from policies.memory_policy.modeling import _first_inside
+    from policies.memory_policy.features import first_inside
 
     first, size = first_box_offsets()
     nodes = {  # first position (x, y), box size now (x, y)
@@ -160,7 +163,7 @@ def test_first_box_features_say_what_held_a_node_when_first_seen():
     for k, (xy, wh) in enumerate(nodes.values()):
         tokens[0, k, first:first + 2] = torch.tensor(xy)
         tokens[0, k, size:size + 2] = torch.tensor(wh)
-    inside = _first_inside(tokens, torch.ones(1, len(nodes), dtype=torch.bool), (first, size))[0]
+    inside = first_inside(tokens, torch.ones(1, len(nodes), dtype=torch.bool), (first, size))[0]
     assert inside[0].tolist() == [False, True, False, False]  # the block: in the drawer only (not the table)
     assert not inside[:, 3].any() and not inside[2].any()
     config = MemoryPolicyConfig(memory="explicit", first_box_features=True)

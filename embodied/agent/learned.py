@@ -36,15 +36,8 @@ from embodied.memory.tokens import (
     spot_offsets,
 )
 from embodied.planner.calls import SkillCall
-from policies.memory_policy.inputs import (
-    frames_tensor,
-    history_indices,
-    last_call,
-    node_word_ids,
-    pad_state,
-    word_ids,
-    words,
-)
+from policies.memory_policy.inputs import frames_tensor, history_indices, last_call, node_word_ids
+from policies.memory_policy.inputs import pad_state, word_ids, words
 
 
 class LearnedDecider:
@@ -58,7 +51,8 @@ class LearnedDecider:
             spots, anchors = spot_offsets(), anchor_offsets()
             if c.token_dim != TOKEN_DIM or (c.spot_features and tuple(c.spot_offsets) != spots) \
                     or (c.anchor_features and tuple(c.anchor_offsets) != anchors) \
-                    or (c.first_box_features and tuple(c.first_box_offsets) != first_box_offsets()):
+                    or (c.first_box_features and tuple(c.first_box_offsets) != first_box_offsets()) \
+                    or (c.where_pointer and tuple(c.where_offsets) != (field_slice("position").start,)):
                 raise ValueError(f"this explicit policy was trained on node tokens of width {c.token_dim} "
                                  f"(spot offsets {tuple(c.spot_offsets)}, anchor offsets "
                                  f"{tuple(c.anchor_offsets)}); embodied.memory.tokens now makes width "

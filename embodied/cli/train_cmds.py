@@ -120,12 +120,14 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
                       resume=args.resume, progress=not args.json)
-    from embodied.memory.tokens import anchor_offsets, first_box_offsets, spot_offsets
+    from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, spot_offsets
 
     if options.get("spot_features"):  # where a node token keeps its position and first position
         options = {**options, "spot_offsets": spot_offsets()}
     if options.get("anchor_features"):  # ... and the ages of its last action events
         options = {**options, "anchor_offsets": anchor_offsets()}
+    if options.get("where_pointer"):  # ... where it keeps its position
+        options = {**options, "where_offsets": (field_slice("position").start,)}
     if options.get("first_box_features"):  # ... and where it keeps its first position and box size
         options = {**options, "first_box_offsets": first_box_offsets()}
     result = train_memory_policy(cfg, list(args.data), args.memory, options)

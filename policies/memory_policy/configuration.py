@@ -45,6 +45,7 @@ class MemoryPolicyConfig:
     # data.WHERE_RADIUS of another node is learned as that node plus a small regressed offset (source
     # "node"); other free points stay regressed.
     where_pointer: bool = False
+    where_offsets: tuple[int, ...] = ()  # where a token keeps its position (set by the trainer)
     # explicit: first-box features, containment at first sight from raw tokens: node i's first spot lies
     # in node j's box set on j's first spot (a block first seen in a drawer, or under a cup). Per node,
     # whether something held it so and whether it held something so; with where_pointer, the relation
@@ -94,8 +95,9 @@ class MemoryPolicyConfig:
         if self.first_box_features and (self.memory != "explicit" or len(self.first_box_offsets) != 2):
             raise ValueError("first_box_features is for the explicit policy and needs first_box_offsets "
                              f"(first_position, size), got memory {self.memory!r} and {self.first_box_offsets}")
-        if self.where_pointer and self.memory != "explicit":
-            raise ValueError(f"where_pointer is for the explicit policy (it points at nodes), not {self.memory!r}")
+        if self.where_pointer and (self.memory != "explicit" or len(self.where_offsets) != 1):
+            raise ValueError("where_pointer is for the explicit policy (it points at nodes) and needs where_offsets "
+                             f"(position), got memory {self.memory!r} and {self.where_offsets}")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.image_size % 16:

@@ -18,7 +18,6 @@ import torch
 from tqdm import tqdm
 
 from embodied.data.decisions import EpisodeDecisions, load_decisions
-from embodied.memory.tokens import field_slice
 from embodied.planner.calls import DECISIONS, SOURCES, STOP, UNIT
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.inputs import (
@@ -149,7 +148,8 @@ class DecisionData:
         d = len(self.rows)
         self.where = np.full(d, -1, np.int64)
         self.offset = np.zeros((d, 3), np.float32)
-        pos = self.tokens[..., field_slice("position")]
+        at = self.config.where_offsets[0]
+        pos = self.tokens[..., at:at + 3]
         for i in range(d):
             if self.source[i] != SOURCES.index("free") or self.skill[i] == STOP:
                 continue

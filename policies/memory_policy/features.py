@@ -1,0 +1,88 @@
+"""Copy features of the explicit policy, computed from raw node tokens and word ids (nothing here knows a task).
+
+    word_matches(words, mask, goal)          (B, N, W*W + W)  words shared between nodes, and named by the goal
+    spot_features(tokens, mask, offsets)     (B, N, 3 * len(SPOT_SCALES))  nodes against first-seen spots
+    anchor_features(tokens, mask, offsets)   (B, N, 1 + 3 * len(SPOT_SCALES))  nodes against the last acted on
+    first_inside(tokens, mask, offsets)      (B, N, N) bool  what held what when first seen
+
+Token offsets are set by the trainer from embodied.memory.tokens and kept in the policy's configuration.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def word_matches(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+    """(B, N, W*W + W) float: for each node, slot pair (a, b), whether another node has this node's word of
+    slot a in its slot b (a colour one node wears and another showed; a class two nodes share), and per
+    slot whether the goal's words name it. Words are compared as ids; padding and unknown words match
+    nothing. Copy features of a pointer network, over generic word slots: nothing here knows a task."""
+    known = (words > 1) & mask.unsqueeze(-1)  # (B, N, W)
+    b, n, w = words.shape
+    eq = words[:, :, None, :, None] == words[:, None, :, None, :]  # (B, N, N, W, W)
+    eq &= known[:, :, None, :, None] & known[:, None, :, None, :]
+    eq &= ~torch.eye(n, dtype=torch.bool, device=words.device)[None, :, :, None, None]
+    cross = eq.any(2).reshape(b, n, w * w)
+    named = ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
+    return torch.cat([cross, named], -1).float()
+
+
+SPOT_SCALES = (0.02, 0.05, 0.12)  # m: what counts as "at" a spot, softly, at three scales
+
+
+def spot_features(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, 3 * len(SPOT_SCALES)) float, from raw tokens (metres): per node, exp(-d / scale) of d =
+    (a) its xy distance from where it was first seen, (b) the nearest other node's xy distance to that
+    first spot (something stands where it was), (c) its own xy distance to the nearest other node's first
+    spot (it stands where something was). Geometry between any nodes: nothing here knows a task."""
+    pos = tokens[..., offsets[0]: offsets[0] + 2]
+    first = tokens[..., offsets[1]: offsets[1] + 2]
+    n = tokens.shape[1]
+    cross = torch.cdist(first, pos)  # (B, N, N): node i's first spot to node j now
+    far = ~mask[:, None, :] | ~mask[:, :, None] | torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
+    cross = cross.masked_fill(far, 1e3)
+    d = torch.stack([(pos - first).norm(dim=-1), cross.amin(2), cross.amin(1)], -1)  # (B, N, 3)
+    scales = torch.tensor(SPOT_SCALES, dtype=tokens.dtype, device=tokens.device)
+    return torch.exp(-d[..., None] / scales).flatten(2) * mask[..., None]
+
+
+NEVER = 3.99  # a token's event age at or above this (MAX_AGE, 4): no such event, or long ago
+
+
+def anchor_features(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, 1 + 3 * len(SPOT_SCALES)) float, from raw tokens: the anchor is the node whose latest action
+    event (ages at ``offsets[2:]``) is the most recent; per node, whether it is the anchor, and exp(-d /
+    scale) of d = its xy distance now to the anchor's first spot, to the anchor now, and from its own first
+    spot to the anchor now. All zeros when no node has an action event. Nothing here knows a task."""
+    pos = tokens[..., offsets[0]: offsets[0] + 2]
+    first = tokens[..., offsets[1]: offsets[1] + 2]
+    ages = torch.stack([tokens[..., o] for o in offsets[2:]], -1).amin(-1).masked_fill(~mask, 1e3)
+    best, k = ages.min(1)
+    live = (best < NEVER)[:, None] & mask  # (B, N)
+    rows = torch.arange(tokens.shape[0], device=tokens.device)
+    at, was = pos[rows, k].unsqueeze(1), first[rows, k].unsqueeze(1)
+    d = torch.stack([(pos - was).norm(dim=-1), (pos - at).norm(dim=-1), (first - at).norm(dim=-1)], -1)
+    scales = torch.tensor(SPOT_SCALES, dtype=tokens.dtype, device=tokens.device)
+    near = torch.exp(-d[..., None] / scales).flatten(2)
+    is_anchor = F.one_hot(k, tokens.shape[1]).to(tokens.dtype).unsqueeze(-1)
+    return torch.cat([is_anchor, near], -1) * live.unsqueeze(-1)
+
+
+FIRST_BOX_MARGIN = 0.01  # m around a box
+FIRST_BOX_MAX_AREA = 0.05  # m^2 (xy): larger boxes (the table) hold nothing in this sense
+
+
+def first_inside(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, N) bool from raw tokens: [i, j] when node i's first spot (xy) lies within node j's box (its
+    size now, plus a margin) set on j's first spot; j != i, j no larger than FIRST_BOX_MAX_AREA. What held
+    what when first seen, from geometry alone (a drawer that slid open since still counts)."""
+    first = tokens[..., offsets[0]: offsets[0] + 2]
+    half = tokens[..., offsets[1]: offsets[1] + 2] / 2 + FIRST_BOX_MARGIN
+    gap = (first[:, :, None, :] - first[:, None, :, :]).abs()  # (B, N, N, 2)
+    inside = (gap <= half[:, None, :, :]).all(-1)
+    small = tokens[..., offsets[1]] * tokens[..., offsets[1] + 1] <= FIRST_BOX_MAX_AREA
+    n = tokens.shape[1]
+    ok = mask[:, :, None] & (mask & small)[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
+    return inside & ok
