@@ -91,13 +91,13 @@ def test_the_decider_remembers_what_ran_for_this_goal_and_a_relabelling_swap(rea
     assert ran is not None and decider.started == [(ran.skill, ran.target)]
 
 
-def _blocks(blue_at):
+def _blocks(blue_at, red_at=(0.40, 0.25)):
     from embodied.memory import SpatialMemory
     from tests.memory_helpers import detection, frame, proprio
 
     memory = SpatialMemory()
     for t in range(3):
-        seen = [detection((0.40, 0.25, 0.02), "block", "red"), detection((*blue_at, 0.02), "block", "blue")]
+        seen = [detection((*red_at, 0.02), "block", "red"), detection((*blue_at, 0.02), "block", "blue")]
         memory.update(frame(t, seen, proprio=proprio((0.3, 0.0, 0.4), 0.08)))
     return memory
 
@@ -144,6 +144,89 @@ def test_the_where_pointer_reads_a_place_point_from_another_node_as_it_stands_no
     assert np.allclose(call.xyz[:2], (0.52, -0.10), atol=0.01), call
     with pytest.raises(ValueError, match="where_pointer"):
         MemoryPolicyConfig(memory="none", where_pointer=True).validate()
+
+
+def test_free_spots_score_clearance_and_a_point_set_aside_follows_its_target(monkeypatch):
+    """Candidate spots stand on a grid around the target at its height, and say how clear each is of the
+    other nodes' boxes. A place aside, near no node, is learned as a spot plus an offset; at run time the
+    point is read from the spots around the target wherever it stands, not regressed where it was."""
+    import policies.memory_policy.data as data_module
+    from embodied.agent.decisions import DecisionLog
+    from embodied.data.decisions import EpisodeDecisions
+    from embodied.memory.tokens import field_slice, free_spot_offsets
+    from policies.memory_policy.data import WHERE_SOURCE
+    from policies.memory_policy.features import FREE_OFFSETS, FREE_SCALES, free_spots
+
+    memory = _blocks((0.55, 0.20))
+    obs = {"goal": {"text": GOAL}, "proprio": np.zeros(22, np.float32)}
+    log = DecisionLog()
+    log.add(5, "set red aside", obs, memory, SkillCall("place", "block_0", (0.55, 0.10, 0.02)))
+    log.add(6, "set red aside", obs, _blocks((0.55, 0.20), red_at=(0.25, -0.05)),
+            SkillCall("place", "block_0", (0.40, -0.20, 0.02)))  # the same offset from red elsewhere
+    arrays, meta = log.pack()
+    ep = EpisodeDecisions(0, "", 10, True, arrays, meta["goals"], meta["ids"], meta["words"], meta["calls"])
+    monkeypatch.setattr(data_module, "load_decisions", lambda root: [ep])
+    offsets = free_spot_offsets()
+    tokens = torch.from_numpy(arrays["decision.tokens"][:1])
+    red = ep.ids[0].index("block_0")
+    spots, feats = free_spots(tokens, torch.from_numpy(arrays["decision.mask"][:1]), torch.tensor([red]), offsets)
+    centre = tokens[0, red, field_slice("position")]
+    assert torch.allclose(spots[0, :, 2], centre[2].expand(len(FREE_OFFSETS)))
+    assert torch.allclose(spots[0, :, :2] - centre[:2], FREE_OFFSETS, atol=1e-6)
+    on_blue = int((spots[0, :, :2] - torch.tensor([0.55, 0.20])).norm(dim=-1).argmin())
+    far = int((spots[0, :, :2] - torch.tensor([0.25, 0.40])).norm(dim=-1).argmin())
+    box = slice(5, 5 + len(FREE_SCALES))  # exp(-gap / scale) to the nearest other box
+    assert torch.allclose(feats[0, on_blue, box], torch.ones(len(FREE_SCALES)))  # inside blue's box
+    assert (feats[0, far, box] < 0.2).all()
+
+    config = MemoryPolicyConfig(memory="explicit", where_pointer=True, where_offsets=(field_slice("position").start,),
+                                free_spots=True, free_spot_offsets=offsets, **SMALL)
+    data = DecisionData(["synthetic"], config, progress=False)
+    stats = data.fill_config(config)
+    n = data.tokens.shape[1]
+    assert (data.where >= n).all() and (data.source == config.sources.index(WHERE_SOURCE)).all()
+    assert np.allclose(FREE_OFFSETS[data.where - n].numpy(), (0.15, -0.15), atol=1e-5)
+    torch.manual_seed(0)
+    model = MemoryPolicy(config, stats)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    batch = data.batch(np.arange(2), train=True)
+    for _ in range(300):
+        opt.zero_grad()
+        model(batch)["loss"].backward()
+        opt.step()
+    call = LearnedDecider(model).decide("set red aside", _blocks((0.55, 0.20), red_at=(0.30, 0.05)), obs, 7)
+    assert np.allclose(call.xyz[:2], (0.45, -0.10), atol=0.015), call  # beside red now
+    with pytest.raises(ValueError, match="where_pointer"):
+        MemoryPolicyConfig(memory="explicit", free_spots=True, free_spot_offsets=offsets).validate()
+
+
+def test_max_repeats_turns_the_decider_to_its_next_choice_after_a_call_repeated(rearrange):
+    """A call started max_repeats times in a row is not chosen a next time: the decider takes the policy's
+    next likeliest (skill, node); another call in between resets the count."""
+    from embodied.memory.tokens import node_tokens
+
+    config = MemoryPolicyConfig(memory="explicit", **SMALL)
+    data = DecisionData([str(rearrange)], config, progress=False)
+    stats = data.fill_config(config)
+    torch.manual_seed(0)
+    model = MemoryPolicy(config, stats).eval()
+    memory = _blocks((0.55, 0.20))
+    obs = {"goal": {"text": GOAL}, "proprio": np.zeros(22, np.float32)}
+    free = LearnedDecider(model)
+    first = free.decide(GOAL, memory, obs, 0)
+    assert first is not None and first.skill != "wait"  # a wait is never limited
+    assert all(free.decide(GOAL, memory, obs, t) == first for t in range(1, 4))  # no limit: the same again
+    model.config.max_repeats = 2
+    decider = LearnedDecider(model)
+    calls = [decider.decide(GOAL, memory, obs, t) for t in range(3)]
+    assert calls[0] == calls[1] == first and calls[2] != first, calls
+    batch, tokens = decider._batch(GOAL, memory, obs, 3)
+    want = model.decide(batch, (config.decisions.index(first.skill), list(tokens.ids).index(first.target)
+                                if first.target in node_tokens(memory).ids else -1))
+    assert (calls[2].skill, calls[2].target) == (want.skill, tokens.ids[want.target] if want.target >= 0 else "")
+    assert decider.decide(GOAL, memory, obs, 4) == first  # another call ran in between: the count starts again
+    with pytest.raises(ValueError, match="max_repeats"):
+        MemoryPolicyConfig(max_repeats=-1).validate()
 
 
 def test_first_box_features_say_what_held_a_node_when_first_seen():

@@ -23,6 +23,7 @@ import torch
 from embodied.eval.rollout import learned_policy
 from embodied.memory.tokens import field_slice
 from policies.memory_policy.data import DecisionData
+from policies.memory_policy.features import free_spots
 from policies.memory_policy.modeling import OFFSET_SCALE
 from policies.memory_policy.train import accuracy
 
@@ -39,6 +40,7 @@ def point_accuracy(policy, data: DecisionData) -> dict[str, dict[str, float]]:
     ns = len(c.sources)
     where = policy._where(hc, hm, valid, b["skill"], b["target"], b["tokens"]).argmax(-1) if c.where_pointer else None
     here = field_slice("position")
+    spots = free_spots(b["tokens"], valid, b["target"], c.free_spot_offsets)[0] if c.free_spots else None
     hits: dict[str, list[bool]] = {}
     for i, (k, j) in enumerate(data.rows):
         ep = data.episodes[k][1]
@@ -53,7 +55,9 @@ def point_accuracy(policy, data: DecisionData) -> dict[str, dict[str, float]]:
         elif source == "first":
             xyz = ep.arrays["decision.first_xyz"][j, t]
         elif source == "node":
-            xyz = data.tokens[i, int(where[i]), here] + call[i, ns + 9:ns + 12].numpy() * OFFSET_SCALE
+            w, n = int(where[i]), data.tokens.shape[1]
+            at = data.tokens[i, w, here] if w < n else spots[i, w - n].numpy()  # a node, or a free spot
+            xyz = at + call[i, ns + 9:ns + 12].numpy() * OFFSET_SCALE
         else:
             xyz = (call[i, ns:ns + 3] * policy.xyz_std + policy.xyz_mean).numpy()
         miss = float(np.linalg.norm(np.asarray(xyz[:2]) - np.asarray(rec["xyz"][:2])))

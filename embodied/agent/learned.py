@@ -9,7 +9,8 @@ what the policy says into a :class:`SkillCall`:
 
     explicit   the target is the node pointed at; the point is that node's position now, where it
                was first seen, another node's position plus an offset (``where_pointer``: the
-               drawer a block goes into) or the regressed point (``source``); the box size is the node's;
+               drawer a block goes into), a free spot near the target plus an offset (``free_spots``: a
+               cup set aside) or the regressed point (``source``); the box size is the node's;
                a room node makes a room goal, a first-seen point a "when first" one
     none,      no nodes: the regressed point and box size
     implicit
@@ -32,6 +33,7 @@ from embodied.memory.tokens import (
     anchor_offsets,
     field_slice,
     first_box_offsets,
+    free_spot_offsets,
     node_tokens,
     spot_offsets,
 )
@@ -52,7 +54,8 @@ class LearnedDecider:
             if c.token_dim != TOKEN_DIM or (c.spot_features and tuple(c.spot_offsets) != spots) \
                     or (c.anchor_features and tuple(c.anchor_offsets) != anchors) \
                     or (c.first_box_features and tuple(c.first_box_offsets) != first_box_offsets()) \
-                    or (c.where_pointer and tuple(c.where_offsets) != (field_slice("position").start,)):
+                    or (c.where_pointer and tuple(c.where_offsets) != (field_slice("position").start,)) \
+                    or (c.free_spots and tuple(c.free_spot_offsets) != free_spot_offsets()):
                 raise ValueError(f"this explicit policy was trained on node tokens of width {c.token_dim} "
                                  f"(spot offsets {tuple(c.spot_offsets)}, anchor offsets "
                                  f"{tuple(c.anchor_offsets)}); embodied.memory.tokens now makes width "
@@ -129,12 +132,24 @@ class LearnedDecider:
         if goal != self.goal:
             self.goal, self.started = goal, []
         batch, tokens = self._batch(goal, memory, obs, t)
-        d = self.policy.decide(batch)
+        d = self.policy.decide(batch, self._avoid(tokens))
         self.last = {"t": t, "goal": goal, "decision": d}
         self._appended = False
         call = self._call(d, tokens)
         self.ran(call)
         return call
+
+    def _avoid(self, tokens) -> tuple[int, int] | None:
+        """(skill index, node index or -1) of the last call if it was started ``max_repeats`` times in a
+        row for this goal (the policy then takes its next likeliest choice), else None."""
+        n = self.config.max_repeats
+        if not n or len(self.started) < n or len(set(self.started[-n:])) != 1:
+            return None
+        skill, target = self.started[-1]
+        if skill not in self.config.decisions or skill == "wait":  # time passing is a wait's effect
+            return None
+        ids = list(tokens.ids) if tokens is not None else []
+        return self.config.decisions.index(skill), ids.index(target) if target in ids else -1
 
     def ran(self, call: SkillCall | None) -> None:
         """The call that runs after the latest decision (its own, or one put in its place by a

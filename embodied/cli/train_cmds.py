@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
                    "(default: all it learned)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, done_threshold, "
-                   "done_patience, done_confirm, num_inference_steps)")
+                   "done_patience, done_confirm, num_inference_steps; memory: max_repeats)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=export_head)
 
@@ -120,7 +120,7 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
                       resume=args.resume, progress=not args.json)
-    from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, spot_offsets
+    from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, free_spot_offsets, spot_offsets
 
     if options.get("spot_features"):  # where a node token keeps its position and first position
         options = {**options, "spot_offsets": spot_offsets()}
@@ -130,6 +130,8 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
         options = {**options, "where_offsets": (field_slice("position").start,)}
     if options.get("first_box_features"):  # ... and where it keeps its first position and box size
         options = {**options, "first_box_offsets": first_box_offsets()}
+    if options.get("free_spots"):  # ... and where it keeps its position, box size and first position
+        options = {**options, "free_spot_offsets": free_spot_offsets()}
     result = train_memory_policy(cfg, list(args.data), args.memory, options)
     if args.json:
         return result

@@ -77,6 +77,11 @@ def first_box_offsets() -> tuple[int, int]:
     return field_slice("first_position").start, field_slice("size").start
 
 
+def free_spot_offsets() -> tuple[int, int, int]:
+    """Where a token keeps its position, box size and first position (the free-spot features read them)."""
+    return field_slice("position").start, field_slice("size").start, field_slice("first_position").start
+
+
 def field_slice(name: str) -> slice:
     """Where field ``name`` of :data:`TOKEN_FIELDS` sits in a token."""
     n = dict(TOKEN_FIELDS)[name]

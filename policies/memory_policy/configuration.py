@@ -52,11 +52,21 @@ class MemoryPolicyConfig:
     # from the target to each node biases the where pointer. Offsets (first_position, size) set by the trainer.
     first_box_features: bool = False
     first_box_offsets: tuple[int, ...] = ()
+    # explicit, with where_pointer: free spots as more places the where pointer may point at. Around the
+    # call's target, a grid of candidate table spots (features.free_spots), each described by how clear
+    # it is of every node's box now and of every node's first spot; a free point near one is learned as
+    # that spot plus an offset (a cup set aside). Offsets (position, size, first_position) set by the trainer.
+    free_spots: bool = False
+    free_spot_offsets: tuple[int, ...] = ()
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
     # skill so that a choice's skill and target agree.
     any_order: bool = False
+    # Decoding, not training: a call (skill and target) started this many times in a row for the same goal
+    # is not chosen again until another call runs; the policy's next likeliest choice is taken instead,
+    # as the scripted agent gives up a call after its retries. 0: no limit.
+    max_repeats: int = 0
     # none / implicit: camera frames through a small CNN trained from scratch.
     image_size: int = 32
     camera_slots: int = 2  # frames of up to this many cameras per step (missing ones are zeros)
@@ -98,7 +108,12 @@ class MemoryPolicyConfig:
         if self.where_pointer and (self.memory != "explicit" or len(self.where_offsets) != 1):
             raise ValueError("where_pointer is for the explicit policy (it points at nodes) and needs where_offsets "
                              f"(position), got memory {self.memory!r} and {self.where_offsets}")
+        if self.free_spots and (not self.where_pointer or len(self.free_spot_offsets) != 3):
+            raise ValueError("free_spots extends the where pointer (set where_pointer too) and needs "
+                             f"free_spot_offsets (position, size, first_position), got {self.free_spot_offsets}")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
+        if self.max_repeats < 0:
+            raise ValueError(f"max_repeats must be >= 0 (0: no limit), got {self.max_repeats}")
         if self.image_size % 16:
             raise ValueError(f"image_size must be a multiple of 16, got {self.image_size}")

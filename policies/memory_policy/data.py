@@ -20,6 +20,7 @@ from tqdm import tqdm
 from embodied.data.decisions import EpisodeDecisions, load_decisions
 from embodied.planner.calls import DECISIONS, SOURCES, STOP, UNIT
 from policies.memory_policy.configuration import MemoryPolicyConfig
+from policies.memory_policy.features import FREE_STEP, free_spots
 from policies.memory_policy.inputs import (
     build_vocab,
     frames_tensor,
@@ -144,7 +145,9 @@ class DecisionData:
 
     def _where_labels(self) -> None:
         """where_pointer: each free point near a node other than the target becomes that node (``where``)
-        plus the offset (m) from its position then; its source becomes WHERE_SOURCE."""
+        plus the offset (m) from its position then; its source becomes WHERE_SOURCE. With free_spots, a
+        free point of a call with a target that is near no node becomes the nearest candidate spot around
+        the target (where = the padded node count + its index), if one is within FREE_STEP."""
         d = len(self.rows)
         self.where = np.full(d, -1, np.int64)
         self.offset = np.zeros((d, 3), np.float32)
@@ -162,6 +165,14 @@ class DecisionData:
             if dist[k] <= WHERE_RADIUS:
                 self.where[i], self.offset[i] = k, xyz - pos[i, k]
                 self.source[i] = len(SOURCES)  # WHERE_SOURCE, after the recorded ones (fill_config)
+            elif self.config.free_spots and self.target[i] >= 0:  # the nearest candidate spot, if near
+                spots, _ = free_spots(torch.from_numpy(self.tokens[i:i + 1]), torch.from_numpy(self.node_mask[i:i + 1]),
+                                      torch.tensor([int(self.target[i])]), self.config.free_spot_offsets)
+                gap = np.linalg.norm(spots[0, :, :2].numpy() - xyz[:2], axis=-1)
+                s = int(np.argmin(gap))
+                if gap[s] <= FREE_STEP:
+                    self.where[i], self.offset[i] = self.tokens.shape[1] + s, xyz - spots[0, s].numpy()
+                    self.source[i] = len(SOURCES)
 
     def _last_calls(self, n: int) -> None:
         """The last call at each decision (inputs.last_call), from the calls that ran before it for the

@@ -4,6 +4,7 @@
     spot_features(tokens, mask, offsets)     (B, N, 3 * len(SPOT_SCALES))  nodes against first-seen spots
     anchor_features(tokens, mask, offsets)   (B, N, 1 + 3 * len(SPOT_SCALES))  nodes against the last acted on
     first_inside(tokens, mask, offsets)      (B, N, N) bool  what held what when first seen
+    free_spots(tokens, mask, target, offsets) (B, S, 3) m, (B, S, FREE_FEATURES)  candidate spots near the target
 
 Token offsets are set by the trainer from embodied.memory.tokens and kept in the policy's configuration.
 """
@@ -86,3 +87,42 @@ def first_inside(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, .
     n = tokens.shape[1]
     ok = mask[:, :, None] & (mask & small)[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
     return inside & ok
+
+
+FREE_STEP, FREE_REACH = 0.03, 0.24  # m: candidate spots every FREE_STEP within FREE_REACH of the target (each axis)
+FREE_SCALES = (0.03, 0.06, 0.09, 0.12)  # m: how clear a spot is, softly
+FREE_MAX_AREA = 0.2  # m^2 (xy): larger boxes (the table, a room) are what spots stand on, not obstacles
+_FREE_GRID = torch.arange(-FREE_REACH, FREE_REACH + 1e-6, FREE_STEP)
+FREE_OFFSETS = torch.cartesian_prod(_FREE_GRID, _FREE_GRID)  # (S, 2) m
+FREE_FEATURES = 2 + 2 + 1 + 2 * len(FREE_SCALES)
+
+
+def free_spots(tokens: torch.Tensor, mask: torch.Tensor, target: torch.Tensor,
+               offsets: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Candidate spots around each row's target node (B,) and what a policy needs to choose one: (B, S, 3)
+    m, on the xy grid FREE_OFFSETS around the target at the target's height, and (B, S, FREE_FEATURES):
+    the offset / FREE_REACH, the spot's absolute xy, its distance to the target, and exp(-d / scale) of
+    d = its xy distance to the nearest other node's box now (boxes no larger than FREE_MAX_AREA) and to the
+    nearest node's first spot. Offsets: position, size, first_position. A row without a target (-1) gets
+    the spots of node 0 (callers mask them). Free space from the nodes alone: nothing here knows a task."""
+    p, s, f = offsets
+    pos, size, first = tokens[..., p:p + 3], tokens[..., s:s + 3], tokens[..., f:f + 2]
+    rows = torch.arange(tokens.shape[0], device=tokens.device)
+    k = target.clamp_min(0)
+    centre = pos[rows, k]  # (B, 3)
+    grid = FREE_OFFSETS.to(tokens)
+    xy = centre[:, None, :2] + grid  # (B, S, 2)
+    lo, hi = pos[..., :2] - size[..., :2] / 2, pos[..., :2] + size[..., :2] / 2  # (B, N, 2)
+    out = torch.maximum((lo[:, None] - xy[:, :, None]).clamp_min(0), (xy[:, :, None] - hi[:, None]).clamp_min(0))
+    box_gap = out.norm(dim=-1)  # (B, S, N)
+    n = tokens.shape[1]
+    others = mask & (size[..., 0] * size[..., 1] <= FREE_MAX_AREA)
+    others = others & (torch.arange(n, device=tokens.device)[None] != k[:, None])
+    box_gap = box_gap.masked_fill(~others[:, None], 1e3).amin(2)
+    first_gap = torch.cdist(xy, first).masked_fill(~mask[:, None], 1e3).amin(2)
+    scales = torch.tensor(FREE_SCALES, dtype=tokens.dtype, device=tokens.device)
+    clear = torch.exp(-torch.stack([box_gap, first_gap], -1)[..., None] / scales).flatten(2)
+    feats = torch.cat([grid.expand(xy.shape[0], -1, -1) / FREE_REACH, xy, grid.norm(dim=-1).expand(xy.shape[0], -1)[..., None],
+                       clear], -1)
+    spots = torch.cat([xy, centre[:, None, 2:].expand(-1, xy.shape[1], -1)], -1)
+    return spots, feats

@@ -48,7 +48,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from policies.memory_policy.configuration import MemoryPolicyConfig
-from policies.memory_policy.features import SPOT_SCALES, anchor_features, first_inside, spot_features, word_matches
+from policies.memory_policy.features import FREE_FEATURES, SPOT_SCALES, anchor_features, first_inside, free_spots
+from policies.memory_policy.features import spot_features, word_matches
 
 TYPES = ("decision", "goal", "state", "node", "frame")
 
@@ -131,6 +132,8 @@ class MemoryPolicy(nn.Module):
             if c.first_box_features:
                 self.first_box = nn.Linear(2, d)
                 self.where_inside = nn.Parameter(torch.zeros(1))  # the where pointer's bias (with where_pointer)
+            if c.free_spots:  # candidate spots, as keys of the where pointer beside the nodes
+                self.free_in = nn.Sequential(nn.Linear(FREE_FEATURES, d), nn.SiLU(), nn.Linear(d, d))
             if c.last_call_features:
                 self.last_skill = nn.Embedding(n_dec + 1, d)
                 self.last_repeats = nn.Linear(1, d)
@@ -243,15 +246,21 @@ class MemoryPolicy(nn.Module):
 
     def _where(self, hc: torch.Tensor, hm: torch.Tensor, valid: torch.Tensor, skill: torch.Tensor,
                target: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, N) logits of the node a call's point is read from, given its skill and target (and the raw
-        tokens, for the first-box bias)."""
+        """(B, N [+ S]) logits of the node a call's point is read from, given its skill and target (and the
+        raw tokens, for the first-box bias); with ``free_spots``, then of each candidate spot around the
+        target (features.free_spots; none without a target)."""
         q = self.where_query(hc + self.skill_emb(skill) + self._picked(hc, hm, target))
         logits = torch.einsum("bd,bnd->bn", q, self.where_key(hm)) / math.sqrt(hc.shape[-1])
         if self.config.first_box_features and tokens is not None:  # the boxes the target was first seen in
             rows = torch.arange(hc.shape[0], device=hc.device)
             held = first_inside(tokens, valid, self.config.first_box_offsets)[rows, target.clamp_min(0)]
             logits = logits + self.where_inside * (held & (target >= 0)[:, None]).float()
-        return logits.masked_fill(~valid, -1e9)
+        logits = logits.masked_fill(~valid, -1e9)
+        if self.config.free_spots and tokens is not None:
+            _, feats = free_spots(tokens, valid, target, self.config.free_spot_offsets)
+            spot = torch.einsum("bd,bsd->bs", q, self.where_key(self.free_in(feats))) / math.sqrt(hc.shape[-1])
+            logits = torch.cat([logits, spot.masked_fill((target < 0)[:, None], -1e9)], 1)
+        return logits
 
     # --- training -------------------------------------------------------------------
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -310,16 +319,23 @@ class MemoryPolicy(nn.Module):
 
     # --- inference ------------------------------------------------------------------
     @torch.no_grad()
-    def decide(self, batch: dict[str, torch.Tensor]) -> Decision:
-        """The decision for a batch of one decision point."""
+    def decide(self, batch: dict[str, torch.Tensor], avoid: tuple[int, int] | None = None) -> Decision:
+        """The decision for a batch of one decision point; never ``avoid`` = (skill index, node index or -1)
+        (the likeliest other choice: the next node for that skill, else the next skill)."""
         c = self.config
         hc, hm, valid = self._encode(batch)
         probs = self.skill_head(hc).softmax(-1)[0]
-        k = int(probs.argmax())
-        skill = torch.tensor([k])
-        target = torch.tensor([-1])
-        if c.memory == "explicit" and bool(valid.any()) and k != self.stop:
-            target = self._pointer(hc, hm, valid, skill).argmax(-1)
+        for k in probs.argsort(descending=True).tolist():
+            skill, target = torch.tensor([k]), torch.tensor([-1])
+            if c.memory == "explicit" and bool(valid.any()) and k != self.stop:
+                logits = self._pointer(hc, hm, valid, skill)
+                if avoid is not None and avoid[0] == k and avoid[1] >= 0:
+                    logits[0, avoid[1]] = -math.inf
+                if not bool((logits > -1e9).any()):  # every node avoided or padding
+                    continue
+                target = logits.argmax(-1)
+            if avoid is None or (k, int(target)) != tuple(avoid):
+                break
         call = self._call(hc, hm, skill, target)[0]
         ns = len(c.sources)
         source = c.sources[int(call[:ns].argmax())] if int(target) >= 0 else "free"
@@ -330,4 +346,8 @@ class MemoryPolicy(nn.Module):
         if source == "node":
             where = int(self._where(hc, hm, valid, skill, target, batch["tokens"]).argmax(-1))
             offset = (call[ns + 9:ns + 12] * OFFSET_SCALE).numpy().astype(np.float64)
+            n = batch["tokens"].shape[1]
+            if where >= n:  # a free spot: the point is that spot plus the offset
+                spots, _ = free_spots(batch["tokens"], valid, target, c.free_spot_offsets)
+                xyz, where = spots[0, where - n].numpy().astype(np.float64) + offset, -1
         return Decision(c.decisions[k], int(target), source, xyz, yaw, size, float(probs[k]), where, offset)
