@@ -268,3 +268,28 @@ def test_decision_accuracy_scores_the_shipped_policy_and_its_points_teacher_forc
     assert 0.5 <= result["choice"] <= 1.0
     back = result["points"]["back"]
     assert back["n"] >= 2 and back["within"] >= 0.9, result["points"]
+
+
+def test_the_results_report_adds_disjoint_seed_ranges_and_keeps_the_larger_overlapping_run(tmp_path):
+    """tools/report_memory_policies.py: two halves of a 100-seed run make one 100-episode cell; a shorter
+    run over seeds already counted does not add to it."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("report", Path(__file__).parents[1] / "tools" / "report_memory_policies.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    col = "learned:runs/x/memory_explicit"
+
+    def report(name, seed, episodes, success, failed):
+        row = {"task": "Rearrange-v0", "suite": "manipulation", "chance": 0.0, col: success,
+               f"{col}_episodes": episodes, f"{col}_failed_seeds": failed}
+        (tmp_path / name).write_text(json.dumps({"seed": seed, "columns": [col], "tasks": [row]}))
+
+    report("eval_a.json", 9000, 50, 0.5, [9001])
+    report("eval_b.json", 9050, 50, 0.7, [9060])
+    report("eval_c.json", 9000, 10, 1.0, [])
+    rows, order = tool.merge([tmp_path])
+    cell = rows["Rearrange-v0"]["cells"]["explicit"]
+    assert order == ["explicit"] and cell["episodes"] == 100 and abs(cell["success"] - 0.6) < 1e-9
+    assert cell["seed"] == 9000 and cell["failed"] == [9001, 9060]

@@ -3,8 +3,9 @@
     python3 tools/report_memory_policies.py runs/memory [MORE_DIRS...] [--no-timing]
 
 Reads every ``eval*.json`` (``embodied ablate --json`` reports) in the folders and merges them per task and
-column, keeping the report with the most episodes for each cell, so a 100-seed run of one column and a
-shorter ablation run of others make one table. Then ``train_*.json`` and ``train_*.time`` of the first
+column: reports over disjoint seed ranges add up (a 100-seed run split in halves); of overlapping ones the
+one with the most episodes is kept, so a 100-seed run of one column and a shorter ablation run of others
+make one table. Then ``train_*.json`` and ``train_*.time`` of the first
 folder, timing one decision of each exported policy (median over recorded decision points, one torch
 thread). Prints markdown.
 """
@@ -83,12 +84,26 @@ def merge(folders: list[Path]) -> tuple[dict[str, dict], list[str]]:
                     name = short(c)
                     if name not in order:
                         order.append(name)
-                    cell = {"success": row[c], "episodes": row[f"{c}_episodes"], "seed": report["seed"],
-                            "failed": row.get(f"{c}_failed_seeds", [])}
-                    old = entry["cells"].get(name)
-                    if old is None or cell["episodes"] > old["episodes"]:
-                        entry["cells"][name] = cell
+                    part = {"seed": report["seed"], "episodes": row[f"{c}_episodes"],
+                            "wins": round(row[c] * row[f"{c}_episodes"]), "failed": row.get(f"{c}_failed_seeds", [])}
+                    entry["cells"][name] = _add(entry["cells"].get(name), part)
     return rows, order
+
+
+def _add(cell: dict | None, part: dict) -> dict:
+    """A cell (success, episodes, seed, failed, parts) with one more report's ``part`` added: summed when
+    its seeds are disjoint from every part's, else the larger of it and the overlapping parts."""
+    parts = cell["parts"] if cell else []
+    lo, hi = part["seed"], part["seed"] + part["episodes"]
+    overlap = [q for q in parts if q["seed"] < hi and lo < q["seed"] + q["episodes"]]
+    if overlap:
+        if part["episodes"] <= sum(q["episodes"] for q in overlap):
+            return cell
+        parts = [q for q in parts if q not in overlap]
+    parts = sorted([*parts, part], key=lambda q: q["seed"])
+    episodes = sum(q["episodes"] for q in parts)
+    return {"success": sum(q["wins"] for q in parts) / episodes, "episodes": episodes, "seed": parts[0]["seed"],
+            "failed": [f for q in parts for f in q["failed"]], "parts": parts}
 
 
 def table(rows: dict[str, dict], order: list[str]) -> None:
