@@ -254,6 +254,40 @@ def test_first_box_features_say_what_held_a_node_when_first_seen():
         config.validate()
 
 
+def test_goal_hop_features_lead_from_the_object_the_goal_names_to_its_room():
+    """"the room where you saw the white plate": the kitchen node gets the name-from-room-word hop and the
+    room-centre hop at full weight; the study (a blue cup's room) gets only a weaker one, and nothing
+    reaches a node from itself."""
+    from embodied.memory.tokens import TOKEN_DIM, WORD_SLOTS, goal_hop_offsets
+    from policies.memory_policy.features import goal_hops
+
+    pos, room_at, _ = goal_hop_offsets()
+    vocab = {w: i + 2 for i, w in enumerate(["white", "plate", "blue", "cup", "room", "kitchen", "study"])}
+    nodes = [  # words (class, colour, name, room, shown), position, room centre
+        (("plate", "white", "", "kitchen", ""), (4.5, 1.0), (4.8, 1.5)),
+        (("cup", "blue", "", "study", ""), (1.0, 1.0), (1.7, 1.3)),
+        (("cup", "white", "", "study", ""), (1.2, 1.1), (1.7, 1.3)),
+        (("room", "", "kitchen", "", ""), (4.8, 1.5), (0.0, 0.0)),
+        (("room", "", "study", "", ""), (1.7, 1.3), (0.0, 0.0)),
+    ]
+    words = torch.tensor([[[vocab.get(w, 0) for w in ws] for ws, _, _ in nodes]])
+    tokens = torch.zeros(1, len(nodes), TOKEN_DIM)
+    for k, (_, xy, room) in enumerate(nodes):
+        tokens[0, k, pos:pos + 2] = torch.tensor(xy)
+        tokens[0, k, room_at:room_at + 2] = torch.tensor(room)
+    goal = torch.tensor([[1, 1, vocab["room"], 1, 1, 1, 1, vocab["white"], vocab["plate"]]])
+    mask = torch.ones(1, len(nodes), dtype=torch.bool)
+    hops = goal_hops(words, mask, goal, tokens, goal_hop_offsets())[0]
+    w = len(WORD_SLOTS)
+    name_from_room = hops[:, WORD_SLOTS.index("name") * w + WORD_SLOTS.index("room")]
+    assert name_from_room.tolist() == [0.0, 0.0, 0.0, 1.0, 0.5]  # the white cup names the study, half as well
+    near_room = hops[:, w * w]
+    assert near_room[3] > 0.99 and near_room[4] < 0.6 and near_room[:3].max() < 0.5
+    assert not goal_hops(words, torch.zeros_like(mask), goal, tokens, goal_hop_offsets()).any()
+    with pytest.raises(ValueError, match="goal_hop_offsets"):
+        MemoryPolicyConfig(memory="explicit", goal_hop_features=True).validate()
+
+
 def test_decision_accuracy_scores_the_shipped_policy_and_its_points_teacher_forced(rearrange):
     """tools/decision_accuracy.py on a fresh demo: the shipped explicit policy reads a place back from the
     first-seen spot, so its points land on the recorded ones."""

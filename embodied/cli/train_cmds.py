@@ -121,6 +121,7 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
                       resume=args.resume, progress=not args.json)
     from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, free_spot_offsets, spot_offsets
+    from embodied.memory.tokens import goal_hop_offsets
 
     if options.get("spot_features"):  # where a node token keeps its position and first position
         options = {**options, "spot_offsets": spot_offsets()}
@@ -132,6 +133,8 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
         options = {**options, "first_box_offsets": first_box_offsets()}
     if options.get("free_spots"):  # ... and where it keeps its position, box size and first position
         options = {**options, "free_spot_offsets": free_spot_offsets()}
+    if options.get("goal_hop_features"):  # ... and where it keeps its position, room centre and holder
+        options = {**options, "goal_hop_offsets": goal_hop_offsets()}
     result = train_memory_policy(cfg, list(args.data), args.memory, options)
     if args.json:
         return result

@@ -82,6 +82,11 @@ def free_spot_offsets() -> tuple[int, int, int]:
     return field_slice("position").start, field_slice("size").start, field_slice("first_position").start
 
 
+def goal_hop_offsets() -> tuple[int, int, int]:
+    """Where a token keeps its position, its room's centre and its holder's position (the goal-hop features)."""
+    return field_slice("position").start, field_slice("room_position").start, field_slice("holder_position").start
+
+
 def field_slice(name: str) -> slice:
     """Where field ``name`` of :data:`TOKEN_FIELDS` sits in a token."""
     n = dict(TOKEN_FIELDS)[name]

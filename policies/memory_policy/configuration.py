@@ -58,6 +58,12 @@ class MemoryPolicyConfig:
     # that spot plus an offset (a cup set aside). Offsets (position, size, first_position) set by the trainer.
     free_spots: bool = False
     free_spot_offsets: tuple[int, ...] = ()
+    # explicit: goal-hop features, one hop on from the nodes the goal names (features.goal_hops): which
+    # nodes share a word with them across slots (the object's room word, a room's name), and which node
+    # holds their room centre or holder position. Offsets (position, room_position, holder_position) set
+    # by the trainer.
+    goal_hop_features: bool = False
+    goal_hop_offsets: tuple[int, ...] = ()
     # explicit: where the demonstrating plan's order was arbitrary (calls tagged with units, see
     # embodied.planner.calls.UNIT), any unit's first call counts as right: the skill and target loss is
     # -log of the summed probability of the equally good choices, and the pointer is conditioned on the
@@ -111,6 +117,9 @@ class MemoryPolicyConfig:
         if self.free_spots and (not self.where_pointer or len(self.free_spot_offsets) != 3):
             raise ValueError("free_spots extends the where pointer (set where_pointer too) and needs "
                              f"free_spot_offsets (position, size, first_position), got {self.free_spot_offsets}")
+        if self.goal_hop_features and (self.memory != "explicit" or len(self.goal_hop_offsets) != 3):
+            raise ValueError("goal_hop_features is for the explicit policy and needs goal_hop_offsets (position, "
+                             f"room_position, holder_position), got memory {self.memory!r} and {self.goal_hop_offsets}")
         if self.any_order and self.memory != "explicit":
             raise ValueError(f"any_order is for the explicit policy (it points at nodes), not {self.memory!r}")
         if self.max_repeats < 0:

@@ -4,6 +4,7 @@
     spot_features(tokens, mask, offsets)     (B, N, 3 * len(SPOT_SCALES))  nodes against first-seen spots
     anchor_features(tokens, mask, offsets)   (B, N, 1 + 3 * len(SPOT_SCALES))  nodes against the last acted on
     first_inside(tokens, mask, offsets)      (B, N, N) bool  what held what when first seen
+    goal_hops(words, mask, goal, tokens, offsets) (B, N, W*W + 2)  what the nodes the goal names point at
     free_spots(tokens, mask, target, offsets) (B, S, 3) m, (B, S, FREE_FEATURES)  candidate spots near the target
 
 Token offsets are set by the trainer from embodied.memory.tokens and kept in the policy's configuration.
@@ -87,6 +88,38 @@ def first_inside(tokens: torch.Tensor, mask: torch.Tensor, offsets: tuple[int, .
     n = tokens.shape[1]
     ok = mask[:, :, None] & (mask & small)[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=tokens.device)[None]
     return inside & ok
+
+
+HOP_SCALES = (0.5, 0.05)  # m: a room's centre, a holder's position, against a node's position
+
+
+def goal_hops(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor, tokens: torch.Tensor,
+              offsets: tuple[int, ...]) -> torch.Tensor:
+    """(B, N, W*W + 2) float, one hop on from the nodes the goal names. Each node i is weighted by how many
+    of its words the goal names, relative to the best-named node (g_i in [0, 1]). Per node j: for each
+    slot pair (a, b), the largest g_i over other nodes i whose word of slot b is j's word of slot a (the
+    room word of the object the goal names is this room's name); then the largest g_i * exp(-d / scale)
+    of d = the xy distance from i's room centre, and from i's holder, to j's position (HOP_SCALES).
+    Offsets: position, room_position, holder_position. Generic relations only: nothing here knows a task."""
+    b, n, w = words.shape
+    known = (words > 1) & mask.unsqueeze(-1)
+    named = ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
+    count = named.sum(-1).to(tokens.dtype)  # (B, N)
+    g = count / count.amax(1, keepdim=True).clamp_min(1.0)
+    eq = words[:, :, None, :, None] == words[:, None, :, None, :]  # (B, j, i, a, b)
+    eq &= known[:, :, None, :, None] & known[:, None, :, None, :]
+    eq &= ~torch.eye(n, dtype=torch.bool, device=words.device)[None, :, :, None, None]
+    word_hop = (eq.to(tokens.dtype) * g[:, None, :, None, None]).amax(2).reshape(b, n, w * w)
+    pos = tokens[..., offsets[0]: offsets[0] + 2]
+    near = []
+    for o, scale in zip(offsets[1:], HOP_SCALES):
+        at = tokens[..., o: o + 2]  # (B, N, 2): where node i's room centre / holder is; zeros: none
+        has = mask & (at.abs().sum(-1) > 0)
+        d = torch.cdist(pos, at)  # (B, j, i)
+        w_ij = torch.exp(-d / scale) * g[:, None, :] * has[:, None, :]
+        w_ij = w_ij.masked_fill(torch.eye(n, dtype=torch.bool, device=tokens.device)[None], 0.0)
+        near.append(w_ij.amax(2))
+    return torch.cat([word_hop, torch.stack(near, -1)], -1) * mask.unsqueeze(-1)
 
 
 FREE_STEP, FREE_REACH = 0.03, 0.24  # m: candidate spots every FREE_STEP within FREE_REACH of the target (each axis)

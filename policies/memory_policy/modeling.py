@@ -49,7 +49,7 @@ from torch import nn
 
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.features import FREE_FEATURES, SPOT_SCALES, anchor_features, first_inside, free_spots
-from policies.memory_policy.features import spot_features, word_matches
+from policies.memory_policy.features import goal_hops, spot_features, word_matches
 
 TYPES = ("decision", "goal", "state", "node", "frame")
 
@@ -132,6 +132,8 @@ class MemoryPolicy(nn.Module):
             if c.first_box_features:
                 self.first_box = nn.Linear(2, d)
                 self.where_inside = nn.Parameter(torch.zeros(1))  # the where pointer's bias (with where_pointer)
+            if c.goal_hop_features:
+                self.hops = nn.Linear(c.word_slots * c.word_slots + 2, d)
             if c.free_spots:  # candidate spots, as keys of the where pointer beside the nodes
                 self.free_in = nn.Sequential(nn.Linear(FREE_FEATURES, d), nn.SiLU(), nn.Linear(d, d))
             if c.last_call_features:
@@ -171,6 +173,9 @@ class MemoryPolicy(nn.Module):
             if c.first_box_features:
                 inside = first_inside(batch["tokens"], batch["node_mask"], c.first_box_offsets).float()
                 matches = matches + self.first_box(torch.stack([inside.amax(2), inside.amax(1)], -1))
+            if c.goal_hop_features:
+                matches = matches + self.hops(goal_hops(batch["node_words"], batch["node_mask"], batch["goal_ids"],
+                                                        batch["tokens"], c.goal_hop_offsets))
             return self.node_in(x) + words + matches + t[3], batch["node_mask"]
         if c.memory == "none":
             f = batch["frames"]  # (B, C, 3, s, s)
