@@ -35,7 +35,7 @@ done
 
 # 2. One policy per memory input over both suites, the same data, steps and batch. The explicit policy's
 #    own inputs (docs/learned-policy.md, "Opt-in inputs"), and its decoding limit on a repeated call.
-EXPLICIT_SET=(any_order anchor_features spot_features where_pointer first_box_features free_spots)
+EXPLICIT_SET=(any_order anchor_features spot_features where_pointer first_box_features free_spots goal_hop_features)
 for m in $MEMORIES; do
   resume=() options=() export_options=()
   [ -e "$WORK/$m/latest.json" ] && resume=(--resume)
