@@ -21,14 +21,24 @@ def word_matches(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) ->
     slot a in its slot b (a colour one node wears and another showed; a class two nodes share), and per
     slot whether the goal's words name it. Words are compared as ids; padding and unknown words match
     nothing. Copy features of a pointer network, over generic word slots: nothing here knows a task."""
-    known = (words > 1) & mask.unsqueeze(-1)  # (B, N, W)
     b, n, w = words.shape
-    eq = words[:, :, None, :, None] == words[:, None, :, None, :]  # (B, N, N, W, W)
+    cross = _shared_words(words, mask).any(2).reshape(b, n, w * w)
+    return torch.cat([cross, _goal_named(words, mask, goal)], -1).float()
+
+
+def _shared_words(words: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, N, N, W, W) bool: [j, i, a, b] when node j's word of slot a is node i's word of slot b (i != j,
+    known words only)."""
+    known = (words > 1) & mask.unsqueeze(-1)  # (B, N, W)
+    eq = words[:, :, None, :, None] == words[:, None, :, None, :]
     eq &= known[:, :, None, :, None] & known[:, None, :, None, :]
-    eq &= ~torch.eye(n, dtype=torch.bool, device=words.device)[None, :, :, None, None]
-    cross = eq.any(2).reshape(b, n, w * w)
-    named = ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
-    return torch.cat([cross, named], -1).float()
+    return eq & ~torch.eye(words.shape[1], dtype=torch.bool, device=words.device)[None, :, :, None, None]
+
+
+def _goal_named(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+    """(B, N, W) bool: which of each node's (known) words the goal's words name."""
+    known = (words > 1) & mask.unsqueeze(-1)
+    return ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
 
 
 SPOT_SCALES = (0.02, 0.05, 0.12)  # m: what counts as "at" a spot, softly, at three scales
@@ -102,13 +112,9 @@ def goal_hops(words: torch.Tensor, mask: torch.Tensor, goal: torch.Tensor, token
     of d = the xy distance from i's room centre, and from i's holder, to j's position (HOP_SCALES).
     Offsets: position, room_position, holder_position. Generic relations only: nothing here knows a task."""
     b, n, w = words.shape
-    known = (words > 1) & mask.unsqueeze(-1)
-    named = ((words[..., None] == goal[:, None, None, :]) & known[..., None] & (goal > 1)[:, None, None, :]).any(-1)
-    count = named.sum(-1).to(tokens.dtype)  # (B, N)
+    count = _goal_named(words, mask, goal).sum(-1).to(tokens.dtype)  # (B, N)
     g = count / count.amax(1, keepdim=True).clamp_min(1.0)
-    eq = words[:, :, None, :, None] == words[:, None, :, None, :]  # (B, j, i, a, b)
-    eq &= known[:, :, None, :, None] & known[:, None, :, None, :]
-    eq &= ~torch.eye(n, dtype=torch.bool, device=words.device)[None, :, :, None, None]
+    eq = _shared_words(words, mask)  # (B, j, i, a, b)
     word_hop = (eq.to(tokens.dtype) * g[:, None, :, None, None]).amax(2).reshape(b, n, w * w)
     pos = tokens[..., offsets[0]: offsets[0] + 2]
     near = []
