@@ -28,7 +28,7 @@ def example_batch(model, seed: int = 0) -> dict[str, torch.Tensor]:
         batch["observation.state"][..., 17] = 1.0  # a unit quaternion
     if cfg.guide_dim:
         batch["skill.guide"] = torch.randn(1, cfg.guide_dim, generator=g) * 0.1
-    if cfg.use_elapsed:
+    if cfg.needs_elapsed():
         batch["skill.elapsed"] = torch.tensor([20.0])
     for cam in cfg.cameras:
         batch[f"observation.images.{cam}"] = torch.rand(1, cfg.obs_horizon, 3, cfg.image_size, cfg.image_size,

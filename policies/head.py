@@ -59,6 +59,10 @@ class HeadConfig:
     # same pose going down and coming back up, and only the time into the skill tells the two apart.
     use_elapsed: bool = False
 
+    def needs_elapsed(self) -> bool:
+        """Whether the head reads ``skill.elapsed`` (as a call feature, or elsewhere in a subclass)."""
+        return self.use_elapsed
+
     def validate(self) -> None:
         if self.obs_horizon < 1 or self.horizon < 1:
             raise ValueError(f"obs_horizon and horizon must be >= 1, got {self.obs_horizon}, {self.horizon}")
@@ -140,7 +144,7 @@ class HeadBase(nn.Module):
     def check_batch(self, batch: dict[str, torch.Tensor], with_actions: bool) -> None:
         need = ["observation.state", "skill.id", "skill.params"] + [IMAGE_PREFIX + c for c in self.config.cameras]
         need += ["skill.guide"] if self.config.guide_dim else []
-        need += ["skill.elapsed"] if self.config.use_elapsed else []
+        need += ["skill.elapsed"] if self.config.needs_elapsed() else []
         if with_actions:
             need += ["action"]
         missing = [k for k in need if k not in batch]

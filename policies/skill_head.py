@@ -101,7 +101,7 @@ class LearnedSkill:
                                  f"(skill.guide), got {None if g is None else g.shape[0]}; run it through "
                                  "policies.nav_skill.LearnedNavigateSkill")
             out["skill.guide"] = torch.from_numpy(g).unsqueeze(0)
-        if cfg.use_elapsed:
+        if cfg.needs_elapsed():
             out["skill.elapsed"] = torch.tensor([float(max(self._steps - 1, 0))])
         for cam in cfg.cameras:
             key = f"rgb/{cam}"

@@ -53,6 +53,7 @@ def test_normaliser_round_trips_and_names_missing_statistics():
 
 
 @pytest.mark.parametrize("cls,cfg", [(DiffusionHead, DiffusionConfig(**TINY_DIFFUSION, cameras=("wrist",))),
+                                     (DiffusionHead, DiffusionConfig(**TINY_DIFFUSION, done_head="sampled")),
                                      (ACTHead, ACTConfig(**TINY_ACT, use_vae=True, cameras=("wrist",)))])
 def test_heads_train_predict_and_queue_actions(cls, cfg):
     torch.manual_seed(0)
@@ -75,7 +76,9 @@ def test_heads_train_predict_and_queue_actions(cls, cfg):
     head.predict_chunk = lambda b: calls.append(1) or original(b)
     head.reset()
     step = {"observation.state": batch["observation.state"][:1, -1], "skill.id": batch["skill.id"][:1],
-            "skill.params": batch["skill.params"][:1], "observation.images.wrist": batch["observation.images.wrist"][:1, -1]}
+            "skill.params": batch["skill.params"][:1]}
+    step.update({k: v[:1, -1] for k, v in batch.items() if k.startswith("observation.images.")})
+    step.update({k: batch[k][:1] for k in ("skill.elapsed",) if k in batch})
     for _ in range(cfg.n_action_steps + 1):
         assert head.select_action(step).shape == (1, cfg.action_dim)
     assert len(calls) == 2  # one chunk serves n_action_steps steps
@@ -104,6 +107,11 @@ def test_bad_inputs_name_what_is_wrong():
         DiffusionConfig(horizon=10).validate()
     with pytest.raises(ValueError, match="state values"):
         DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats(state_dim=5, action_dim=5))
+    with pytest.raises(ValueError, match="done_head"):
+        DiffusionConfig(done_head="argmax").validate()
+    sampled = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION, done_head="sampled"), synthetic_stats())
+    with pytest.raises(ValueError, match="done_head"):  # weights of the old layout: told how to load them
+        head.load_state_dict(sampled.state_dict())
     skill = LearnedSkill(head.eval(), "touch")
     skill.start(SkillCall("touch", xyz=(0.5, 0.0, 0.02)), {"proprio": arm_state().numpy()})
     with pytest.raises(ValueError, match="proprio"):
@@ -224,3 +232,20 @@ def test_ensemble_skills_predict_every_step_and_the_other_skills_run_chunks():
         assert len(calls) == expected, name
     with pytest.raises(ValueError, match="ensemble_skills: unknown skill 'fly'"):
         ACTConfig(ensemble_skills=("fly",)).validate()
+
+
+def test_diffusion_done_classifier_reads_the_time_into_the_skill_and_only_it_does():
+    """A press passes its start pose again on the way back: only ``skill.elapsed`` tells start from end. The
+    done classifier reads it (``done_elapsed``); the denoiser does not, unless ``use_elapsed`` says so."""
+    torch.manual_seed(0)
+    head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats()).eval()
+    b = example_batch(head)
+    early, late = dict(b, **{"skill.elapsed": torch.tensor([0.0])}), dict(b, **{"skill.elapsed": torch.tensor([300.0])})
+    cond = head.global_cond(early)
+    assert torch.equal(cond, head.global_cond(late))  # the U-Net's condition ignores the clock
+    assert not torch.allclose(head.done_logits(early, cond), head.done_logits(late, cond))
+    with pytest.raises(ValueError, match="skill.elapsed"):
+        head.predict_chunk({k: v for k, v in b.items() if k != "skill.elapsed"})
+    blind = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION, done_elapsed=False), synthetic_stats()).eval()
+    assert not blind.config.needs_elapsed()
+    assert "skill.elapsed" not in example_batch(blind)

@@ -76,6 +76,9 @@ def test_diffusion_loss_falls_tenfold_and_samples_near_the_demo(demos, tmp_path)
     valid = ~batch["action_is_pad"]
     err = (chunk["action"] - batch["action"]).abs().mean(-1)[valid]
     assert float(err.mean()) < 0.2, f"mean |action error| {float(err.mean()):.3f}"
+    # The done classifier (not a sampled channel) says where the skill ends, as ACT's does.
+    done_acc = ((chunk["done"] > 0.5) == batch["action_done"].bool()).float().mean()
+    assert done_acc > 0.9, f"done classifier right on {float(done_acc):.0%} of the steps"
 
 
 def test_checkpoint_round_trip_gives_the_same_outputs(demos, tmp_path):

@@ -20,6 +20,19 @@ class DiffusionConfig(HeadConfig):
     prediction_type: str = "epsilon"
     action_norm: str = "min_max"  # diffusion samples live in [-1, 1]
     trace_inference: bool = True  # run a torch.jit trace of the U-Net at inference (about 2x faster at batch 1)
+    # How the done flag is predicted: "classifier", a small MLP on the condition trained with binary
+    # cross-entropy (deterministic, as ACT's); "sampled", denoised with the actions as one more trajectory
+    # channel (heads trained before this option; a single sample can cross the threshold early).
+    done_head: str = "classifier"
+    done_weight: float = 1.0  # classifier: weight of its binary cross-entropy beside the noise loss
+    done_hidden: int = 128  # classifier: hidden width
+    # classifier: the steps since the call started (``skill.elapsed``) as one more input of the done
+    # classifier only: a press passes its start pose again on the way back up, and only the time into the
+    # skill tells the two apart (the U-Net without it does not follow the clock, as with ``use_elapsed``).
+    done_elapsed: bool = True
+
+    def needs_elapsed(self) -> bool:
+        return self.use_elapsed or (self.done_head == "classifier" and self.done_elapsed)
 
     def validate(self) -> None:
         super().validate()
@@ -30,5 +43,7 @@ class DiffusionConfig(HeadConfig):
             raise ValueError(f"every U-Net width {self.down_dims} must divide into n_groups={self.n_groups}")
         if not 1 <= self.num_inference_steps <= self.num_train_timesteps:
             raise ValueError(f"num_inference_steps must be in 1..{self.num_train_timesteps}")
+        if self.done_head not in ("classifier", "sampled"):
+            raise ValueError(f"done_head must be 'classifier' or 'sampled', got {self.done_head!r}")
         if self.prediction_type not in ("epsilon", "sample"):
             raise ValueError(f"prediction_type must be 'epsilon' or 'sample', got {self.prediction_type!r}")

@@ -1,7 +1,9 @@
-"""Diffusion head: denoise an action chunk (plus the done channel) conditioned on observations and the call.
+"""Diffusion head: denoise an action chunk conditioned on observations and the call; predict where it ends.
 
-The trajectory has ``action_dim + 1`` channels: the normalised actions in
-[-1, 1] and the done flag mapped to {-1, +1}. The global condition is the
+The trajectory holds the normalised actions in [-1, 1] (``action_dim``
+channels). The done flag of each step comes from a classifier on the same
+condition (``done_head="classifier"``, binary cross-entropy), or is denoised
+as one more channel mapped to {-1, +1} (``"sampled"``). The global condition is the
 flattened per-step observation features (proprio, optional image features),
 the skill embedding and the call's parameters in the robot's frame; it
 modulates every residual block through FiLM (a per-channel scale and bias).
@@ -20,7 +22,7 @@ from torch import nn
 
 from policies.conditioning import sinusoidal
 from policies.diffusion.configuration import DiffusionConfig
-from policies.head import HeadBase, done_targets
+from policies.head import HeadBase, done_targets, elapsed_feature
 
 
 class Conv1dBlock(nn.Sequential):
@@ -94,7 +96,12 @@ class DiffusionHead(HeadBase):
         super().__init__(config, stats)
         self.config: DiffusionConfig = config
         cond_dim = config.obs_horizon * self.obs_step_dim + self.call_dim
-        self.unet = ConditionalUnet1d(config.action_dim + 1, cond_dim, config)
+        self.sampled_done = config.done_head == "sampled"
+        self.unet = ConditionalUnet1d(config.action_dim + int(self.sampled_done), cond_dim, config)
+        self.done_elapsed = not self.sampled_done and config.done_elapsed
+        if not self.sampled_done:
+            self.done_out = nn.Sequential(nn.Linear(cond_dim + int(self.done_elapsed), config.done_hidden), nn.Mish(),
+                                          nn.Linear(config.done_hidden, config.horizon))
         kw = dict(num_train_timesteps=config.num_train_timesteps, beta_schedule=config.beta_schedule,
                   clip_sample=config.clip_sample, prediction_type=config.prediction_type)
         self.train_scheduler = DDPMScheduler(**kw)
@@ -107,9 +114,15 @@ class DiffusionHead(HeadBase):
         self._traced = None
         return super().train(mode)
 
-    def load_state_dict(self, *args, **kwargs):
+    def load_state_dict(self, state_dict, *args, **kwargs):
         self._traced = None
-        return super().load_state_dict(*args, **kwargs)
+        has_classifier = any(k.startswith("done_out.") for k in state_dict)
+        if has_classifier == self.sampled_done:
+            raise ValueError(
+                f"diffusion weights {'with' if has_classifier else 'without'} a done classifier, but the config's "
+                f"done_head is {self.config.done_head!r}; heads trained before done_head existed denoise the done "
+                f"flag: set \"done_head\": \"sampled\" in their config.json")
+        return super().load_state_dict(state_dict, *args, **kwargs)
 
     def _denoiser(self, x: torch.Tensor, t: torch.Tensor, cond: torch.Tensor):
         if self.training or not self.config.trace_inference:
@@ -124,12 +137,19 @@ class DiffusionHead(HeadBase):
         skill, params = self.call_features(batch)
         return torch.cat([self.obs_steps(batch).flatten(1), skill, params], -1)
 
+    def done_logits(self, batch: dict[str, torch.Tensor], cond: torch.Tensor) -> torch.Tensor:
+        """(B, horizon) logits of the done classifier (``done_head="classifier"``)."""
+        if self.done_elapsed:
+            cond = torch.cat([cond, elapsed_feature(batch["skill.elapsed"]).reshape(len(cond), 1)], -1)
+        return self.done_out(cond)
+
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         self.check_batch(batch, with_actions=True)
         cfg = self.config
-        action = self.normalizer.norm("action", batch["action"].float())
-        done = done_targets(batch, cfg.horizon).unsqueeze(-1) * 2 - 1
-        traj = torch.cat([action, done], -1)
+        traj = self.normalizer.norm("action", batch["action"].float())
+        done = done_targets(batch, cfg.horizon)
+        if self.sampled_done:
+            traj = torch.cat([traj, done.unsqueeze(-1) * 2 - 1], -1)
         cond = self.global_cond(batch)
         noise = torch.randn_like(traj)
         t = torch.randint(0, cfg.num_train_timesteps, (traj.shape[0],), device=traj.device)
@@ -137,21 +157,27 @@ class DiffusionHead(HeadBase):
         pred = self.unet(noisy, t, cond)
         target = noise if cfg.prediction_type == "epsilon" else traj
         err = F.mse_loss(pred, target, reduction="none")
-        loss = err.mean()
-        return {"loss": loss, "action_loss": err[..., :-1].mean().detach(), "done_loss": err[..., -1].mean().detach()}
+        if self.sampled_done:
+            return {"loss": err.mean(), "action_loss": err[..., :-1].mean().detach(),
+                    "done_loss": err[..., -1].mean().detach()}
+        done_loss = F.binary_cross_entropy_with_logits(self.done_logits(batch, cond), done)
+        return {"loss": err.mean() + cfg.done_weight * done_loss, "action_loss": err.mean().detach(),
+                "done_loss": done_loss.detach()}
 
     @torch.no_grad()
     def predict_chunk(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         self.check_batch(batch, with_actions=False)
         cfg = self.config
         cond = self.global_cond(batch)
-        x = torch.randn(cond.shape[0], cfg.horizon, cfg.action_dim + 1, device=cond.device)
+        x = torch.randn(cond.shape[0], cfg.horizon, cfg.action_dim + int(self.sampled_done), device=cond.device)
         sched = self.infer_scheduler
         sched.set_timesteps(cfg.num_inference_steps)
         for t in sched.timesteps:
             step = t.expand(x.shape[0]).to(x.device)
             out = self._denoiser(x, step, cond)(x, step, cond)
             x = sched.step(out, t, x).prev_sample
-        action = self.normalizer.unnorm("action", x[..., :-1].clamp(-1, 1))
-        done = ((x[..., -1] + 1) / 2).clamp(0, 1)
-        return {"action": action, "done": done}
+        if self.sampled_done:
+            action = self.normalizer.unnorm("action", x[..., :-1].clamp(-1, 1))
+            return {"action": action, "done": ((x[..., -1] + 1) / 2).clamp(0, 1)}
+        action = self.normalizer.unnorm("action", x.clamp(-1, 1))
+        return {"action": action, "done": torch.sigmoid(self.done_logits(batch, cond))}
