@@ -249,3 +249,16 @@ def test_diffusion_done_classifier_reads_the_time_into_the_skill_and_only_it_doe
     blind = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION, done_elapsed=False), synthetic_stats()).eval()
     assert not blind.config.needs_elapsed()
     assert "skill.elapsed" not in example_batch(blind)
+
+
+def test_diffusion_done_pos_weight_weighs_the_steps_past_the_end():
+    """Ends are rare in the windows: ``done_pos_weight`` scales the loss of the steps past a segment's end."""
+    losses = []
+    for w in (1.0, 10.0):
+        torch.manual_seed(0)
+        head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION, done_pos_weight=w), synthetic_stats())
+        b = example_batch(head)
+        b["action"] = torch.zeros(1, head.config.horizon, head.config.action_dim)
+        b["action_done"] = torch.ones(1, head.config.horizon)  # every step past the end
+        losses.append(float(head(b)["done_loss"]))
+    assert losses[1] == pytest.approx(10 * losses[0], rel=1e-4)

@@ -26,6 +26,7 @@ class DiffusionConfig(HeadConfig):
     done_head: str = "classifier"
     done_weight: float = 1.0  # classifier: weight of its binary cross-entropy beside the noise loss
     done_hidden: int = 128  # classifier: hidden width
+    done_pos_weight: float = 1.0  # classifier: weight of the (rare) steps past a segment's end in its loss
     # classifier: the steps since the call started (``skill.elapsed``) as one more input of the done
     # classifier only: a press passes its start pose again on the way back up, and only the time into the
     # skill tells the two apart (the U-Net without it does not follow the clock, as with ``use_elapsed``).

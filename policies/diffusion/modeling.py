@@ -160,7 +160,8 @@ class DiffusionHead(HeadBase):
         if self.sampled_done:
             return {"loss": err.mean(), "action_loss": err[..., :-1].mean().detach(),
                     "done_loss": err[..., -1].mean().detach()}
-        done_loss = F.binary_cross_entropy_with_logits(self.done_logits(batch, cond), done)
+        pos_weight = torch.tensor(cfg.done_pos_weight, device=done.device)
+        done_loss = F.binary_cross_entropy_with_logits(self.done_logits(batch, cond), done, pos_weight=pos_weight)
         return {"loss": err.mean() + cfg.done_weight * done_loss, "action_loss": err.mean().detach(),
                 "done_loss": done_loss.detach()}
 
