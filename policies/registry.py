@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import typing
 from pathlib import Path
 from typing import Any
 
 from policies.act import ACTConfig, ACTHead
 from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
+from policies.config_json import config_from_dict, config_to_dict  # noqa: F401  (imported from here too)
 from policies.diffusion import DiffusionConfig, DiffusionHead
 from policies.export import is_exported, load_exported
 from policies.head import HeadBase, HeadConfig
@@ -29,25 +29,6 @@ def head_classes(name: str) -> tuple[type[HeadConfig], type[HeadBase]]:
     if name not in HEADS:
         raise ValueError(f"unknown head {name!r}; heads: {', '.join(HEADS)}")
     return HEADS[name]
-
-
-def config_to_dict(config: HeadConfig) -> dict:
-    return json.loads(json.dumps(dataclasses.asdict(config)))
-
-
-def config_from_dict(cls: type[HeadConfig], d: dict[str, Any], where: str = "config") -> HeadConfig:
-    """Build ``cls`` from JSON values (lists become tuples where the field is a tuple)."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = [k for k in d if k not in fields]
-    if unknown:
-        raise ValueError(f"{where}: unknown {cls.__name__} option {unknown[0]!r}; options: {', '.join(fields)}")
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for k, v in d.items():
-        if isinstance(v, list) and "tuple" in str(hints.get(k, "")):
-            v = tuple(v)
-        kwargs[k] = v
-    return cls(**kwargs)
 
 
 def parse_options(cls: type[HeadConfig], pairs: list[str]) -> dict[str, Any]:

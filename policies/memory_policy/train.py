@@ -24,12 +24,12 @@ import numpy as np
 import torch
 
 from policies.checkpoint import read_json
+from policies.config_json import config_from_dict, config_to_dict
 from policies.ema import EMA
+from policies.loop import TrainConfig, check_resume, fit, resolve_device, restore, start_run
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.data import DecisionData
 from policies.memory_policy.modeling import MemoryPolicy
-from policies.registry import config_from_dict, config_to_dict
-from policies.train import TrainConfig, check_resume, fit, resolve_device, restore, start_run
 
 
 def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
