@@ -1,7 +1,7 @@
 """Train the implicit-memory policy on a GPU machine that has torch but not this project's simulator stack.
 
     python3 tools/gpu_implicit.py pack --data runs/d/manip15 --data runs/d/nav --out .gpu/implicit
-    python3 tools/gpu_implicit.py train --pack .gpu/implicit --out RUN --budget-s 420   # on the GPU machine
+    python3 tools/gpu_implicit.py train --pack .gpu/implicit --out RUN --steps 8000 --batch-size 256  # on the GPU
     embodied export-head --run RUN --out runs/memory_implicit_gpu                      # back here
 
 Why a pack: the recorded demos are videos (about 110 MB for the shipped data) and
@@ -14,11 +14,10 @@ them as JPEG mosaics (quality 95, no chroma subsampling), with the labels as
 safetensors and the configuration, statistics and vocabulary as JSON.
 
 ``train`` rebuilds the same batches on the GPU (same history, same dropout of
-past frames, same past-decision loss) and runs the shared training loop
-(:func:`policies.loop.fit`: seeded batches, EMA, atomic checkpoints, resume) into
-an ordinary run folder, which ``embodied export-head`` exports here. With
-``--budget-s`` it times a few steps first and trains as many whole thousands of
-steps as fit the budget. The only difference from a CPU run is the pack's JPEG
+past frames, same past-decision loss) and trains with ``train_memory_policy``
+itself (the shared loop: seeded batches, EMA, atomic checkpoints, resume) into
+an ordinary run folder, which ``embodied export-head`` exports here. The only
+difference from a CPU run is the pack's JPEG
 coding of the 32 px frames (reported as ``jpeg_mae``, mean absolute error in
 [0, 255] units).
 """
@@ -26,10 +25,8 @@ coding of the 32 px frames (reported as ``jpeg_mae``, mean absolute error in
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from policies.checkpoint import atomic_write_json, read_json  # noqa: E402
 from policies.config_json import config_from_dict, config_to_dict  # noqa: E402
-from policies.ema import EMA  # noqa: E402
-from policies.loop import TrainConfig, check_resume, fit, resolve_device, restore, start_run  # noqa: E402
+from policies.loop import TrainConfig, resolve_device  # noqa: E402
 from policies.memory_policy.configuration import MemoryPolicyConfig  # noqa: E402
 from policies.memory_policy.inputs import history_indices  # noqa: E402
-from policies.memory_policy.modeling import MemoryPolicy  # noqa: E402
+from policies.memory_policy.train import train_memory_policy  # noqa: E402
 
 LABELS = ("goal_ids", "state", "skill", "target", "source", "params", "prev", "hist_index", "hist_age")
 TILES = 64  # frames per mosaic row and column: one JPEG holds TILES * TILES frames of one camera slot
 QUALITY = 95
+# The packed configuration's model and history settings (the rest comes from the data: fill_config).
+PACKED_OPTIONS = ("d_model", "n_heads", "n_layers", "dropout", "max_goal_words", "state_dim", "image_size",
+                  "camera_slots", "history_len", "history_stride", "history_layers", "history_dropout",
+                  "past_decision_weight")
 
 
 # --- pack (here) -----------------------------------------------------------------------------
@@ -78,11 +78,12 @@ def pack(roots: list[str], out: Path) -> dict:
     mosaics = write_mosaics(frames, out)
     decoded = read_mosaics(out, mosaics, frames.shape)
     meta = {"config": config_to_dict(config), "stats": stats, "roots": [str(r) for r in roots],
-            "episodes": len(data.episodes), "decisions": len(data), "frames": list(frames.shape),
+            "episodes": len(data.episodes), "episode_ids": [[root, int(ep.episode)] for root, ep in data.episodes],
+            "decisions": len(data), "frames": list(frames.shape),
             "mosaics": mosaics, "tiles": TILES, "quality": QUALITY,
             "jpeg_mae": float(np.abs(decoded.astype(np.int16) - frames.astype(np.int16)).mean())}
     atomic_write_json(out / "pack.json", meta)
-    return {k: v for k, v in meta.items() if k not in ("config", "stats")}
+    return {k: v for k, v in meta.items() if k not in ("config", "stats", "episode_ids")}
 
 
 def write_mosaics(frames: np.ndarray, out: Path) -> list[str]:
@@ -125,8 +126,9 @@ class PackedDecisions:
     def __init__(self, folder: Path, device: torch.device, config: MemoryPolicyConfig, seed: int = 0):
         from safetensors.torch import load_file
 
-        meta = read_json(folder / "pack.json")
+        self.meta = meta = read_json(folder / "pack.json")
         self.config, self.device = config, device
+        self.episodes = meta["episode_ids"]  # [root, episode index] of each episode the decisions come from
         self.labels = {k: v.to(device) for k, v in load_file(str(folder / "labels.safetensors")).items()}
         missing = [k for k in LABELS if k not in self.labels]
         if missing:
@@ -136,6 +138,15 @@ class PackedDecisions:
 
     def __len__(self) -> int:
         return int(self.labels["skill"].shape[0])
+
+    def fill_config(self, c: MemoryPolicyConfig) -> dict:
+        """The pack's vocabulary, output vocabulary and statistics into ``c`` (as DecisionData.fill_config
+        set them when packing); returns the input statistics."""
+        packed = config_from_dict(MemoryPolicyConfig, self.meta["config"])
+        for name in ("vocab", "decisions", "sources", "xyz_mean", "xyz_std"):
+            setattr(c, name, getattr(packed, name))
+        c.extra = {**c.extra, **packed.extra, "packed": {k: self.meta[k] for k in ("frames", "quality", "jpeg_mae")}}
+        return self.meta["stats"]
 
     def batch(self, idx, train: bool = True) -> dict[str, torch.Tensor]:
         idx = torch.as_tensor(idx, device=self.device)
@@ -159,75 +170,19 @@ class PackedDecisions:
                 "history_age": torch.where(valid, age, torch.zeros_like(age))}
 
 
-def step_seconds(model: MemoryPolicy, data: PackedDecisions, batch: int, steps: int = 30) -> float:
-    """Seconds per training step of a throwaway copy (the run itself starts from the untouched model)."""
-    probe = copy.deepcopy(model).train()
-    opt = torch.optim.AdamW(probe.parameters(), lr=1e-4)
-    for k in range(steps):
-        if k == 10:
-            if data.device.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        loss = probe(data.batch(torch.randint(len(data), (batch,)), train=True))["loss"]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    if data.device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / (steps - 10)
-
-
-@torch.no_grad()
-def skill_accuracy(model: MemoryPolicy, data: PackedDecisions, batch: int = 256) -> float:
-    model.eval()
-    ok = 0
-    for lo in range(0, len(data), batch):
-        b = data.batch(torch.arange(lo, min(lo + batch, len(data))), train=False)
-        hc, _, _ = model._encode(b)
-        ok += int((model.skill_head(hc).argmax(-1) == b["skill"]).sum())
-    return ok / len(data)
-
-
 def train(args) -> dict:
     folder = Path(args.pack)
     meta = read_json(folder / "pack.json")
-    device = resolve_device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # fp32, as on the CPU
-    config = config_from_dict(MemoryPolicyConfig, meta["config"], str(folder / "pack.json"))
-    stats = meta["stats"]
-    t0 = time.perf_counter()
-    data = PackedDecisions(folder, device, config, seed=args.seed)
-    load_s = time.perf_counter() - t0
-    torch.manual_seed(args.seed)
-    model = MemoryPolicy(config, stats).to(device)
-    steps, probe_s = args.steps, None
-    if args.budget_s:
-        probe_s = step_seconds(model, data, args.batch_size)
-        steps = min(args.steps, max(1000, int(args.budget_s / probe_s) // 1000 * 1000))
-    cfg = TrainConfig(head="memory", data=",".join(meta["roots"]), out=args.out, steps=steps,
+    cfg = TrainConfig(head="memory", data=",".join(meta["roots"]), out=args.out, steps=args.steps,
                       batch_size=args.batch_size, seed=args.seed, device=args.device, threads=0,
                       checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.quiet)
-    cfg.validate()
-    out = Path(args.out)
-    ckpt = check_resume(out, cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    ema = EMA(model) if cfg.ema else None
-    start = restore(ckpt, model, opt, ema)
-    train_cfg = json.loads(json.dumps(cfg.__dict__))
-    train_cfg.update(data_roots=meta["roots"], packed={k: meta[k] for k in ("frames", "tiles", "quality", "jpeg_mae")})
-    start_run(out, {"head": "memory", "head_config": config_to_dict(config), "train": train_cfg}, stats, start)
-    first, last, saved, elapsed, timed = fit(cfg, model, opt, ema, data.batch, len(data), out, start, device,
-                                             desc="train memory:implicit (packed)")
-    if ema is not None:
-        model.load_state_dict(ema.shadow)
-    return {"run": str(out), "memory": "implicit", "device": torch.cuda.get_device_name(device)
-            if device.type == "cuda" else "cpu", "decisions": len(data), "episodes": meta["episodes"],
-            "start_step": start, "steps": steps, "batch_size": cfg.batch_size, "probe_step_ms":
-            round(probe_s * 1e3, 2) if probe_s else None, "first_loss": first, "final_loss": last,
-            "step_ms": round(elapsed / max(timed, 1) * 1e3, 2), "train_s": round(elapsed, 1),
-            "load_s": round(load_s, 1), "params": sum(p.numel() for p in model.parameters()),
-            "checkpoint": str(saved) if saved else None, "train_accuracy": {"skill": skill_accuracy(model, data)},
-            "jpeg_mae": meta["jpeg_mae"]}
+    device = resolve_device(cfg.device)
+    options = {k: v for k, v in meta["config"].items() if k in PACKED_OPTIONS}
+    result = train_memory_policy(cfg, meta["roots"], "implicit", options,
+                                 data_factory=lambda c: PackedDecisions(folder, device, c, seed=args.seed))
+    result["device"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return {**result, "batch_size": cfg.batch_size, "jpeg_mae": meta["jpeg_mae"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -239,8 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     t = sub.add_parser("train", help="train the implicit policy from a pack (any torch machine)")
     t.add_argument("--pack", required=True)
     t.add_argument("--out", required=True, help="the run folder")
-    t.add_argument("--steps", type=int, default=100_000, help="steps (with --budget-s: at most this many)")
-    t.add_argument("--budget-s", type=float, default=0.0, help="train as many thousands of steps as fit this")
+    t.add_argument("--steps", type=int, default=8000)
     t.add_argument("--batch-size", type=int, default=64)
     t.add_argument("--checkpoint-every", type=int, default=1000)
     t.add_argument("--seed", type=int, default=0)

@@ -18,7 +18,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -28,12 +28,14 @@ from policies.config_json import config_from_dict, config_to_dict
 from policies.ema import EMA
 from policies.loop import TrainConfig, check_resume, fit, resolve_device, restore, start_run
 from policies.memory_policy.configuration import MemoryPolicyConfig
-from policies.memory_policy.data import DecisionData
 from policies.memory_policy.modeling import MemoryPolicy
 
 
 def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
-                        options: dict[str, Any] | None = None) -> dict[str, Any]:
+                        options: dict[str, Any] | None = None,
+                        data_factory: Callable[[MemoryPolicyConfig], Any] | None = None) -> dict[str, Any]:
+    """``data_factory(config)``: the decision points (``len``, ``batch(idx, train)``, ``fill_config``,
+    ``config``) in place of reading ``roots`` with :class:`DecisionData` (tools/gpu_implicit.py's pack)."""
     cfg.validate()
     if cfg.head != "memory":
         raise ValueError(f"train_memory_policy trains the 'memory' head, not {cfg.head!r}")
@@ -53,7 +55,12 @@ def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
         config = MemoryPolicyConfig(memory=memory, **(options or {}))
     config.validate()
     t0 = time.perf_counter()
-    data = DecisionData(roots, config, progress=cfg.progress, seed=cfg.seed)
+    if data_factory is None:
+        from policies.memory_policy.data import DecisionData  # reads the demos: the simulator's data side
+
+        data = DecisionData(roots, config, progress=cfg.progress, seed=cfg.seed)
+    else:
+        data = data_factory(config)
     fresh_stats = data.fill_config(config)
     stats = stats or fresh_stats
     load_s = time.perf_counter() - t0
@@ -77,7 +84,7 @@ def train_memory_policy(cfg: TrainConfig, roots: list[str], memory: str,
 
 
 @torch.no_grad()
-def accuracy(model: MemoryPolicy, data: DecisionData, batch: int = 64) -> dict[str, float]:
+def accuracy(model: MemoryPolicy, data, batch: int = 64) -> dict[str, float]:
     """Skill and (explicit) target accuracy of ``model`` over ``data``'s decisions, in eval mode."""
     was = model.training
     model.eval()
