@@ -17,10 +17,17 @@ with pad masks) and its ``frames`` columns (``skill.id``, ``skill.index``,
   segment's first frame), for heads conditioned on time into the skill;
 * keeps the frame's route features (``skill.guide``, (G,) base frame) where the dataset
   has them (mobile-base recordings of the agent) and ``guide`` is on.
+
+``save(folder, dataset_stats)`` writes the windows as a *pack* (``windows.safetensors``
+plus ``windows.json``: skills, cameras, the dataset's statistics) and ``load(folder)``
+reads it back with neither the simulator nor the video reader, so a machine that has
+only torch can train on it (``embodied train --data PACK`` accepts a pack folder).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +35,11 @@ import torch
 from tqdm import tqdm
 
 from embodied.planner.calls import SKILL_IDS
+from policies.checkpoint import atomic_folder, read_json
 from policies.conditioning import feature_stats, relative_params, robot_kind
 
 IMAGE_PREFIX = "observation.images."
+PACK_FORMAT = "embodied-skill-windows/1"
 KEEP = ("observation.state", "action", "action_is_pad", "skill.id", "skill.params", "episode_index", "index")
 
 
@@ -90,6 +99,42 @@ class SkillWindows:
     def __len__(self) -> int:
         return len(self.frame_ids)
 
+    def save(self, folder: str | Path, dataset_stats: dict[str, dict]) -> dict:
+        """Write the windows and the dataset's statistics as a pack (atomically); returns its summary."""
+        from safetensors.torch import save_file
+
+        meta = {"format": PACK_FORMAT, "skills": list(self.skills), "cameras": list(self.cameras),
+                "frames": len(self), "dataset_stats": _plain(dataset_stats)}
+        with atomic_folder(Path(folder)) as tmp:
+            tensors = {k: v.contiguous() for k, v in self.data.items()}
+            tensors["frame_ids"] = torch.from_numpy(np.asarray(self.frame_ids, np.int64))
+            save_file(tensors, str(tmp / "windows.safetensors"))
+            (tmp / "windows.json").write_text(json.dumps(meta, indent=1) + "\n")
+        size = sum(f.stat().st_size for f in Path(folder).iterdir())
+        return {"pack": str(folder), "frames": len(self), "skills": list(self.skills), "bytes": size}
+
+    @classmethod
+    def load(cls, folder: str | Path) -> tuple[SkillWindows, dict[str, dict]]:
+        """(windows, dataset statistics) from a pack that :meth:`save` wrote."""
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        meta = read_json(folder / "windows.json")
+        if meta.get("format") != PACK_FORMAT:
+            raise ValueError(f"{folder / 'windows.json'}: format {meta.get('format')!r}, expected {PACK_FORMAT!r}")
+        data = load_file(str(folder / "windows.safetensors"))
+        self = cls.__new__(cls)
+        self.frame_ids = data.pop("frame_ids").numpy()
+        self.data, self.skills, self.cameras = data, tuple(meta["skills"]), tuple(meta["cameras"])
+        self.robot = robot_kind(int(data["observation.state"].shape[-1]))
+        self.obs_horizon = data["observation.state"].shape[1]
+        self.horizon = data["action"].shape[1]
+        return self, meta["dataset_stats"]
+
+    @staticmethod
+    def is_pack(folder: str | Path) -> bool:
+        return (Path(folder) / "windows.json").is_file()
+
     def batch(self, indices: torch.Tensor) -> dict[str, torch.Tensor]:
         out = {k: v[indices] for k, v in self.data.items()}
         for cam in self.cameras:
@@ -114,6 +159,15 @@ class SkillWindows:
     def guide_dim(self) -> int:
         """Route features per frame (0: the dataset has none, or they are off)."""
         return int(self.data["skill.guide"].shape[-1]) if "skill.guide" in self.data else 0
+
+
+def _plain(value: Any) -> Any:
+    """Statistics as JSON: arrays and tensors become lists."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
 
 
 def segment_elapsed(episode: np.ndarray, segment: np.ndarray) -> np.ndarray:

@@ -58,6 +58,12 @@ class HeadConfig:
     # Steps since the skill call started (``skill.elapsed``) as one more call feature: a press passes the
     # same pose going down and coming back up, and only the time into the skill tells the two apart.
     use_elapsed: bool = False
+    temporal_ensemble_coeff: float | None = None  # e.g. 0.01: predict every step, average overlapping chunks
+    # Skills that run with temporal ensembling even when the head runs chunks otherwise: averaging the
+    # overlapping chunks steadies where a pick or place comes down (for a diffusion head it also averages
+    # out the spread of single samples), and would slow a press's turn-around.
+    ensemble_skills: tuple[str, ...] = ()
+    skill_ensemble_coeff: float = 0.01
 
     def needs_elapsed(self) -> bool:
         """Whether the head reads ``skill.elapsed`` (as a call feature, or elsewhere in a subclass)."""
@@ -76,6 +82,11 @@ class HeadConfig:
         unknown = [s for s in self.skills if s not in SKILLS]
         if unknown:
             raise ValueError(f"unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
+        unknown = [k for k in self.ensemble_skills if k not in SKILLS]
+        if unknown:
+            raise ValueError(f"ensemble_skills: unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
+        if self.temporal_ensemble_coeff is not None and self.n_action_steps != 1:
+            raise ValueError("temporal ensembling predicts every step: set n_action_steps=1")
 
 
 class SpatialSoftmax(nn.Module):
@@ -209,9 +220,16 @@ class HeadBase(nn.Module):
         self.last_done = torch.zeros(1)  # done probability of the step just returned
         self.next_done = torch.zeros(1)  # ... and of the step after it: the skill ends with this one
         self.chunk_age = 0  # steps since the chunk the last action came from was predicted
+        self._chunks: deque[tuple[torch.Tensor, torch.Tensor]] = deque(maxlen=self.config.horizon)
+        self._ensemble = self.config.temporal_ensemble_coeff  # None: run chunks of n_action_steps
 
     def begin_skill(self, name: str) -> None:
-        """Called after ``reset`` when a skill call starts (heads may run some skills differently)."""
+        """Called after ``reset`` when a skill call starts: temporal ensembling for the skills in
+        ``ensemble_skills`` (and for all with ``temporal_ensemble_coeff``)."""
+        cfg = self.config
+        self._ensemble = cfg.temporal_ensemble_coeff
+        if self._ensemble is None and name in cfg.ensemble_skills:
+            self._ensemble = cfg.skill_ensemble_coeff
 
     def _push_obs(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Add one step to the history; return the stacked (B, To, ...) observation batch."""
@@ -244,15 +262,37 @@ class HeadBase(nn.Module):
     def select_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """One step: (B, A) action in env units; ``last_done``/``next_done`` (B,) done probabilities."""
         batch = self._push_obs(obs)
+        if self._ensemble is not None:
+            return self._ensembled(batch, self._ensemble)
         if not self._queue:
             self._fill(batch)
         return self._pop()
+
+    def _ensembled(self, batch: dict[str, torch.Tensor], coeff: float) -> torch.Tensor:
+        # Temporal ensembling (ACT): a chunk every step; the chunk predicted k steps ago offers its
+        # k-th action; the oldest gets the largest weight exp(-coeff * i), i = 0 for the oldest.
+        chunk = self.predict_chunk(batch)
+        self._chunks.append((chunk["action"], chunk["done"]))
+        n = len(self._chunks)
+        acts = torch.stack([a[:, n - 1 - i] for i, (a, _) in enumerate(self._chunks)], 0)
+        dones = torch.stack([d[:, n - 1 - i] for i, (_, d) in enumerate(self._chunks)], 0)
+        w = torch.exp(-coeff * torch.arange(n, dtype=acts.dtype, device=acts.device))
+        w = (w / w.sum()).reshape(n, *([1] * (acts.ndim - 1)))
+        self.last_done = (w.squeeze(-1) * dones).sum(0)
+        self.next_done, self.chunk_age = chunk["done"][:, 1] if self.config.horizon > 1 else self.last_done, 0
+        return (w * acts).sum(0)
 
     @torch.no_grad()
     def repredict(self) -> torch.Tensor:
         """Drop the queued actions and predict afresh from the current history; the new first action."""
         if not self._obs:
             raise RuntimeError("repredict() before any select_action()")
+        if self._ensemble is not None:
+            self._chunks.pop()  # this step's chunk is fresh already: predict it again without the ensemble's history
+            chunk = self.predict_chunk(self._history())
+            self._chunks.append((chunk["action"], chunk["done"]))
+            self.last_done, self.next_done, self.chunk_age = chunk["done"][:, 0], chunk["done"][:, 1], 0
+            return chunk["action"][:, 0]
         self._queue.clear()
         self._fill(self._history())
         return self._pop()

@@ -44,6 +44,27 @@ def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):
     return DemoDataset(cfg.data, obs_horizon=obs_horizon, action_horizon=horizon, cameras=list(cfg.cameras))
 
 
+def _open_windows(cfg: TrainConfig, defaults: Any, progress: bool) -> tuple[SkillWindows, dict]:
+    """The training windows and the dataset's statistics: from the recorded demos, or from a pack
+    (``SkillWindows.save``: a machine with torch alone, no simulator or video reader, trains on it)."""
+    if not SkillWindows.is_pack(cfg.data):
+        dataset = _open_dataset(cfg, defaults.obs_horizon, defaults.horizon)
+        # Route features (skill.guide) condition the head wherever the data has them, unless guide_dim=0 is set.
+        use_guide = cfg.head_options.get("guide_dim", None) != 0
+        return SkillWindows(dataset, cfg.skills, cfg.cameras, progress=progress, guide=use_guide), dataset.stats
+    windows, dataset_stats = SkillWindows.load(cfg.data)
+    packed = (windows.obs_horizon, windows.horizon, windows.cameras)
+    if packed != (defaults.obs_horizon, defaults.horizon, tuple(cfg.cameras)):
+        raise ValueError(f"pack {cfg.data} holds obs_horizon, horizon, cameras = {packed}; this run asks for "
+                         f"{(defaults.obs_horizon, defaults.horizon, tuple(cfg.cameras))}: pack it again with those")
+    if cfg.skills and tuple(cfg.skills) != windows.skills:
+        raise ValueError(f"pack {cfg.data} holds the skills {list(windows.skills)}; this run asks for "
+                         f"{list(cfg.skills)}: pack it again with those")
+    if cfg.head_options.get("guide_dim", None) == 0 and windows.guide_dim:
+        windows.data.pop("skill.guide")
+    return windows, dataset_stats
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.validate()
     head_classes(cfg.head)
@@ -63,11 +84,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     config_cls, _ = head_classes(cfg.head)
     defaults = config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})
-    dataset = _open_dataset(cfg, defaults.obs_horizon, defaults.horizon)
-    # Route features (skill.guide) condition the head wherever the data has them, unless guide_dim=0 is set.
-    use_guide = cfg.head_options.get("guide_dim", None) != 0
-    windows = SkillWindows(dataset, cfg.skills, cfg.cameras, progress=cfg.progress and main, guide=use_guide)
-    stats = windows.stats(dataset.stats)
+    windows, dataset_stats = _open_windows(cfg, defaults, progress=cfg.progress and main)
+    stats = windows.stats(dataset_stats)
     options = dict(cfg.head_options)
     if options.get("guide_dim") not in (None, windows.guide_dim):
         raise ValueError(f"guide_dim={options['guide_dim']} but the data's skill.guide has {windows.guide_dim} values")

@@ -216,9 +216,14 @@ def test_elapsed_feature_counts_steps_into_each_skill_segment_and_conditions_the
     assert seen[:2] == [0.0, float(TINY_ACT.get("n_action_steps", 8))]  # a chunk at step 0, the next after it ran
 
 
-def test_ensemble_skills_predict_every_step_and_the_other_skills_run_chunks():
+@pytest.mark.parametrize("kind", ["act", "diffusion"])
+def test_ensemble_skills_predict_every_step_and_the_other_skills_run_chunks(kind):
+    """Both heads share temporal ensembling (the diffusion head's samples average out where a place lands)."""
     torch.manual_seed(0)
-    head = ACTHead(ACTConfig(**TINY_ACT, ensemble_skills=("place",)), synthetic_stats()).eval()
+    if kind == "act":
+        head = ACTHead(ACTConfig(**TINY_ACT, ensemble_skills=("place",)), synthetic_stats()).eval()
+    else:
+        head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION, ensemble_skills=("place",)), synthetic_stats()).eval()
     calls = []
     original = head.predict_chunk
     head.predict_chunk = lambda b: calls.append(1) or original(b)
@@ -231,7 +236,7 @@ def test_ensemble_skills_predict_every_step_and_the_other_skills_run_chunks():
             assert skill.act(obs).shape == (5,)
         assert len(calls) == expected, name
     with pytest.raises(ValueError, match="ensemble_skills: unknown skill 'fly'"):
-        ACTConfig(ensemble_skills=("fly",)).validate()
+        DiffusionConfig(ensemble_skills=("fly",)).validate()
 
 
 def test_diffusion_done_classifier_reads_the_time_into_the_skill_and_only_it_does():

@@ -177,3 +177,38 @@ def test_a_trained_touch_head_runs_the_skill_in_the_task(demos, tmp_path):
     # RememberColor ends the episode at the touch, so success comes before the skill's own done.
     assert result.success and not result.skill_failed, result
     assert 10 < result.skill_steps < 100, result
+
+
+def test_a_pack_of_windows_trains_without_simulator_or_video_reader_on_the_same_curve(demos, tmp_path, capsys):
+    """`embodied pack-windows` holds the windows DemoDataset gives; `embodied train --data PACK` runs where
+    mujoco, gymnasium's envs, PyAV and pyarrow cannot be imported, and follows the demo folder's loss curve."""
+    pack = tmp_path / "pack"
+    assert main(["pack-windows", "--data", str(demos), "--out", str(pack), "--cameras", "wrist", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    from embodied.data import DemoDataset
+
+    direct = SkillWindows(DemoDataset(demos, 2, 16, cameras=["wrist"]), cameras=("wrist",), progress=False)
+    packed, stats = SkillWindows.load(pack)
+    assert summary["frames"] == len(direct) == len(packed) and packed.skills == direct.skills
+    assert set(packed.data) == set(direct.data)
+    assert all(torch.equal(packed.data[k], direct.data[k]) for k in direct.data)
+    args = ["--head", "diffusion", "--steps", "6", "--batch-size", "8", "--checkpoint-every", "3", "--cameras", "wrist",
+            "--device", "cpu", "--set", "down_dims=16,32,64", "--set", "step_embed_dim=32", "--json"]
+    assert main(["train", "--data", str(demos), "--out", str(tmp_path / "direct"), *args]) == 0
+    capsys.readouterr()
+    blocked = "mujoco", "av", "pyarrow", "imageio", "embodied.data", "embodied.envs", "embodied.cli.main"
+    code = ("import sys\n"
+            f"for m in {blocked!r}: sys.modules[m] = None\n"
+            "from embodied.cli.train_cmds import main\n"
+            f"sys.exit(main(['train', '--data', {str(pack)!r}, '--out', {str(tmp_path / 'packed')!r}, *{args!r}]))\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = log_rows(tmp_path / "direct"), log_rows(tmp_path / "packed")
+    assert [r["step"] for r in a] == [r["step"] for r in b]
+    assert np.allclose([r["loss"] for r in a], [r["loss"] for r in b], rtol=1e-5)
+    assert json.loads((tmp_path / "packed" / "stats.json").read_text()) == \
+        json.loads((tmp_path / "direct" / "stats.json").read_text())
+    with pytest.raises(ValueError, match="pack .* holds the skills"):
+        train(TrainConfig(head="diffusion", data=str(pack), out=str(tmp_path / "bad"), steps=1, skills=("press",),
+                          cameras=("wrist",), progress=False))

@@ -27,17 +27,8 @@ import json
 import sys
 
 from embodied.cli import bench, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
+from embodied.cli.dispatch import execute, parse_options  # noqa: F401  (parse_options: imported from here too)
 from embodied.eval.rollout import POLICIES
-
-
-def parse_options(pairs: list[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--option expects key=value, got {pair!r}")
-        options[key.strip()] = value.strip()
-    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,21 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        if hasattr(args, "option"):
-            args.option = parse_options(args.option)
-        result = args.func(args)
-    except ValueError as exc:
-        print(f"embodied {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"embodied {args.command}: interrupted", file=sys.stderr)
-        return 130
-    if getattr(args, "json", False) and result is not None:
-        print(json.dumps(result, indent=2, default=float))
-    return 0
+    return execute(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

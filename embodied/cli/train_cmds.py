@@ -5,6 +5,8 @@
                    [--device auto|cpu|cuda] [--resume] [--seed S] [--skills pick,place] [--cameras wrist]
                    [--lr LR] [--checkpoint-every N] [--set key=value ...] [--json]
     torchrun --nproc-per-node 2 -m embodied.cli.main train ...      (DDP; gloo on CPU)
+    embodied pack-windows --data DIR --out PACK [--skills ...] [--cameras ...] [--json]
+    python -m embodied.cli.train_cmds train --data PACK --out RUN ...  (a machine with torch, no simulator)
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
     embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
                        [--patience K] [--json]
@@ -25,8 +27,9 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--head", required=True, choices=["diffusion", "act", "memory"])
     p.add_argument("--memory", choices=["none", "implicit", "explicit"],
                    help="with --head memory: the policy's memory input")
-    p.add_argument("--data", required=True, action="append", help="dataset folder (embodied record-demos --out); "
-                   "--head memory takes several (record-demos --policy agent: the decision points)")
+    p.add_argument("--data", required=True, action="append", help="dataset folder (embodied record-demos --out) "
+                   "or a pack of its training windows (embodied pack-windows); --head memory takes several "
+                   "(record-demos --policy agent: the decision points)")
     p.add_argument("--out", required=True, help="run folder: checkpoints, config, stats, log.jsonl, loss.png")
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--batch-size", type=int, default=64, help="global batch (split over DDP ranks)")
@@ -44,6 +47,17 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
                    help="head option, e.g. down_dims=32,64,128, use_vae=true, temporal_ensemble_coeff=0.01")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=train)
+
+    p = sub.add_parser("pack-windows", help="a head's training windows as one safetensors pack: train on it "
+                       "(embodied train --data PACK) where torch is all there is (no simulator, no video reader)")
+    p.add_argument("--data", required=True, help="dataset folder (embodied record-demos --out)")
+    p.add_argument("--out", required=True, help="pack folder to write")
+    p.add_argument("--head", default="diffusion", choices=["diffusion", "act"], help="whose window lengths")
+    p.add_argument("--skills", default="", help="comma-separated skills (default: all in the data)")
+    p.add_argument("--cameras", default="", help="comma-separated cameras whose frames the pack holds")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="obs_horizon, horizon")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=pack_windows)
 
     b = bench_sub.add_parser("head", help="inference time per action chunk of the learned heads")
     b.add_argument("--head", action="append", choices=["diffusion", "act"], help="head to time (default: both)")
@@ -74,8 +88,9 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--agent-skills", default="", help="comma-separated skills the demo runs with this head "
                    "(default: all it learned)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, done_threshold, "
-                   "done_patience, done_confirm, num_inference_steps; memory: max_repeats)")
+                   help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, ensemble_skills=pick,place, "
+                   "skill_ensemble_coeff, done_threshold, done_patience, done_confirm, num_inference_steps; "
+                   "memory: max_repeats)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=export_head)
 
@@ -106,6 +121,27 @@ def train(args: argparse.Namespace) -> dict:
               f"{result['first_loss']:.4f} -> {result['final_loss']:.4f} over steps {result['start_step']}.."
               f"{result['steps']} ({result['step_ms']:.1f} ms/step); checkpoint {result['checkpoint']}")
     return result if _rank() == 0 else None
+
+
+def pack_windows(args: argparse.Namespace) -> dict:
+    from embodied.data import DemoDataset
+    from policies.data import SkillWindows
+    from policies.registry import head_classes, parse_options
+
+    config_cls = head_classes(args.head)[0]
+    options = parse_options(config_cls, args.set)
+    extra = [k for k in options if k not in ("obs_horizon", "horizon")]
+    if extra:
+        raise ValueError(f"pack-windows --set takes obs_horizon and horizon only, got {extra[0]!r}")
+    lengths = config_cls(**options)
+    cameras = _split(args.cameras)
+    dataset = DemoDataset(args.data, obs_horizon=lengths.obs_horizon, action_horizon=lengths.horizon,
+                          cameras=list(cameras))
+    windows = SkillWindows(dataset, _split(args.skills), cameras, progress=not args.json)
+    result = windows.save(args.out, dataset.stats)
+    if not args.json:
+        print(f"{result['frames']} windows of {', '.join(result['skills'])} -> {args.out} ({result['bytes'] / 1e6:.1f} MB)")
+    return result
 
 
 def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
@@ -199,3 +235,20 @@ def export_head(args: argparse.Namespace) -> dict | None:
               f"weights as {result['dtype']}) -> {result['out']}: {result['bytes'] / 2**20:.2f} MB")
         return None
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """These commands alone, for a machine that has torch but neither the simulator nor the video reader
+    (a lent GPU): ``python -m embodied.cli.train_cmds train --head diffusion --data PACK --out RUN``."""
+    import sys
+
+    parser = argparse.ArgumentParser(prog="embodied", description=main.__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub, sub.add_parser("bench").add_subparsers(dest="what", required=True))
+    from embodied.cli.dispatch import execute
+
+    return execute(parser.parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

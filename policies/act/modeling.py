@@ -10,8 +10,6 @@ masked) + BCE on the done channel (+ ``kl_weight`` x KL with the CVAE).
 
 from __future__ import annotations
 
-from collections import deque
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -107,43 +105,3 @@ class ACTHead(HeadBase):
         z = torch.zeros(b, self.config.latent_dim, device=batch["observation.state"].device)
         pred, done_logit = self._decode(batch, z)
         return {"action": self.normalizer.unnorm("action", pred), "done": torch.sigmoid(done_logit)}
-
-    def reset(self) -> None:
-        super().reset()
-        self._chunks: deque[tuple[torch.Tensor, torch.Tensor]] = deque(maxlen=self.config.horizon)
-        self._ensemble = self.config.temporal_ensemble_coeff  # None: run chunks of n_action_steps
-
-    def begin_skill(self, name: str) -> None:
-        """Temporal ensembling for the skills in ``ensemble_skills`` (and for all with ``temporal_ensemble_coeff``)."""
-        cfg = self.config
-        self._ensemble = cfg.temporal_ensemble_coeff
-        if self._ensemble is None and name in cfg.ensemble_skills:
-            self._ensemble = cfg.skill_ensemble_coeff
-
-    @torch.no_grad()
-    def select_action(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        coeff = self._ensemble
-        if coeff is None:
-            return super().select_action(obs)
-        # Temporal ensembling (ACT): a chunk every step; the chunk predicted k steps ago offers its
-        # k-th action; the oldest gets the largest weight exp(-coeff * i), i = 0 for the oldest.
-        chunk = self.predict_chunk(self._push_obs(obs))
-        self._chunks.append((chunk["action"], chunk["done"]))
-        n = len(self._chunks)
-        acts = torch.stack([a[:, n - 1 - i] for i, (a, _) in enumerate(self._chunks)], 0)
-        dones = torch.stack([d[:, n - 1 - i] for i, (_, d) in enumerate(self._chunks)], 0)
-        w = torch.exp(-coeff * torch.arange(n, dtype=acts.dtype, device=acts.device))
-        w = (w / w.sum()).reshape(n, *([1] * (acts.ndim - 1)))
-        self.last_done = (w.squeeze(-1) * dones).sum(0)
-        self.next_done, self.chunk_age = chunk["done"][:, 1] if self.config.horizon > 1 else self.last_done, 0
-        return (w * acts).sum(0)
-
-    @torch.no_grad()
-    def repredict(self) -> torch.Tensor:
-        if self._ensemble is None:
-            return super().repredict()
-        self._chunks.pop()  # this step's chunk is fresh already: predict it again without the ensemble's history
-        chunk = self.predict_chunk(self._history())
-        self._chunks.append((chunk["action"], chunk["done"]))
-        self.last_done, self.next_done, self.chunk_age = chunk["done"][:, 0], chunk["done"][:, 1], 0
-        return chunk["action"][:, 0]
