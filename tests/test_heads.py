@@ -267,3 +267,18 @@ def test_diffusion_done_pos_weight_weighs_the_steps_past_the_end():
         b["action_done"] = torch.ones(1, head.config.horizon)  # every step past the end
         losses.append(float(head(b)["done_loss"]))
     assert losses[1] == pytest.approx(10 * losses[0], rel=1e-4)
+
+
+def test_diffusion_starting_noise_scale_sets_how_much_samples_spread():
+    """init_noise_scale 0 starts DDIM from zero noise: the same chunk every call; 1 samples afresh."""
+    torch.manual_seed(0)
+    head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats()).eval()
+    batch = example_batch(head)
+    spread = {}
+    for scale in (0.0, 0.5, 1.0):
+        head.config.init_noise_scale = scale
+        chunks = torch.stack([head.predict_chunk(batch)["action"] for _ in range(8)])
+        spread[scale] = float(chunks.std(0).mean())
+    assert spread[0.0] == 0.0 and 0 < spread[0.5] < spread[1.0]
+    with pytest.raises(ValueError, match="init_noise_scale"):
+        DiffusionConfig(init_noise_scale=1.5).validate()

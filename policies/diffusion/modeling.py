@@ -171,6 +171,7 @@ class DiffusionHead(HeadBase):
         cfg = self.config
         cond = self.global_cond(batch)
         x = torch.randn(cond.shape[0], cfg.horizon, cfg.action_dim + int(self.sampled_done), device=cond.device)
+        x = x * cfg.init_noise_scale
         sched = self.infer_scheduler
         sched.set_timesteps(cfg.num_inference_steps)
         for t in sched.timesteps:
