@@ -282,3 +282,21 @@ def test_diffusion_starting_noise_scale_sets_how_much_samples_spread():
     assert spread[0.0] == 0.0 and 0 < spread[0.5] < spread[1.0]
     with pytest.raises(ValueError, match="init_noise_scale"):
         DiffusionConfig(init_noise_scale=1.5).validate()
+
+
+def test_diffusion_unet_gives_the_same_noise_on_rows_traced_and_frozen():
+    """Inference runs the U-Net on channels-last rows, traced and frozen; training on (B, C, T): same numbers."""
+    torch.manual_seed(0)
+    head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats())
+    batch = example_batch(head)
+    cond = head.global_cond(batch)
+    x, t = torch.randn(1, head.config.horizon, head.config.action_dim), torch.tensor([37])
+    with torch.no_grad():
+        plain = head.unet(x, t, cond)  # training mode: conv1d on (B, C, T)
+        head.eval()
+        rows = head.unet(x, t, cond)
+        frozen = head._denoiser(x, t, cond)(x, t, cond)
+    assert torch.allclose(rows, plain, atol=1e-5) and torch.allclose(frozen, plain, atol=1e-5)
+    assert isinstance(head._traced, torch.jit.ScriptModule)
+    head.train()
+    assert head._traced is None  # new weights or mode: traced again when needed

@@ -25,9 +25,33 @@ from policies.diffusion.configuration import DiffusionConfig
 from policies.head import HeadBase, done_targets, elapsed_feature
 
 
+class RowConv1d(nn.Conv1d):
+    """``nn.Conv1d`` (same parameters) that also takes a one-row image (B, C, 1, L) in channels-last layout.
+
+    At inference the U-Net runs on such rows: a CPU then convolves with oneDNN instead of the im2col
+    fallback that a batch-1 ``conv1d`` of these sizes takes (several times faster per convolution)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 3:
+            return super().forward(x)
+        w = self.weight.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+        return F.conv2d(x, w, self.bias, (1, self.stride[0]), (0, self.padding[0]), (1, self.dilation[0]), self.groups)
+
+
+class RowConvTranspose1d(nn.ConvTranspose1d):
+    """``nn.ConvTranspose1d`` that also takes a one-row channels-last image, as :class:`RowConv1d`."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 3:
+            return super().forward(x)
+        w = self.weight.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+        return F.conv_transpose2d(x, w, self.bias, (1, self.stride[0]), (0, self.padding[0]),
+                                  (0, self.output_padding[0]), self.groups, (1, self.dilation[0]))
+
+
 class Conv1dBlock(nn.Sequential):
     def __init__(self, cin: int, cout: int, kernel: int, groups: int):
-        super().__init__(nn.Conv1d(cin, cout, kernel, padding=kernel // 2), nn.GroupNorm(groups, cout), nn.Mish())
+        super().__init__(RowConv1d(cin, cout, kernel, padding=kernel // 2), nn.GroupNorm(groups, cout), nn.Mish())
 
 
 class FiLMResBlock(nn.Module):
@@ -38,11 +62,12 @@ class FiLMResBlock(nn.Module):
         self.conv1 = Conv1dBlock(cin, cout, kernel, groups)
         self.conv2 = Conv1dBlock(cout, cout, kernel, groups)
         self.film = nn.Sequential(nn.Mish(), nn.Linear(cond_dim, 2 * cout))
-        self.skip = nn.Conv1d(cin, cout, 1) if cin != cout else nn.Identity()
+        self.skip = RowConv1d(cin, cout, 1) if cin != cout else nn.Identity()
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         h = self.conv1(x)
-        scale, bias = self.film(cond).unsqueeze(-1).chunk(2, dim=1)
+        film = self.film(cond).reshape(*cond.shape[:1], -1, *([1] * (x.dim() - 2)))  # (B, 2C, 1[, 1])
+        scale, bias = film.chunk(2, dim=1)
         h = self.conv2(h * (1 + scale) + bias)
         return h + self.skip(x)
 
@@ -60,7 +85,7 @@ class ConditionalUnet1d(nn.Module):
             last = i == len(cfg.down_dims) - 1
             self.down.append(nn.ModuleList([
                 FiLMResBlock(cin, cout, c, k, g), FiLMResBlock(cout, cout, c, k, g),
-                nn.Conv1d(cout, cout, 3, 2, 1) if not last else nn.Identity()]))
+                RowConv1d(cout, cout, 3, 2, 1) if not last else nn.Identity()]))
         mid = cfg.down_dims[-1]
         self.mid = nn.ModuleList([FiLMResBlock(mid, mid, c, k, g), FiLMResBlock(mid, mid, c, k, g)])
         self.up = nn.ModuleList()
@@ -68,14 +93,17 @@ class ConditionalUnet1d(nn.Module):
         for i, (cout, cin) in enumerate(zip(rev[:-1], rev[1:])):
             self.up.append(nn.ModuleList([
                 FiLMResBlock(2 * cout, cin, c, k, g), FiLMResBlock(cin, cin, c, k, g),
-                nn.ConvTranspose1d(cin, cin, 4, 2, 1)]))
+                RowConvTranspose1d(cin, cin, 4, 2, 1)]))
         self.final = nn.Sequential(Conv1dBlock(cfg.down_dims[0], cfg.down_dims[0], k, g),
-                                   nn.Conv1d(cfg.down_dims[0], channels, 1))
+                                   RowConv1d(cfg.down_dims[0], channels, 1))
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         """x (B, T, C) noisy trajectory, t (B,) diffusion steps, cond (B, cond_dim) -> (B, T, C)."""
         c = torch.cat([self.step_mlp(sinusoidal(t, self.step_embed_dim)), cond], -1)
         h = x.transpose(1, 2)
+        rows = not self.training  # inference: (B, C, 1, T) channels-last rows (RowConv1d); training: (B, C, T)
+        if rows:
+            h = h.unsqueeze(2).contiguous(memory_format=torch.channels_last)
         skips = []
         for res1, res2, down in self.down:
             h = res2(res1(h, c), c)
@@ -86,7 +114,8 @@ class ConditionalUnet1d(nn.Module):
         for res1, res2, up in self.up:
             h = torch.cat([h, skips.pop()], 1)
             h = up(res2(res1(h, c), c))
-        return self.final(h).transpose(1, 2)
+        out = self.final(h)
+        return (out.squeeze(2) if rows else out).transpose(1, 2)
 
 
 class DiffusionHead(HeadBase):
@@ -108,8 +137,9 @@ class DiffusionHead(HeadBase):
         self.infer_scheduler = DDIMScheduler(**kw)
         self._traced: torch.jit.ScriptModule | None = None
 
-    # A traced U-Net halves batch-1 inference on a CPU (Python and dispatch overhead dominate at this size).
-    # The trace is dropped whenever the weights or the mode change.
+    # A traced and frozen U-Net on channels-last rows runs batch-1 inference on a CPU about twice as fast
+    # as the traced one on (B, C, T) and four times the eager one (dispatch overhead and the im2col
+    # convolution fallback dominate at this size). The trace is dropped whenever the weights or the mode change.
     def train(self, mode: bool = True) -> DiffusionHead:
         self._traced = None
         return super().train(mode)
@@ -130,7 +160,8 @@ class DiffusionHead(HeadBase):
         if self._traced is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._traced = torch.jit.trace(self.unet, (x, t, cond), check_trace=False)
+                # Frozen: the weights become constants, so their one-row channels-last copies are made once.
+                self._traced = torch.jit.freeze(torch.jit.trace(self.unet, (x, t, cond), check_trace=False))
         return self._traced
 
     def global_cond(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
