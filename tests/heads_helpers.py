@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,3 +42,11 @@ def weights(run: Path, part: str = "model") -> dict[str, torch.Tensor]:
     from policies.checkpoint import latest_checkpoint, load_checkpoint
 
     return load_checkpoint(latest_checkpoint(run), (part,))[1][part]
+
+
+def run_without(blocked: tuple[str, ...], body: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run Python ``body`` in a fresh interpreter (one torch thread) where the ``blocked`` modules cannot be
+    imported: what a machine without them (a lent GPU: no simulator, no video reader) would run."""
+    code = f"import sys\nfor m in {tuple(blocked)!r}: sys.modules[m] = None\n{body}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd)

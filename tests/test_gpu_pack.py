@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +17,7 @@ from policies.export import export_run, load_exported
 from policies.memory_policy import MemoryPolicyConfig
 from policies.memory_policy.data import DecisionData
 from policies.registry import load_run
-from tests.heads_helpers import one_torch_thread  # noqa: F401
+from tests.heads_helpers import one_torch_thread, run_without  # noqa: F401 (autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("gpu_implicit", ROOT / "tools" / "gpu_implicit.py")
@@ -66,13 +63,11 @@ def test_packed_batches_are_the_readers_batches(packed):
 def test_training_from_a_pack_needs_neither_simulator_nor_reader_and_exports(packed, tmp_path):
     _, folder = packed
     blocked = "embodied", "mujoco", "av", "diffusers", "policies.data", "policies.registry"
-    code = ("import runpy, sys\n"
-            f"for m in {blocked!r}: sys.modules[m] = None\n"
+    body = ("import runpy\n"
             f"sys.argv = ['gpu_implicit', 'train', '--pack', {str(folder)!r}, '--out', {str(tmp_path / 'run')!r},"
             " '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--device', 'cpu', '--quiet']\n"
             f"runpy.run_path({str(ROOT / 'tools' / 'gpu_implicit.py')!r}, run_name='__main__')\n")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = run_without(blocked, body, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert result["steps"] == 4 and result["checkpoint"].endswith("step_0000004")

@@ -20,7 +20,8 @@ from policies.checkpoint import CheckpointError, latest_checkpoint
 from policies.data import SkillWindows
 from policies.registry import load_run
 from policies.train import TrainConfig, train
-from tests.heads_helpers import TINY_ACT, TINY_DIFFUSION, one_torch_thread, tiny_dataset, weights  # noqa: F401
+from tests.heads_helpers import (  # noqa: F401 (one_torch_thread: autouse fixture)
+    TINY_ACT, TINY_DIFFUSION, one_torch_thread, run_without, tiny_dataset, weights)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -197,12 +198,9 @@ def test_a_pack_of_windows_trains_without_simulator_or_video_reader_on_the_same_
     assert main(["train", "--data", str(demos), "--out", str(tmp_path / "direct"), *args]) == 0
     capsys.readouterr()
     blocked = "mujoco", "av", "pyarrow", "imageio", "embodied.data", "embodied.envs", "embodied.cli.main"
-    code = ("import sys\n"
-            f"for m in {blocked!r}: sys.modules[m] = None\n"
-            "from embodied.cli.train_cmds import main\n"
+    body = ("from embodied.cli.train_cmds import main\n"
             f"sys.exit(main(['train', '--data', {str(pack)!r}, '--out', {str(tmp_path / 'packed')!r}, *{args!r}]))\n")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    done = run_without(blocked, body, REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = log_rows(tmp_path / "direct"), log_rows(tmp_path / "packed")
     assert [r["step"] for r in a] == [r["step"] for r in b]

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from embodied.cli import bench, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
