@@ -23,11 +23,18 @@ TASK, SIZE = "ShellGame-v0", 32
 REPO = Path(__file__).resolve().parents[1]
 
 
+def sigint_default() -> None:
+    # A shell's background job starts with SIGINT ignored, and Python then never raises KeyboardInterrupt:
+    # the recorder must see Ctrl-C as a terminal would deliver it, however pytest itself was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_recorder(out: Path, episodes: int, workers: int = 1) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     cmd = [sys.executable, "-m", "embodied.cli.main", "record-demos", "--task", TASK, "--episodes", str(episodes),
            "--out", str(out), "--image-size", str(SIZE), "--workers", str(workers), "--json"]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+                            preexec_fn=sigint_default)
 
 
 def committed(out: Path) -> int:
