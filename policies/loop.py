@@ -63,11 +63,18 @@ class TrainConfig:
     ema: bool = True
     resume: bool = False
     progress: bool = True
+    # (metres, k): windows whose call target lies farther than metres (xy, robot frame) from the robot are drawn
+    # k times as often (the heads only; the far carries are the rare, hard part of a place)
+    oversample_far: tuple[float, int] | None = None
     head_options: dict[str, Any] = field(default_factory=dict)  # HeadConfig fields, e.g. {"down_dims": [32, 64, 128]}
 
     def validate(self) -> None:
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.log_every < 1:
             raise ValueError("steps, batch_size, checkpoint_every and log_every must be >= 1")
+        if self.oversample_far is not None:
+            metres, k = self.oversample_far
+            if metres <= 0 or int(k) != k or k < 1:
+                raise ValueError(f"oversample_far takes (metres > 0, k >= 1 whole), got {self.oversample_far}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.device == "cuda" and not torch.cuda.is_available():

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from policies.checkpoint import atomic_write_json
+from policies.conditioning import relative_params
 from policies.data import SkillWindows
 from policies.ema import EMA
 from policies.loop import (  # noqa: F401  (TrainConfig and the loop's names are imported from here too)
@@ -65,6 +66,19 @@ def _open_windows(cfg: TrainConfig, defaults: Any, progress: bool) -> tuple[Skil
     return windows, dataset_stats
 
 
+def draw_order(windows: SkillWindows, oversample_far: tuple[float, int] | None) -> torch.Tensor:
+    """(M,) window indices an epoch draws from: every window once, and those whose call target lies farther
+    than ``metres`` (xy, robot frame) from the robot ``k`` times (``oversample_far=(metres, k)``)."""
+    n = len(windows)
+    order = torch.arange(n)
+    if oversample_far is None or oversample_far[1] == 1:
+        return order
+    metres, k = oversample_far
+    rel = relative_params(windows.data["observation.state"][:, -1], windows.data["skill.params"], windows.robot)
+    far = torch.nonzero(rel[:, :2].norm(dim=-1) > metres).flatten()
+    return torch.cat([order, far.repeat(int(k) - 1)])
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.validate()
     head_classes(cfg.head)
@@ -104,10 +118,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if main:
         start_run(out, {"head": cfg.head, "head_config": config_to_dict(head_cfg),
                         "train": json.loads(json.dumps(dataclasses.asdict(cfg)))}, stats, start)
-    first_loss, last_loss, saved, elapsed, timed = fit(cfg, model, opt, ema, windows.batch, len(windows), out, start,
-                                                       device, world, rank, local_rank, desc=f"train {cfg.head}")
+    order = draw_order(windows, cfg.oversample_far)
+    first_loss, last_loss, saved, elapsed, timed = fit(cfg, model, opt, ema, lambda idx: windows.batch(order[idx]),
+                                                       len(order), out, start, device, world, rank, local_rank,
+                                                       desc=f"train {cfg.head}")
     result = {"run": str(out), "head": cfg.head, "skills": list(windows.skills), "frames": len(windows),
-              "start_step": start, "steps": cfg.steps, "first_loss": first_loss, "final_loss": last_loss,
+              "draws": len(order), "start_step": start, "steps": cfg.steps, "first_loss": first_loss, "final_loss": last_loss,
               "step_ms": round(elapsed / max(timed, 1) * 1e3, 2), "world_size": world, "device": str(device),
               "params": sum(p.numel() for p in model.parameters()),
               "checkpoint": str(saved) if saved else None}

@@ -210,3 +210,28 @@ def test_a_pack_of_windows_trains_without_simulator_or_video_reader_on_the_same_
     with pytest.raises(ValueError, match="pack .* holds the skills"):
         train(TrainConfig(head="diffusion", data=str(pack), out=str(tmp_path / "bad"), steps=1, skills=("press",),
                           cameras=("wrist",), progress=False))
+
+
+def test_oversample_far_draws_far_windows_k_times_and_the_cli_names_bad_input(demos, tmp_path, capsys):
+    """`--oversample-far METRES:K` repeats exactly the windows whose call target lies farther than METRES
+    (xy, robot frame) from the gripper; every window is still drawn."""
+    from embodied.data import DemoDataset
+    from policies.conditioning import relative_params
+    from policies.train import draw_order
+
+    windows = SkillWindows(DemoDataset(demos, 2, 16), progress=False)
+    rel = relative_params(windows.data["observation.state"][:, -1], windows.data["skill.params"], windows.robot)
+    dist = rel[:, :2].norm(dim=-1)
+    metres = float(dist.median())  # half the windows are "far" at this line
+    order = draw_order(windows, (metres, 3))
+    counts = torch.bincount(order, minlength=len(windows))
+    assert torch.equal(counts, torch.where(dist > metres, 3, 1))
+    assert 0 < int((dist > metres).sum()) < len(windows)
+    assert torch.equal(draw_order(windows, None), torch.arange(len(windows)))
+    args = ["train", "--head", "diffusion", "--data", str(demos), "--steps", "2", "--batch-size", "4", "--device",
+            "cpu", "--set", "down_dims=16,32,64", "--set", "step_embed_dim=32", "--json"]
+    assert main([*args, "--out", str(tmp_path / "far"), "--oversample-far", f"{metres}:3"]) == 0
+    assert json.loads(capsys.readouterr().out)["draws"] == len(order)
+    for bad, message in (("far", "--oversample-far takes METRES:K"), ("0.3:0", "oversample_far takes")):
+        assert main([*args, "--out", str(tmp_path / "bad"), "--oversample-far", bad]) != 0
+        assert message in capsys.readouterr().err

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per process (0: torch's default)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--oversample-far", metavar="METRES:K", help="draw the windows whose call target lies farther "
+                   "than METRES (xy, robot frame) from the robot K times as often (diffusion and act)")
     p.add_argument("--skills", default="", help="comma-separated skills to train on (default: all in the data)")
     p.add_argument("--cameras", default="", help="comma-separated cameras to condition on, e.g. wrist")
     p.add_argument("--checkpoint-every", type=int, default=500, metavar="N")
@@ -96,6 +98,16 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.set_defaults(func=export_head)
 
 
+def _metres_times(text: str | None) -> tuple[float, int] | None:
+    if not text:
+        return None
+    try:
+        metres, k = text.split(":")
+        return float(metres), int(k)
+    except ValueError:
+        raise ValueError(f"--oversample-far takes METRES:K, e.g. 0.3:3, got {text!r}") from None
+
+
 def _split(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
@@ -107,6 +119,8 @@ def train(args: argparse.Namespace) -> dict:
 
     options = parse_options(head_classes(args.head)[0], args.set)
     if args.head == "memory":
+        if args.oversample_far:
+            raise ValueError("--oversample-far goes with --head diffusion or act (the skill windows)")
         return _train_memory(args, options)
     if args.memory:
         raise ValueError("--memory goes with --head memory")
@@ -115,7 +129,8 @@ def train(args: argparse.Namespace) -> dict:
     cfg = TrainConfig(head=args.head, data=args.data[0], out=args.out, steps=args.steps, batch_size=args.batch_size,
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads, checkpoint_every=args.checkpoint_every,
                       log_every=args.log_every, skills=_split(args.skills), cameras=_split(args.cameras),
-                      ema=not args.no_ema, resume=args.resume, head_options=options)
+                      ema=not args.no_ema, resume=args.resume, head_options=options,
+                      oversample_far=_metres_times(args.oversample_far))
     result = run_training(cfg)
     if not args.json and _rank() == 0:
         print(f"{result['head']} on {result['frames']} frames of {', '.join(result['skills'])}: loss "
