@@ -51,6 +51,10 @@ class HeadConfig:
     done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
     done_patience: int = 1  # ... for this many steps in a row
     done_confirm: bool = False  # ... re-predicted from the current observation first (sampled done channels)
+    # Skills that end at ``skill_done_threshold`` instead: a place's done probability peaks once it has let go
+    # and lifted away, well below a threshold that a press needs to stay from turning around early.
+    done_threshold_skills: tuple[str, ...] = ()
+    skill_done_threshold: float = 0.9
     action_norm: str = "min_max"
     guide_dim: int = 0  # route features per step (``skill.guide``, base frame; 0: none; set from the data)
     ignore_pose: bool = False  # base: drop the odometry pose (x, y, yaw) from the state, keep the velocities
@@ -85,6 +89,12 @@ class HeadConfig:
         unknown = [k for k in self.ensemble_skills if k not in SKILLS]
         if unknown:
             raise ValueError(f"ensemble_skills: unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
+        unknown = [k for k in self.done_threshold_skills if k not in SKILLS]
+        if unknown:
+            raise ValueError(f"done_threshold_skills: unknown skill {unknown[0]!r}; skills: {', '.join(SKILLS)}")
+        for name in ("done_threshold", "skill_done_threshold"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be a probability in (0, 1), got {getattr(self, name)}")
         if self.temporal_ensemble_coeff is not None and self.n_action_steps != 1:
             raise ValueError("temporal ensembling predicts every step: set n_action_steps=1")
 

@@ -11,7 +11,8 @@ When is a learned skill done? The head is trained with a *done* channel: for
 each predicted step, whether the demonstrator's skill call had already ended
 there (:mod:`policies.data`). After choosing a step's action the skill looks at
 the done probability the same chunk gives the *following* step. Above
-``config.done_threshold`` for ``config.done_patience`` steps in a row (after at
+``config.done_threshold`` (``config.skill_done_threshold`` for the skills named in
+``config.done_threshold_skills``) for ``config.done_patience`` steps in a row (after at
 least ``min_steps``), this step is the skill's last: its action is returned and
 ``done`` turns true, as with the scripted skills. The chunk's end is trusted as
 planned, like its actions. With ``config.done_confirm`` a done from a chunk
@@ -55,7 +56,9 @@ class LearnedSkill:
         self.patience = max(1, int(cfg.done_patience if patience is None else patience))
         self.confirm = bool(cfg.done_confirm if confirm is None else confirm)
         self._over = 0
-        self.done_threshold = float(policy.config.done_threshold if done_threshold is None else done_threshold)
+        if done_threshold is None:
+            done_threshold = cfg.skill_done_threshold if name in cfg.done_threshold_skills else cfg.done_threshold
+        self.done_threshold = float(done_threshold)
         self.call: SkillCall | None = None
         self._done = self._failed = False
         self._steps = 0

@@ -147,6 +147,30 @@ def test_learned_skill_reports_done_from_the_done_channel_and_fails_past_its_bud
     assert skill.failed and not skill.done
 
 
+def test_done_threshold_skills_end_at_their_own_threshold_and_the_rest_at_the_heads():
+    """A done probability of 0.5: a place named in done_threshold_skills (threshold 0.35) ends, a press does not."""
+    head = ACTHead(ACTConfig(**TINY_ACT, done_threshold_skills=("place",), skill_done_threshold=0.35),
+                   synthetic_stats()).eval()
+    obs = {"proprio": arm_state().numpy()}
+    with torch.no_grad():
+        head.done_out.weight.zero_()
+        head.done_out.bias.zero_()  # sigmoid(0) = 0.5 at every step
+    ended = {}
+    for name in ("place", "press"):
+        skill = LearnedSkill(head, name, min_steps=1)
+        skill.start(SkillCall(name, xyz=(0.5, 0.0, 0.02)), obs)
+        for _ in range(3):
+            skill.act(obs)
+        assert abs(skill.done_prob - 0.5) < 1e-6
+        ended[name] = skill.done
+    assert ended == {"place": True, "press": False}
+    assert LearnedSkill(head, "place", done_threshold=0.8).done_threshold == 0.8  # an argument still wins
+    with pytest.raises(ValueError, match="done_threshold_skills: unknown skill 'fly'"):
+        ACTConfig(done_threshold_skills=("fly",)).validate()
+    with pytest.raises(ValueError, match="skill_done_threshold must be a probability"):
+        ACTConfig(skill_done_threshold=1.5).validate()
+
+
 def test_checkpoint_round_trip_and_corruption_names_the_file(tmp_path):
     head = ACTHead(ACTConfig(**TINY_ACT), synthetic_stats())
     opt = torch.optim.AdamW(head.parameters(), lr=1e-3)

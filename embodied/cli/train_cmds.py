@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
                    "(default: all it learned)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="inference setting to ship (n_action_steps, temporal_ensemble_coeff, ensemble_skills=pick,place, "
-                   "skill_ensemble_coeff, done_threshold, done_patience, done_confirm, num_inference_steps, "
+                   "skill_ensemble_coeff, done_threshold, done_patience, done_confirm, "
+                   "done_threshold_skills=place, skill_done_threshold, num_inference_steps, "
                    "init_noise_scale; "
                    "memory: max_repeats)")
     p.add_argument("--json", action="store_true")
