@@ -41,8 +41,8 @@ SHIPPED = Path(__file__).resolve().parent / "checkpoints"
 FILES = ("config.json", "stats.json", "model.safetensors")
 # Head options that change only how the trained weights are run, so an export may set them.
 INFERENCE_OPTIONS = ("n_action_steps", "temporal_ensemble_coeff", "ensemble_skills", "skill_ensemble_coeff",
-                     "done_threshold", "done_patience", "done_threshold_skills", "skill_done_threshold", "done_confirm", "num_inference_steps", "init_noise_scale",
-                     "max_repeats")
+                     "done_threshold", "done_patience", "done_threshold_skills", "skill_done_threshold",
+                     "done_confirm", "num_inference_steps", "init_noise_scale", "max_repeats")
 
 
 def is_exported(path: str | os.PathLike) -> bool:

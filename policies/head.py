@@ -51,8 +51,8 @@ class HeadConfig:
     done_threshold: float = 0.9  # LearnedSkill: next-step done probability that ends the skill
     done_patience: int = 1  # ... for this many steps in a row
     done_confirm: bool = False  # ... re-predicted from the current observation first (sampled done channels)
-    # Skills that end at ``skill_done_threshold`` instead: a place's done probability peaks once it has let go
-    # and lifted away, well below a threshold that a press needs to stay from turning around early.
+    # Skills that end at ``skill_done_threshold`` instead: a place's done probability peaks at about 0.4 once
+    # it has let go and lifted away, while a press needs the high threshold not to turn back before the click.
     done_threshold_skills: tuple[str, ...] = ()
     skill_done_threshold: float = 0.9
     action_norm: str = "min_max"

@@ -64,7 +64,7 @@ class TrainConfig:
     resume: bool = False
     progress: bool = True
     # (metres, k): windows whose call target lies farther than metres (xy, robot frame) from the robot are drawn
-    # k times as often (the heads only; the far carries are the rare, hard part of a place)
+    # k times as often (the skill heads only): long carries are a few percent of the windows
     oversample_far: tuple[float, int] | None = None
     head_options: dict[str, Any] = field(default_factory=dict)  # HeadConfig fields, e.g. {"down_dims": [32, 64, 128]}
 

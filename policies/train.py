@@ -123,7 +123,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                                                        len(order), out, start, device, world, rank, local_rank,
                                                        desc=f"train {cfg.head}")
     result = {"run": str(out), "head": cfg.head, "skills": list(windows.skills), "frames": len(windows),
-              "draws": len(order), "start_step": start, "steps": cfg.steps, "first_loss": first_loss, "final_loss": last_loss,
+              "draws": len(order), "start_step": start, "steps": cfg.steps, "first_loss": first_loss,
+              "final_loss": last_loss,
               "step_ms": round(elapsed / max(timed, 1) * 1e3, 2), "world_size": world, "device": str(device),
               "params": sum(p.numel() for p in model.parameters()),
               "checkpoint": str(saved) if saved else None}
