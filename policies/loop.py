@@ -66,6 +66,12 @@ class TrainConfig:
     # (metres, k): windows whose call target lies farther than metres (xy, robot frame) from the robot are drawn
     # k times as often (the skill heads only): long carries are a few percent of the windows
     oversample_far: tuple[float, int] | None = None
+    # the arm's skill heads: windows of these skills (e.g. ("pick", "place")) mirrored in x and y about the
+    # gripper at random (policies.augment: the demonstrator's per-axis controller makes them demonstrations too)
+    mirror_skills: tuple[str, ...] = ()
+    # a run whose latest weights (its EMA where kept) start this one: a fine-tune with a schedule of its own;
+    # the head's config and normaliser come from that run, so the data must be the same kind
+    init_from: str | None = None
     head_options: dict[str, Any] = field(default_factory=dict)  # HeadConfig fields, e.g. {"down_dims": [32, 64, 128]}
 
     def validate(self) -> None:

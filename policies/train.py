@@ -20,7 +20,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from policies.checkpoint import atomic_write_json
+from embodied.planner.calls import SKILL_IDS
+from policies.augment import mirror_windows
+from policies.checkpoint import atomic_write_json, read_json
 from policies.conditioning import relative_params
 from policies.data import SkillWindows
 from policies.ema import EMA
@@ -36,7 +38,7 @@ from policies.loop import (  # noqa: F401  (TrainConfig and the loop's names are
     restore,
     start_run,
 )
-from policies.registry import build_head, config_to_dict, head_classes
+from policies.registry import build_head, config_to_dict, head_classes, load_run
 
 
 def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):
@@ -79,6 +81,55 @@ def draw_order(windows: SkillWindows, oversample_far: tuple[float, int] | None) 
     return torch.cat([order, far.repeat(int(k) - 1)])
 
 
+def _head_config(cfg: TrainConfig, config_cls: type, defaults: Any, windows: SkillWindows) -> Any:
+    """A fresh head's configuration: the options given, and the widths the data fixes."""
+    options = dict(cfg.head_options)
+    if options.get("guide_dim") not in (None, windows.guide_dim):
+        raise ValueError(f"guide_dim={options['guide_dim']} but the data's skill.guide has {windows.guide_dim} values")
+    options["guide_dim"] = windows.guide_dim
+    options.update(state_dim=int(windows.data["observation.state"].shape[-1]),
+                   action_dim=int(windows.data["action"].shape[-1]), cameras=tuple(cfg.cameras),
+                   skills=windows.skills,
+                   image_size=int(windows.data[f"observation.images.{cfg.cameras[0]}"].shape[-1]) if cfg.cameras
+                   else defaults.image_size)
+    return config_cls(**options)
+
+
+def _init_source(cfg: TrainConfig):
+    """The head whose configuration and normaliser a fine-tune (``init_from``) keeps, and whose weights start it
+    (a resumed fine-tune then loads its own checkpoint over them), or None."""
+    if cfg.init_from is None:
+        return None
+    saved = read_json(Path(cfg.init_from) / "config.json") if (Path(cfg.init_from) / "config.json").is_file() else {}
+    if saved.get("head", cfg.head) != cfg.head:
+        raise ValueError(f"--init-from {cfg.init_from} is a {saved.get('head')!r} run, not {cfg.head!r}")
+    if cfg.head_options:
+        raise ValueError(f"--init-from takes the head's options from {cfg.init_from}; drop --set "
+                         f"{', '.join(sorted(cfg.head_options))}")
+    return load_run(cfg.init_from).train()
+
+
+def _fit_source(cfg: TrainConfig, source: Any, windows: SkillWindows) -> tuple[Any, dict]:
+    """The configuration and normaliser statistics of a fine-tune: the source head's, checked against the data."""
+    head_cfg = source.config
+    have = (int(windows.data["observation.state"].shape[-1]), int(windows.data["action"].shape[-1]), windows.skills)
+    want = (head_cfg.state_dim, head_cfg.action_dim, tuple(head_cfg.skills))
+    if have != want or tuple(head_cfg.cameras) != tuple(cfg.cameras):
+        raise ValueError(f"--init-from {cfg.init_from} was trained on (state, action, skills) = {want} and cameras "
+                         f"{list(head_cfg.cameras)}; the data gives {have} and cameras {list(cfg.cameras)}")
+    return head_cfg, source.normalizer.to_json()
+
+
+def _mirrored_ids(cfg: TrainConfig, windows: SkillWindows) -> frozenset[int]:
+    """Skill ids whose windows are mirrored (``mirror_skills``), checked against the data."""
+    missing = [s for s in cfg.mirror_skills if s not in windows.skills]
+    if missing:
+        raise ValueError(f"--mirror {missing[0]!r} is not among the data's skills {list(windows.skills)}")
+    if cfg.mirror_skills and windows.robot != "arm":
+        raise ValueError("--mirror goes with the arm's skills (the workcell demos)")
+    return frozenset(SKILL_IDS[s] for s in cfg.mirror_skills)
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.validate()
     head_classes(cfg.head)
@@ -97,21 +148,18 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     ckpt = check_resume(out, cfg)
 
     config_cls, _ = head_classes(cfg.head)
-    defaults = config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})
+    source = _init_source(cfg)
+    defaults = source.config if source is not None else \
+        config_cls(**{k: v for k, v in cfg.head_options.items() if k in ("obs_horizon", "horizon")})
     windows, dataset_stats = _open_windows(cfg, defaults, progress=cfg.progress and main)
-    stats = windows.stats(dataset_stats)
-    options = dict(cfg.head_options)
-    if options.get("guide_dim") not in (None, windows.guide_dim):
-        raise ValueError(f"guide_dim={options['guide_dim']} but the data's skill.guide has {windows.guide_dim} values")
-    options["guide_dim"] = windows.guide_dim
-    options.update(state_dim=int(windows.data["observation.state"].shape[-1]),
-                   action_dim=int(windows.data["action"].shape[-1]), cameras=tuple(cfg.cameras),
-                   skills=windows.skills,
-                   image_size=int(windows.data[f"observation.images.{cfg.cameras[0]}"].shape[-1]) if cfg.cameras
-                   else defaults.image_size)
-    head_cfg = config_cls(**options)
-    torch.manual_seed(cfg.seed)
-    model = build_head(cfg.head, head_cfg, stats).to(device)
+    if source is not None:
+        head_cfg, stats = _fit_source(cfg, source, windows)
+        model = source.to(device)
+    else:
+        stats = windows.stats(dataset_stats)
+        head_cfg = _head_config(cfg, config_cls, defaults, windows)
+        torch.manual_seed(cfg.seed)
+        model = build_head(cfg.head, head_cfg, stats).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ema = EMA(model) if cfg.ema else None
     start = restore(ckpt, model, opt, ema)
@@ -119,9 +167,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         start_run(out, {"head": cfg.head, "head_config": config_to_dict(head_cfg),
                         "train": json.loads(json.dumps(dataclasses.asdict(cfg)))}, stats, start)
     order = draw_order(windows, cfg.oversample_far)
-    first_loss, last_loss, saved, elapsed, timed = fit(cfg, model, opt, ema, lambda idx: windows.batch(order[idx]),
-                                                       len(order), out, start, device, world, rank, local_rank,
-                                                       desc=f"train {cfg.head}")
+    mirrored = _mirrored_ids(cfg, windows)
+
+    def batch_fn(idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        batch = windows.batch(order[idx])
+        return mirror_windows(batch, mirrored) if mirrored else batch
+
+    first_loss, last_loss, saved, elapsed, timed = fit(cfg, model, opt, ema, batch_fn, len(order), out, start,
+                                                       device, world, rank, local_rank, desc=f"train {cfg.head}")
     result = {"run": str(out), "head": cfg.head, "skills": list(windows.skills), "frames": len(windows),
               "draws": len(order), "start_step": start, "steps": cfg.steps, "first_loss": first_loss,
               "final_loss": last_loss,

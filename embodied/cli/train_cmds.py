@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--oversample-far", metavar="METRES:K", help="draw the windows whose call target lies farther "
                    "than METRES (xy, robot frame) from the robot K times as often (diffusion and act)")
+    p.add_argument("--mirror", default="", metavar="SKILLS", help="comma-separated arm skills (e.g. pick,place) whose "
+                   "windows are mirrored in x and y about the gripper at random (policies/augment.py)")
+    p.add_argument("--init-from", metavar="RUN", help="start from this run's latest weights (EMA where kept), "
+                   "its head config and normaliser: a fine-tune with this command's steps, lr and schedule")
     p.add_argument("--skills", default="", help="comma-separated skills to train on (default: all in the data)")
     p.add_argument("--cameras", default="", help="comma-separated cameras to condition on, e.g. wrist")
     p.add_argument("--checkpoint-every", type=int, default=500, metavar="N")
@@ -120,8 +124,9 @@ def train(args: argparse.Namespace) -> dict:
 
     options = parse_options(head_classes(args.head)[0], args.set)
     if args.head == "memory":
-        if args.oversample_far:
-            raise ValueError("--oversample-far goes with --head diffusion or act (the skill windows)")
+        for flag in ("oversample_far", "mirror", "init_from"):
+            if getattr(args, flag):
+                raise ValueError(f"--{flag.replace('_', '-')} goes with --head diffusion or act (the skill windows)")
         return _train_memory(args, options)
     if args.memory:
         raise ValueError("--memory goes with --head memory")
@@ -131,7 +136,8 @@ def train(args: argparse.Namespace) -> dict:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads, checkpoint_every=args.checkpoint_every,
                       log_every=args.log_every, skills=_split(args.skills), cameras=_split(args.cameras),
                       ema=not args.no_ema, resume=args.resume, head_options=options,
-                      oversample_far=_metres_times(args.oversample_far))
+                      oversample_far=_metres_times(args.oversample_far), mirror_skills=_split(args.mirror),
+                      init_from=args.init_from)
     result = run_training(cfg)
     if not args.json and _rank() == 0:
         print(f"{result['head']} on {result['frames']} frames of {', '.join(result['skills'])}: loss "
