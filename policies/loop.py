@@ -63,9 +63,10 @@ class TrainConfig:
     ema: bool = True
     resume: bool = False
     progress: bool = True
-    # (metres, k): windows whose call target lies farther than metres (xy, robot frame) from the robot are drawn
-    # k times as often (the skill heads only): long carries are a few percent of the windows
-    oversample_far: tuple[float, int] | None = None
+    # (metres, k[, axis[, skills]]): windows whose call target lies farther than metres from the robot (robot
+    # frame; axis "xy" (default), "x" or "y"), of the given skills only if named, are drawn k times as often
+    # (the skill heads only): long carries, and carries toward the robot, are a few percent of the windows
+    oversample_far: tuple | None = None
     # the arm's skill heads: windows of these skills (e.g. ("pick", "place")) mirrored in x and y about the
     # gripper at random (policies.augment: the demonstrator's per-axis controller makes them demonstrations too)
     mirror_skills: tuple[str, ...] = ()
@@ -78,9 +79,12 @@ class TrainConfig:
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1 or self.log_every < 1:
             raise ValueError("steps, batch_size, checkpoint_every and log_every must be >= 1")
         if self.oversample_far is not None:
-            metres, k = self.oversample_far
-            if metres <= 0 or int(k) != k or k < 1:
-                raise ValueError(f"oversample_far takes (metres > 0, k >= 1 whole), got {self.oversample_far}")
+            far = tuple(self.oversample_far)
+            metres, k = (far + (0, 0))[:2]
+            if not 2 <= len(far) <= 4 or metres <= 0 or int(k) != k or k < 1 or \
+                    (len(far) > 2 and far[2] not in ("xy", "x", "y")):
+                raise ValueError(f"oversample_far takes (metres > 0, k >= 1 whole[, axis xy|x|y[, skills]]), "
+                                 f"got {self.oversample_far}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.device == "cuda" and not torch.cuda.is_available():

@@ -68,16 +68,25 @@ def _open_windows(cfg: TrainConfig, defaults: Any, progress: bool) -> tuple[Skil
     return windows, dataset_stats
 
 
-def draw_order(windows: SkillWindows, oversample_far: tuple[float, int] | None) -> torch.Tensor:
+def draw_order(windows: SkillWindows, oversample_far: tuple | None) -> torch.Tensor:
     """(M,) window indices an epoch draws from: every window once, and those whose call target lies farther
-    than ``metres`` (xy, robot frame) from the robot ``k`` times (``oversample_far=(metres, k)``)."""
+    than ``metres`` from the robot ``k`` times (``oversample_far=(metres, k[, axis[, skills]])``: robot frame,
+    the xy distance or its ``"x"`` or ``"y"`` part, windows of ``skills`` only if named)."""
     n = len(windows)
     order = torch.arange(n)
     if oversample_far is None or oversample_far[1] == 1:
         return order
-    metres, k = oversample_far
+    metres, k, axis, skills = (tuple(oversample_far) + ("xy", ()))[:4]
     rel = relative_params(windows.data["observation.state"][:, -1], windows.data["skill.params"], windows.robot)
-    far = torch.nonzero(rel[:, :2].norm(dim=-1) > metres).flatten()
+    offset = {"xy": rel[:, :2].norm(dim=-1), "x": rel[:, 0].abs(), "y": rel[:, 1].abs()}[axis]
+    chosen = offset > metres
+    if skills:
+        unknown = [s for s in skills if s not in windows.skills]
+        if unknown:
+            raise ValueError(f"oversample_far names the skill {unknown[0]!r}; the data has {list(windows.skills)}")
+        sid = windows.data["skill.id"].reshape(n, -1)[:, 0]
+        chosen &= torch.isin(sid, torch.tensor([SKILL_IDS[s] for s in skills]))
+    far = torch.nonzero(chosen).flatten()
     return torch.cat([order, far.repeat(int(k) - 1)])
 
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from embodied.cli.main import main
+from embodied.planner.calls import SKILL_IDS
 from policies.checkpoint import CheckpointError, latest_checkpoint
 from policies.data import SkillWindows
 from policies.registry import load_run
@@ -228,10 +229,22 @@ def test_oversample_far_draws_far_windows_k_times_and_the_cli_names_bad_input(de
     assert torch.equal(counts, torch.where(dist > metres, 3, 1))
     assert 0 < int((dist > metres).sum()) < len(windows)
     assert torch.equal(draw_order(windows, None), torch.arange(len(windows)))
+    # one axis, one skill: the carries toward or away from the robot (x) of that skill only
+    skill = windows.skills[0]
+    along_x = rel[:, 0].abs()
+    line = float(along_x.median())
+    of_skill = windows.data["skill.id"].reshape(len(windows), -1)[:, 0] == SKILL_IDS[skill]
+    counts = torch.bincount(draw_order(windows, (line, 4, "x", (skill,))), minlength=len(windows))
+    assert torch.equal(counts, torch.where((along_x > line) & of_skill, 4, 1)) and int(counts.sum()) > len(windows)
+    with pytest.raises(ValueError, match="names the skill 'press'"):
+        draw_order(windows, (line, 4, "x", ("press",)))
     args = ["train", "--head", "diffusion", "--data", str(demos), "--steps", "2", "--batch-size", "4", "--device",
             "cpu", "--set", "down_dims=16,32,64", "--set", "step_embed_dim=32", "--json"]
     assert main([*args, "--out", str(tmp_path / "far"), "--oversample-far", f"{metres}:3"]) == 0
     assert json.loads(capsys.readouterr().out)["draws"] == len(order)
-    for bad, message in (("far", "--oversample-far takes METRES:K"), ("0.3:0", "oversample_far takes")):
+    assert main([*args, "--out", str(tmp_path / "x"), "--oversample-far", f"{line}:4:x:{skill}"]) == 0
+    assert json.loads(capsys.readouterr().out)["draws"] == int(counts.sum())
+    for bad, message in (("far", "--oversample-far takes METRES:K"), ("0.3:0", "oversample_far takes"),
+                         ("0.3:2:z", "axis xy|x|y"), ("0.3:2:x:a:b", "METRES:K[:AXIS[:SKILLS]]")):
         assert main([*args, "--out", str(tmp_path / "bad"), "--oversample-far", bad]) != 0
         assert message in capsys.readouterr().err

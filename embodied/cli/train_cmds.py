@@ -38,8 +38,10 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per process (0: torch's default)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--oversample-far", metavar="METRES:K", help="draw the windows whose call target lies farther "
-                   "than METRES (xy, robot frame) from the robot K times as often (diffusion and act)")
+    p.add_argument("--oversample-far", metavar="METRES:K[:AXIS[:SKILLS]]", help="draw the windows whose call "
+                   "target lies farther than METRES from the robot (robot frame; AXIS xy (default), x or y; of the "
+                   "comma-separated SKILLS only if given) K times as often (diffusion and act), e.g. 0.05:20:x:place")
+    p.add_argument("--warmup-steps", type=int, default=50, help="linear learning-rate warm-up before the cosine")
     p.add_argument("--mirror", default="", metavar="SKILLS", help="comma-separated arm skills (e.g. pick,place) whose "
                    "windows are mirrored in x and y about the gripper at random (policies/augment.py)")
     p.add_argument("--init-from", metavar="RUN", help="start from this run's latest weights (EMA where kept), "
@@ -103,14 +105,17 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.set_defaults(func=export_head)
 
 
-def _metres_times(text: str | None) -> tuple[float, int] | None:
+def _metres_times(text: str | None) -> tuple | None:
     if not text:
         return None
     try:
-        metres, k = text.split(":")
-        return float(metres), int(k)
+        metres, k, *rest = text.split(":")
+        if len(rest) > 2:
+            raise ValueError
+        return (float(metres), int(k), *rest[:1], *([_split(rest[1])] if len(rest) > 1 else []))
     except ValueError:
-        raise ValueError(f"--oversample-far takes METRES:K, e.g. 0.3:3, got {text!r}") from None
+        raise ValueError(f"--oversample-far takes METRES:K[:AXIS[:SKILLS]], e.g. 0.3:3 or 0.05:20:x:place, "
+                         f"got {text!r}") from None
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -136,6 +141,7 @@ def train(args: argparse.Namespace) -> dict:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads, checkpoint_every=args.checkpoint_every,
                       log_every=args.log_every, skills=_split(args.skills), cameras=_split(args.cameras),
                       ema=not args.no_ema, resume=args.resume, head_options=options,
+                      warmup_steps=args.warmup_steps,
                       oversample_far=_metres_times(args.oversample_far), mirror_skills=_split(args.mirror),
                       init_from=args.init_from)
     result = run_training(cfg)
@@ -178,7 +184,7 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
     cfg = TrainConfig(head="memory", data=args.data[0], out=args.out, steps=args.steps, batch_size=args.batch_size,
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
-                      resume=args.resume, progress=not args.json)
+                      resume=args.resume, progress=not args.json, warmup_steps=args.warmup_steps)
     from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, free_spot_offsets, spot_offsets
     from embodied.memory.tokens import goal_hop_offsets
 
