@@ -85,3 +85,32 @@ def test_a_fine_tune_starts_from_the_source_weights_and_keeps_its_config(demos, 
     assert main(["train", "--head", "memory", "--memory", "none", "--data", str(demos), "--out",
                  str(tmp_path / "mem"), "--mirror", "pick"]) != 0
     assert "--mirror goes with --head diffusion or act" in capsys.readouterr().err
+
+
+def test_a_sampling_head_gives_each_seed_the_same_episode_whatever_ran_before(demos, tmp_path, capsys):
+    """Diffusion samples its starting noise; `run_episodes` seeds it per episode, so seed 1 alone and seed 1
+    after seed 0 move the arm the same way (and a 20-step head differs from the demos' moves, so the noise
+    matters here)."""
+    import gymnasium as gym
+
+    import embodied  # noqa: F401  (registers the tasks)
+    from embodied.eval.rollout import run_episodes
+
+    run = tmp_path / "noisy"
+    assert main(["train", "--head", "diffusion", "--data", str(demos), "--out", str(run), "--steps", "20",
+                 "--batch-size", "8", "--device", "cpu", "--set", "down_dims=16,32,64", "--set",
+                 "step_embed_dim=32", "--json"]) == 0
+    capsys.readouterr()
+    env = gym.make("embodied/RememberColor-v0", max_episode_steps=120)
+
+    def tcp_path(seeds: list[int]) -> list[list[float]]:
+        path: list[list[float]] = []
+        run_episodes(env, "agent", seeds, progress=False, head=f"diffusion:{run}",
+                     on_reset=lambda seed, obs, info: path.clear(),
+                     on_step=lambda obs, info: path.append([float(v) for v in obs["proprio"][14:17]]))
+        return path
+
+    alone = tcp_path([1])
+    assert tcp_path([0, 1]) == alone
+    torch.manual_seed(123)
+    assert tcp_path([1]) == alone and len(alone) > 50

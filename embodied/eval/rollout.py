@@ -172,6 +172,14 @@ class VideoWriter:
             self.tmp.unlink(missing_ok=True)
 
 
+def _seed_sampling(seed: int) -> None:
+    """A learned head that samples (diffusion's starting noise) draws from torch's global generator: seeded
+    per episode, an episode's result depends on its seed alone, not on the episodes run before it."""
+    import torch
+
+    torch.manual_seed(int(seed))
+
+
 def run_episodes(
     env: gym.Env,
     policy_name: str,
@@ -197,6 +205,8 @@ def run_episodes(
     bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
     for seed in bar:
         policy = make_policy(policy_name, env, seed, head)
+        if head:
+            _seed_sampling(seed)
         if on_policy is not None:
             on_policy(policy)
         obs, info = env.reset(seed=seed)
