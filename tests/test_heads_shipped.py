@@ -162,3 +162,25 @@ def test_each_shipped_head_runs_only_on_its_own_robot():
         assert head_for(env, ["act:nav", "act:manip"]) == "act:manip"
     finally:
         env.close()
+
+
+def test_the_shipped_diffusion_head_carries_a_block_back_toward_the_robot_inside_the_agent():
+    """`diffusion:manip` runs every arm skill for the agent. PutBlockBack seed 4: the block started 12 cm
+    nearer the robot than the centre it was moved to (x 0.33 against 0.45), the carry the head used to miss.
+    The agent with the head puts it back; with its memory wiped at recall it cannot know where, and fails."""
+    from embodied.eval.rollout import run_episodes
+
+    assert resolve_run("diffusion", "manip") == SHIPPED / "diffusion_manip"
+    cfg = json.loads((SHIPPED / "diffusion_manip" / "config.json").read_text())
+    assert set(cfg["head_config"]["skills"]) == ARM_SKILLS and not cfg["head_config"]["ensemble_skills"]
+    env = gym.make("embodied/PutBlockBack-v0")
+    _, info = env.reset(seed=4)
+    assert info["privileged"]["start_xy"][0] < info["privileged"]["centre_xy"][0] - 0.1
+    agents = []
+    [done] = run_episodes(env, "agent", [4], progress=False, head="diffusion:manip", on_policy=agents.append)
+    assert done.success, done
+    assert type(agents[0].skills["place"]).__name__ == "LearnedSkill"
+    ran = [e["call"]["skill"] for e in agents[0].plan_record()["trace"] if e["call"]]
+    assert ran[:2] == ["pick", "place"]
+    [wiped] = run_episodes(env, "agent:wiped", [4], progress=False, head="diffusion:manip")
+    assert not wiped.success, wiped
