@@ -12,7 +12,9 @@ import torch
 
 _DATASETS: dict[str, Path] = {}
 
-TINY_DIFFUSION = {"down_dims": (16, 32, 64), "step_embed_dim": 32}
+# Tiny diffusion heads sample eagerly: tracing the DDIM loop costs seconds a head, and the traced sampler
+# has its own test against the plain loop (test_heads.py); the shipped heads run traced in their tests.
+TINY_DIFFUSION = {"down_dims": (16, 32, 64), "step_embed_dim": 32, "trace_inference": False}
 TINY_ACT = {"dim_model": 64, "dim_feedforward": 128, "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": 0.0}
 
 

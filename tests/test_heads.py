@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from diffusers import DDIMScheduler
 
 from embodied.planner.calls import SKILL_IDS, SkillCall
 from policies.act import ACTConfig, ACTHead
@@ -308,19 +309,39 @@ def test_diffusion_starting_noise_scale_sets_how_much_samples_spread():
         DiffusionConfig(init_noise_scale=1.5).validate()
 
 
-def test_diffusion_unet_gives_the_same_noise_on_rows_traced_and_frozen():
-    """Inference runs the U-Net on channels-last rows, traced and frozen; training on (B, C, T): same numbers."""
+def test_diffusion_traced_sampler_matches_the_step_by_step_loop():
+    """Inference runs the whole DDIM loop as one traced, frozen module on channels-last rows, with the FiLM
+    split by its two inputs. It must give the numbers of the plain loop (training layout, the U-Net's
+    forward at every step) on inputs it was not traced with, and be traced again after new weights.
+    (1e-4: the first DDIM step divides float rounding by the square root of a small alpha product.)"""
     torch.manual_seed(0)
-    head = DiffusionHead(DiffusionConfig(**TINY_DIFFUSION), synthetic_stats())
-    batch = example_batch(head)
-    cond = head.global_cond(batch)
-    x, t = torch.randn(1, head.config.horizon, head.config.action_dim), torch.tensor([37])
+    head = DiffusionHead(DiffusionConfig(**dict(TINY_DIFFUSION, trace_inference=True)), synthetic_stats())
+    cond = head.global_cond(example_batch(head)).detach()
+    shape = (1, head.config.horizon, head.config.action_dim)
+
+    def plain_loop(x, cond):
+        head.unet.train()  # conv1d on (B, C, T); the U-Net's mode alone, so the head keeps its trace
+        sched = DDIMScheduler.from_config(head.infer_scheduler.config)
+        sched.set_timesteps(head.config.num_inference_steps)
+        for t in sched.timesteps:
+            x = sched.step(head.unet(x, t.expand(len(x)), cond), t, x).prev_sample
+        head.unet.eval()
+        return x
+
     with torch.no_grad():
-        plain = head.unet(x, t, cond)  # training mode: conv1d on (B, C, T)
         head.eval()
-        rows = head.unet(x, t, cond)
-        frozen = head._denoiser(x, t, cond)(x, t, cond)
-    assert torch.allclose(rows, plain, atol=1e-5) and torch.allclose(frozen, plain, atol=1e-5)
-    assert isinstance(head._traced, torch.jit.ScriptModule)
-    head.train()
-    assert head._traced is None  # new weights or mode: traced again when needed
+        head.sample(torch.randn(shape), cond)  # traced on these inputs
+        assert len(head._samplers) == 1
+        for _ in range(3):
+            x, c = torch.randn(shape), cond + torch.randn_like(cond)
+            plain, traced = plain_loop(x, c), head.sample(x, c)
+            assert torch.allclose(traced, plain, atol=1e-4) and not torch.allclose(traced, x, atol=0.1)
+        assert len(head._samplers) == 1  # one trace served them all
+        head.unet.final[1].bias.add_(0.5)
+        head.load_state_dict(head.state_dict())  # new weights: the traces (their constants) are dropped
+        assert head._samplers == {}
+        x = torch.randn(shape)
+        assert torch.allclose(head.sample(x, cond), plain_loop(x, cond), atol=1e-4)
+        head.train()
+        assert head._samplers == {}  # so does a mode change
+    assert not any("sampler" in k for k in head.state_dict())

@@ -23,7 +23,7 @@ class DiffusionConfig(HeadConfig):
     init_noise_scale: float = 1.0
     prediction_type: str = "epsilon"
     action_norm: str = "min_max"  # diffusion samples live in [-1, 1]
-    trace_inference: bool = True  # U-Net traced and frozen at inference (about 3x faster than eager at batch 1)
+    trace_inference: bool = True  # inference runs the whole DDIM loop traced and frozen (sampling.py)
     # How the done flag is predicted: "classifier", a small MLP on the condition trained with binary
     # cross-entropy (deterministic, as ACT's); "sampled", denoised with the actions as one more trajectory
     # channel (heads trained before this option; a single sample can cross the threshold early).
