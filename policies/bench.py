@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -55,12 +56,13 @@ def bench_heads(heads: list[str], run: str | None = None, repeats: int = 50, thr
     rows = []
     models = [load_run(run)] if run else [build_head(h, HEADS[h][0](), synthetic_stats()) for h in heads]
     for model in models:
+        load = os.getloadavg()[0]  # timings on a shared machine move with its load: report it beside them
         times = time_chunk(model, repeats)
         cfg = model.config
         row = {"head": model.name, "run": run, "params": sum(p.numel() for p in model.parameters()),
                "horizon": cfg.horizon, "cameras": list(cfg.cameras), "threads": torch.get_num_threads(),
                "chunk_ms_median": round(float(np.median(times)), 3), "chunk_ms_p90": round(float(np.percentile(times, 90)), 3),
-               "target_ms": TARGET_MS[model.name]}
+               "target_ms": TARGET_MS[model.name], "load_1min": round(load, 2)}
         if model.name == "diffusion":
             row["inference_steps"] = cfg.num_inference_steps
         row["meets_target"] = row["chunk_ms_median"] <= row["target_ms"]

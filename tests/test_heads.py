@@ -211,7 +211,7 @@ def test_bench_head_reports_both_heads_and_eval_head_rejects_a_bad_spec(capsys):
     assert main(["bench", "head", "--repeats", "3", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {r["head"] for r in rows} == {"diffusion", "act"}
-    assert all(r["chunk_ms_median"] > 0 and r["target_ms"] in (5.0, 15.0) for r in rows)
+    assert all(r["chunk_ms_median"] > 0 and r["target_ms"] in (5.0, 15.0) and r["load_1min"] >= 0 for r in rows)
     assert main(["eval-head", "--head", "bogus", "--task", "RememberColor-v0"]) == 2
     assert "'<head>:<run dir>'" in capsys.readouterr().err
 

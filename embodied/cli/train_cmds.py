@@ -225,7 +225,7 @@ def bench_head(args: argparse.Namespace) -> list[dict] | None:
         for r in rows:
             print(f"{r['head']:<10} {r['params'] / 1e6:5.2f} M params | predict_action_chunk "
                   f"{r['chunk_ms_median']:.2f} ms median ({r['chunk_ms_p90']:.2f} p90) | target <= {r['target_ms']} ms "
-                  f"{'ok' if r['meets_target'] else 'MISSED'}")
+                  f"{'ok' if r['meets_target'] else 'MISSED'} | load {r['load_1min']:.2f}")
     return rows if args.json else None
 
 
