@@ -47,6 +47,8 @@ def main(task: str, seed: int, head: str) -> None:
         obs, _, term, trunc, info = env.step(action)
         if term or trunc:
             break
+    if running is not None:  # the episode ended during this call
+        print(f"  end t={t + 1} tcp={tcp(obs)} ({t + 1 - start} steps, episode over)")
     print("log:")
     for entry in agent.plan_record()["log"]:
         print(f"  {entry['t']} {entry['tag']} {entry['text'][:160]}")
