@@ -87,6 +87,7 @@ class ConditionalUnet1d(nn.Module):
                 RowConvTranspose1d(cin, cin, 4, 2, 1)]))
         self.final = nn.Sequential(Conv1dBlock(cfg.down_dims[0], cfg.down_dims[0], k, g),
                                    RowConv1d(cfg.down_dims[0], channels, 1))
+        self.film_sizes = [block.film[1].out_features for block in self.film_blocks()]  # how denoise splits F
 
     def film_blocks(self) -> list[FiLMResBlock]:
         """The residual blocks in the order ``denoise`` runs them (and in which ``films`` lays out their FiLM)."""
@@ -111,7 +112,7 @@ class ConditionalUnet1d(nn.Module):
 
     def denoise(self, x: torch.Tensor, films: torch.Tensor) -> torch.Tensor:
         """x (B, T, C) noisy trajectory, films (B, F) from ``films`` -> (B, T, C) predicted noise."""
-        film = iter(films.split([block.film[1].out_features for block in self.film_blocks()], -1))
+        film = iter(films.split(self.film_sizes, -1))
         h = x.transpose(1, 2)
         rows = not self.training  # inference: (B, C, 1, T) channels-last rows (RowConv1d); training: (B, C, T)
         if rows:
