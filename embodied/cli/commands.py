@@ -30,6 +30,11 @@ def tasks(args: argparse.Namespace) -> list[dict] | None:
             f"{row['name']:<20} {row['family']:<16} {row['suite']:<13} {row['horizon']:>7} "
             f"{row['chance_rate']:>7.3f}  {knobs}"
         )
+    print("\npresets (--option preset=P; the knobs each sets over the defaults, and the chance rate there):")
+    for row in rows:
+        print(f"{row['name']:<20} " + "; ".join(
+            f"{name} [{', '.join(f'{k}={v}' for k, v in p['knobs'].items()) or 'defaults'}] {p['chance_rate']:.3f}"
+            for name, p in row["presets"].items()))
     return None
 
 

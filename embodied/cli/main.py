@@ -11,6 +11,8 @@
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
     embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--json]
+    embodied benchmark [--policy P ...] [--preset easy|medium|hard|extreme ...] [--suite S] [--episodes N]
+                       [--out DIR] [--json]   (see embodied/eval/benchmark.py)
     embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4] [--head KIND:RUN|none ...]
     embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
     embodied data info|check|video DIR ...
@@ -25,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embodied.cli import bench, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
+from embodied.cli import bench, benchmark_cmds, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
 from embodied.cli.dispatch import execute, parse_options  # noqa: F401  (parse_options: imported from here too)
 from embodied.eval.rollout import POLICIES
 
@@ -149,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
 
+    benchmark_cmds.register(sub)  # benchmark
     data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     train_cmds.register(sub, bench_sub)  # train --head diffusion|act, bench head
     drift_cmds.register(bench_sub)  # bench drift

@@ -88,6 +88,21 @@ COLOURS: dict[str, tuple[float, float, float]] = {
 }
 
 
+# The shared navigation ladder: more objects to keep apart (chance 1/11 at 12), longer waits at the
+# dock, and wheel odometry that drifts more (the agent corrects it against what it mapped).
+NAV_PRESETS = {
+    "easy": {},
+    "medium": {"objects": 12, "delay": 300, "odom_noise": 0.02},
+    "hard": {"objects": 12, "delay": 1000, "odom_noise": 0.05},
+    "extreme": {"objects": 12, "delay": 2000, "odom_noise": 0.1},
+}
+
+
+def nav_presets(extra: dict[str, dict] | None = None) -> dict[str, dict]:
+    """``NAV_PRESETS`` with a family's own knobs added per preset."""
+    return {name: {**knobs, **(extra or {}).get(name, {})} for name, knobs in NAV_PRESETS.items()}
+
+
 @dataclass
 class NavOptions:
     """Knobs shared by the navigation tasks."""
@@ -246,6 +261,11 @@ class NavigationEnv(MemoryTaskEnv):
 
     def _phase_lengths(self) -> tuple[int, int]:
         return len(self.tour) - 1, self.options.delay
+
+    def extra_steps(self) -> int:
+        """A longer ``time_limit`` per goal lengthens the recall phase by as much."""
+        longer = max(0, self.options.time_limit - type(self).Options().time_limit)
+        return super().extra_steps() + longer * getattr(self.options, "goals", 1)
 
     def _on_phase(self, phase: str) -> None:
         if phase == "recall":

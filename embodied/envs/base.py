@@ -57,8 +57,25 @@ def _coerce(value: Any, kind: type) -> Any:
     return kind(value)
 
 
+PRESET_NAMES = ("easy", "medium", "hard", "extreme")
+
+
+def preset_knobs(cls: type, preset: str, task: str) -> dict[str, Any]:
+    """The knob set of difficulty ``preset`` for the knob dataclass ``cls`` (its ``PRESETS``)."""
+    presets = getattr(cls, "PRESETS", {})
+    if preset not in presets:
+        known = ", ".join(presets) or "none"
+        raise ValueError(f"unknown preset {preset!r} for {task}; presets: {known}")
+    return dict(presets[preset])
+
+
 def options_from(cls: type, knobs: dict[str, Any], task: str):
-    """Build the knob dataclass ``cls``; an unknown knob names the valid ones."""
+    """Build the knob dataclass ``cls``; an unknown knob names the valid ones. ``preset=P`` starts from
+    that difficulty preset's knobs; any knob given beside it overrides the preset's value."""
+    knobs = dict(knobs)
+    preset = knobs.pop("preset", None)
+    if preset is not None:
+        knobs = {**preset_knobs(cls, str(preset).strip(), task), **knobs}
     valid = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(knobs) - set(valid))
     if unknown:
@@ -81,6 +98,7 @@ class MemoryTaskEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     family: ClassVar[str] = ""
+    memory_skill: ClassVar[str] = ""  # what the family asks memory for, in a few words
     Options: ClassVar[type]
     chance: ClassVar[str] = ""  # how the chance rate follows from the knobs
 
@@ -109,7 +127,7 @@ class MemoryTaskEnv(gym.Env):
         self.options = options_from(self.Options, knobs, type(self).__name__)
         # The episode's step limit: the registered horizon at default knobs, plus whatever a longer
         # delay adds (a 10x delay must not eat the recall phase). None: no limit.
-        self.horizon = None if base_horizon is None else int(base_horizon) + self.extra_delay()
+        self.horizon = None if base_horizon is None else int(base_horizon) + self.extra_steps()
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if render_every < 1:
@@ -201,6 +219,12 @@ class MemoryTaskEnv(gym.Env):
         """Steps the ``delay`` knob adds over its default (0 for tasks without one)."""
         default = getattr(type(self).Options(), "delay", None)
         return max(0, int(getattr(self.options, "delay", 0)) - int(default)) if default is not None else 0
+
+    def extra_steps(self) -> int:
+        """Steps these knobs add to the registered horizon (set for the default knobs): a longer delay,
+        and in tasks whose observe or recall phase grows with a knob (more swaps, a longer sequence,
+        more goals) that growth too. Computed from the knobs alone, before any layout is drawn."""
+        return self.extra_delay()
 
     @property
     def max_steps(self) -> int:

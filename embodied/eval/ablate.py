@@ -16,6 +16,7 @@ import time
 
 import gymnasium as gym
 
+from embodied.envs.base import options_from
 from embodied.eval.rollout import run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 
@@ -42,7 +43,7 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
     for name in names:
         entry = get_task(name)
         cls = entry.env_class()
-        opts = cls.Options(**(options or {}))
+        opts = options_from(cls.Options, options or {}, name)  # types the knobs, resolves preset=P
         row = {"task": name, "suite": entry.suite, "chance": cls.chance_rate(opts), "episodes": episodes}
         for column in columns:
             ablation = column in ("agent:wiped", "agent:blank") or column.endswith(":wiped")

@@ -18,6 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from embodied.agent.memory_agent import AgentConfig, MemoryAgent
+from embodied.eval.external import PREFIX, external_policy
 from embodied.experts import make_expert
 from embodied.experts.memoryless import MemorylessExpert
 from embodied.perception import PerceptionConfig
@@ -134,6 +135,10 @@ def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | N
 
 
 def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):
+    if name.startswith(PREFIX):  # import:MODULE:FACTORY, a policy of the user's own
+        if head:
+            raise ValueError(f"--head runs learned skills inside the agent: not with {name!r}")
+        return external_policy(name, env, seed)
     if name.startswith("learned:"):
         return make_learned(env, name, seed, head)
     if name in AGENT_VARIANTS:
@@ -147,7 +152,7 @@ def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | No
     if name == "memoryless":
         return MemorylessExpert(env, seed=seed)
     raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES + tuple(AGENT_VARIANTS))}, "
-                     "learned:RUN[:wiped]")
+                     "learned:RUN[:wiped], import:MODULE:FACTORY")
 
 
 class VideoWriter:

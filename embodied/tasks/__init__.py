@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
+from embodied.envs.base import PRESET_NAMES, options_from, preset_knobs
+
 
 @dataclass(frozen=True)
 class TaskEntry:
@@ -32,15 +34,22 @@ class TaskEntry:
     def describe(self) -> dict:
         cls = self.env_class()
         knobs = {f.name: f.default for f in dataclasses.fields(cls.Options)}
+        presets = {}
+        for preset in PRESET_NAMES:
+            options = options_from(cls.Options, {"preset": preset}, self.name)
+            presets[preset] = {"knobs": preset_knobs(cls.Options, preset, self.name),
+                               "chance_rate": cls.chance_rate(options)}
         return {
             "name": self.name,
             "env_id": self.env_id,
             "family": cls.family,
+            "memory_skill": cls.memory_skill,
             "suite": self.suite,
             "horizon": self.max_episode_steps,
             "chance": cls.chance,
             "chance_rate": cls.default_chance_rate(),
             "knobs": knobs,
+            "presets": presets,
             "description": self.description,
         }
 

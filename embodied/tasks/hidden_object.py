@@ -18,6 +18,7 @@ probability 1 / n_drawers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -43,6 +44,12 @@ SHOW, OPEN_STEPS, CARRY, CLOSE_STEPS, MOVE = 6, 8, 16, 8, 12
 
 @dataclass
 class HiddenObjectOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"n_drawers": 4, "distractors": 3, "distractor_moves": 3, "delay": 100},
+        "hard": {"n_drawers": 5, "distractors": 4, "distractor_moves": 4, "delay": 400},
+        "extreme": {"n_drawers": 5, "distractors": 4, "distractor_moves": 4, "delay": 1000},
+    }
     n_drawers: int = 3
     distractors: int = 2
     distractor_moves: int = 2
@@ -79,6 +86,7 @@ def free_spot(rng: np.random.Generator, taken: np.ndarray) -> np.ndarray:
 
 class HiddenObject(DrawerRow, WorkcellEnv):
     family = "HiddenObject"
+    memory_skill = "containment: what went into which closed drawer, through distractor moves"
     Options = HiddenObjectOptions
     chance = "1 / n_drawers (33% at defaults)"
 
@@ -100,6 +108,11 @@ class HiddenObject(DrawerRow, WorkcellEnv):
     @property
     def n_moves(self) -> int:
         return self.options.distractor_moves if self.options.distractors else 0
+
+    def extra_steps(self) -> int:
+        default = HiddenObjectOptions()
+        more = max(0, self.n_moves - (default.distractor_moves if default.distractors else 0))
+        return super().extra_steps() + more * MOVE
 
     def _phase_lengths(self) -> tuple[int, int]:
         return SHOW + OPEN_STEPS + CARRY + CLOSE_STEPS + MOVE * self.n_moves + 1, self.options.delay

@@ -20,10 +20,11 @@ asked spot could be: 1/13 = 7.7% at the defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
 from embodied.envs.nav_drive import TourBuilder, heading
 from embodied.experts.navigation import NavigationExpert
 
@@ -33,6 +34,7 @@ MIN_MOVE = 1.0  # metres between the first and the new spot
 
 @dataclass
 class MovedObjectOptions(NavOptions):
+    PRESETS: ClassVar[dict[str, dict]] = nav_presets({"hard": {"query": "first"}, "extreme": {"query": "first"}})
     query: str = "now"  # "now": where the object is at the end; "first": where it was first seen
 
     def validate(self) -> None:
@@ -43,6 +45,7 @@ class MovedObjectOptions(NavOptions):
 
 class MovedObject(NavigationEnv):
     family = "MovedObject"
+    memory_skill = "an object's latest place, or its first one (history)"
     Options = MovedObjectOptions
     chance = "1 / (22 spots - objects + 1) places the asked spot could be (7.7% at defaults)"
 

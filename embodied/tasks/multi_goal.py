@@ -20,10 +20,11 @@ with (1/13)^goals = 0.05% at the defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
 from embodied.experts.navigation import NavigationExpert
 
 EXPLORE_FACTOR = 4  # first-goal time budget multiplier without a tour
@@ -31,6 +32,7 @@ EXPLORE_FACTOR = 4  # first-goal time budget multiplier without a tour
 
 @dataclass
 class MultiGoalOptions(NavOptions):
+    PRESETS: ClassVar[dict[str, dict]] = nav_presets({"medium": {"goals": 4}, "hard": {"goals": 5}, "extreme": {"goals": 6}})
     goals: int = 3  # goals in sequence, each a different object
     tour: str = "full"  # "full": the env's tour first; "none": no tour, the agent explores during the first goal
 
@@ -44,6 +46,7 @@ class MultiGoalOptions(NavOptions):
 
 class MultiGoal(NavigationEnv):
     family = "MultiGoal"
+    memory_skill = "several object places in one map, used in a row"
     Options = MultiGoalOptions
     chance = "(1 / (22 spots - objects + 1)) ** goals (0.05% at defaults)"
 
@@ -95,6 +98,10 @@ class MultiGoal(NavigationEnv):
         if self.goal_index == 0 and not self.touring:
             limit *= EXPLORE_FACTOR
         return False, self.t - self.goal_start >= limit
+
+    def extra_steps(self) -> int:
+        more = max(0, self.options.goals - type(self).Options().goals)
+        return super().extra_steps() + more * self.options.time_limit
 
     def _task_info(self) -> dict:
         return {"goal_index": self.goal_index, "goal_steps": list(self.goal_steps)}

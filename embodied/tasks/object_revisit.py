@@ -17,20 +17,22 @@ be: the spots not taken by another object (22 spots - objects + 1), so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
 from embodied.experts.navigation import NavigationExpert
 
 
 @dataclass
 class ObjectRevisitOptions(NavOptions):
-    pass
+    PRESETS: ClassVar[dict[str, dict]] = nav_presets()
 
 
 class ObjectRevisit(NavigationEnv):
     family = "ObjectRevisit"
+    memory_skill = "where an object seen on a tour is"
     Options = ObjectRevisitOptions
     chance = "1 / (22 spots - objects + 1) places the target could be (7.7% at defaults)"
 

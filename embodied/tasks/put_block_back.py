@@ -13,6 +13,7 @@ start region succeeds with probability pi*tol^2 / area(start region).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,6 +30,12 @@ CARRY_STEPS = 16
 
 @dataclass
 class PutBlockBackOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"delay": 100, "distractors": 2},
+        "hard": {"delay": 400, "distractors": 4},
+        "extreme": {"delay": 1000, "distractors": 4, "show_steps": 3},
+    }
     delay: int = 20
     distractors: int = 0
     tolerance: float = 0.03
@@ -45,6 +52,7 @@ class PutBlockBackOptions:
 
 class PutBlockBack(WorkcellEnv):
     family = "PutBlockBack"
+    memory_skill = "a metric pose: where an object stood"
     Options = PutBlockBackOptions
     chance = "pi*tolerance^2 / start-region area (2.9% at defaults)"
 

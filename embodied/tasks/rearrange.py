@@ -31,6 +31,7 @@ falls off the table. Chance: see ``chance_rate``. Knobs: ``n_objects``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 from math import comb, perm
 
 import numpy as np
@@ -63,12 +64,19 @@ CARRY_Z = 0.14  # object centre while carried: clear of cups, drawer fronts and 
 # it travelling: at most ~6 cm a step across the table), finish (shut, cups down).
 SHOW, PREP, CARRY, FINISH = 6, 5, 20, 5
 SLOT = PREP + CARRY + FINISH
+MOVE_BUDGET = 700  # horizon steps per move put back beyond the default k
 BLOCK_COLOURS = tuple(c for c in COLORS if c != "yellow")  # the ball is yellow
 REST_SLACK = 0.006  # how far above its resting height an object may be and still count as resting
 
 
 @dataclass
 class RearrangeOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"k": 4, "delay": 100},
+        "hard": {"n_objects": 6, "k": 5, "delay": 400},
+        "extreme": {"n_objects": 6, "k": 6, "delay": 1000},
+    }
     n_objects: int = 5
     k: int = 3
     delay: int = 20
@@ -118,6 +126,7 @@ def _n_cues(n: int, k: int, free_drawers: int) -> int:
 
 class Rearrange(DrawerRow, WorkcellEnv):
     family = "Rearrange"
+    memory_skill = "many object-place bindings at once (table, drawers, cups)"
     Options = RearrangeOptions
     chance = (
         "E_layout[1 / #cues]: #cues = C(n-1,k)·P(F,k) + C(n-1,k-1)·(F-Df)·P(F-1,k-1), "
@@ -163,6 +172,11 @@ class Rearrange(DrawerRow, WorkcellEnv):
 
     def _phase_lengths(self) -> tuple[int, int]:
         return SHOW + SLOT * self.options.k + 1, self.options.delay
+
+    def extra_steps(self) -> int:
+        """Each move beyond the default ``k`` adds its slot to the show and ``MOVE_BUDGET`` to the recall."""
+        more = max(0, self.options.k - RearrangeOptions().k)
+        return super().extra_steps() + more * (SLOT + MOVE_BUDGET)
 
     # --- layout and cue ------------------------------------------------------
     def _sample_layout(self, rng: np.random.Generator) -> None:

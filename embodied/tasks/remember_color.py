@@ -15,6 +15,7 @@ scene says nothing about which of them was shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -36,6 +37,12 @@ OPTION_COUNTS = (3, 5, 9)
 
 @dataclass
 class RememberColorOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"n_options": 5, "delay": 100},
+        "hard": {"n_options": 9, "cue_steps": 3, "delay": 400},
+        "extreme": {"n_options": 9, "cue_steps": 2, "delay": 1000},
+    }
     n_options: int = 3
     cue_start: int = 5
     cue_steps: int = 5
@@ -52,6 +59,7 @@ class RememberColorOptions:
 
 class RememberColor(WorkcellEnv):
     family = "RememberColor"
+    memory_skill = "an attribute shown once (a colour)"
     Options = RememberColorOptions
     chance = "1 / n_options (33% at defaults)"
 

@@ -18,6 +18,7 @@ shared with HiddenObject.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -140,6 +141,12 @@ def drawer_call(env, skill: str, k: int, note: str = "") -> SkillCall:
 
 @dataclass
 class ReopenDrawerOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"n_drawers": 4, "delay": 100},
+        "hard": {"n_drawers": 5, "delay": 400},
+        "extreme": {"n_drawers": 5, "delay": 1000, "close_steps": 30},
+    }
     n_drawers: int = 3
     delay: int = 20
     close_steps: int = 60
@@ -155,6 +162,7 @@ class ReopenDrawerOptions:
 
 class ReopenDrawer(DrawerRow, WorkcellEnv):
     family = "ReopenDrawer"
+    memory_skill = "which of identical containers was used"
     Options = ReopenDrawerOptions
     chance = "1 / n_drawers (33% at defaults)"
 

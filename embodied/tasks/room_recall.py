@@ -23,10 +23,11 @@ succeeds exactly when the target was in the dock's room).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
 from embodied.envs.nav_layout import ROOMS, room_of
 from embodied.experts.room_recall import RoomExpert
 
@@ -38,11 +39,12 @@ HIDDEN = (0.0, -5.0, -3.0)  # where an object out of the scene waits, below the 
 
 @dataclass
 class RoomRecallOptions(NavOptions):
-    pass
+    PRESETS: ClassVar[dict[str, dict]] = nav_presets()
 
 
 class RoomRecall(NavigationEnv):
     family = "RoomRecall"
+    memory_skill = "which room an object (now gone) stood in"
     Options = RoomRecallOptions
     chance = "1 / 4 rooms the target could have been in (25%)"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +33,7 @@ PRESSED, RELEASED = 0.006, 0.003  # cap travel in metres
 DARK = (0.12, 0.12, 0.14)
 LIT_COLOURS = ("yellow", "white", "cyan", "orange")  # bright enough to read as "lit"
 LEAD_STEPS, GAP_STEPS = 3, 2
+PRESS_BUDGET = 80  # horizon steps per press beyond the default length (the agent needs ~35)
 # Fingertips reach 12 mm below the TCP; the arm settles ~5 mm above a target
 # this low, so aiming 14 mm into the cap presses it ~9 mm.
 PRESS_Z = CAP_TOP + 0.012 - 0.014
@@ -39,6 +41,12 @@ PRESS_Z = CAP_TOP + 0.012 - 0.014
 
 @dataclass
 class SequenceRecallOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"n_buttons": 5, "length": 4, "delay": 100},
+        "hard": {"n_buttons": 6, "length": 5, "flash_steps": 4, "delay": 400},
+        "extreme": {"n_buttons": 6, "length": 6, "flash_steps": 3, "delay": 1000},
+    }
     n_buttons: int = 4
     length: int = 3
     flash_steps: int = 5
@@ -55,6 +63,7 @@ class SequenceRecallOptions:
 
 class SequenceRecall(WorkcellEnv):
     family = "SequenceRecall"
+    memory_skill = "temporal order of events"
     Options = SequenceRecallOptions
     chance = "1 / (n_buttons! / (n_buttons - length)!) (4.2% at defaults)"
 
@@ -79,6 +88,12 @@ class SequenceRecall(WorkcellEnv):
     def _phase_lengths(self) -> tuple[int, int]:
         o = self.options
         return LEAD_STEPS + o.length * (o.flash_steps + GAP_STEPS), o.delay
+
+    def extra_steps(self) -> int:
+        """A longer show, and ``PRESS_BUDGET`` recall steps per press beyond the default length."""
+        o, default = self.options, SequenceRecallOptions()
+        show = o.length * (o.flash_steps + GAP_STEPS) - default.length * (default.flash_steps + GAP_STEPS)
+        return super().extra_steps() + max(0, show) + max(0, o.length - default.length) * PRESS_BUDGET
 
     def _sample_layout(self, rng: np.random.Generator) -> None:
         self.lit_colour = LIT_COLOURS[rng.integers(len(LIT_COLOURS))]

@@ -14,6 +14,7 @@ Failure: any other cup rises more than 3 cm. Chance: 1 / n_cups.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import mujoco
 import numpy as np
@@ -40,6 +41,12 @@ CUP_COLOURS = tuple(c for c in COLORS if c != "yellow")  # the ball is yellow
 
 @dataclass
 class ShellGameOptions:
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "easy": {},
+        "medium": {"n_cups": 4, "n_swaps": 3, "delay": 100},
+        "hard": {"n_cups": 5, "n_swaps": 6, "delay": 400},
+        "extreme": {"n_cups": 5, "n_swaps": 10, "delay": 1000},
+    }
     n_cups: int = 3
     n_swaps: int = 1
     delay: int = 20
@@ -79,6 +86,7 @@ def _smooth(s: float) -> float:
 
 class ShellGame(WorkcellEnv):
     family = "ShellGame"
+    memory_skill = "tracking a hidden object through swaps of identical cups"
     Options = ShellGameOptions
     chance = "1 / n_cups (33% at defaults)"
 
@@ -104,6 +112,9 @@ class ShellGame(WorkcellEnv):
     def _phase_lengths(self) -> tuple[int, int]:
         o = self.options
         return SHOW_STEPS + LOWER_STEPS + o.n_swaps * SWAP_STEPS + SETTLE_STEPS, o.delay
+
+    def extra_steps(self) -> int:
+        return super().extra_steps() + max(0, self.options.n_swaps - ShellGameOptions().n_swaps) * SWAP_STEPS
 
     def _sample_layout(self, rng: np.random.Generator) -> None:
         self.colour = CUP_COLOURS[rng.integers(len(CUP_COLOURS))]
