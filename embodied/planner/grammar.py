@@ -8,6 +8,8 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
                | "open" ref | "close" ref | "lift" ref | "touch" ref -> open / close / lift / touch
                | "retrieve" ref | "pick up" ref                      -> retrieve
                | "press" ref ["in the order they lit up"]            -> press
+               | "press" ref ("as many times as" | "as often as") ref
+                 ("flashed" | "lit up" | "blinked")                  -> press, once per flash of the 2nd ref
                | "go to" ref                                         -> go_to (where it is now)
                | "go to where" ref "was first seen"                  -> go_to (where it was first)
                | "go to the room where you saw" ref                  -> go_to_room (the room it was in)
@@ -41,7 +43,8 @@ ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "g
 
 UNDERSTOOD = (
     "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
-    "retrieve the <ref> | press the <ref>[ in the order they lit up] | go to the <ref> | "
+    "retrieve the <ref> | press the <ref>[ in the order they lit up | as many times as the <ref> flashed] | "
+    "go to the <ref> | "
     "go to where the <ref> was first seen | go to the room where you saw the <ref> | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
     "<class> [that was open|closed before | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
@@ -85,6 +88,7 @@ class Goal:
     ref: Ref | None = None
     when: str = "now"  # "now" or "first": go to where it was first seen / put back where it started
     order: str | None = None  # "lit": in the order they lit up
+    times_of: Ref | None = None  # "as many times as the screen flashed": once per flash of this ref
     text: str = ""
 
 
@@ -157,11 +161,16 @@ class _Parser:
             return Goal("retrieve", ref, text=text)
         if self.accept("press"):
             ref = self.ref()
-            order = None
+            order = times_of = None
             if self.accept("in", "the", "order", "they", "lit", "up"):
                 order = "lit"
+            elif self.accept("as", "many", "times", "as") or self.accept("as", "often", "as"):
+                times_of = self.ref()
+                if not (self.accept("flashed") or self.accept("lit", "up") or self.accept("blinked")):
+                    raise GrammarError(text, f"expected 'flashed', 'lit up' or 'blinked' after 'as many times as "
+                                             f"the {times_of}'")
             self.end()
-            return Goal("press", ref, order=order, text=text)
+            return Goal("press", ref, order=order, times_of=times_of, text=text)
         for verb in ("open", "close", "lift", "touch"):
             if self.accept(verb):
                 ref = self.ref()

@@ -10,6 +10,8 @@ Plans by action (``Goal.action``):
     lift C               lift(C)
     touch X              touch(X)
     press Bs [in order]  press(B) for each, in the order they lit up
+    press B as many times as S flashed
+                         press(B), once per flash memory saw of S
     retrieve X           uncover(X), pick(X)
     put_back X           uncover(X), pick(X), place(X @ where it was first seen)
     put_back everything  for each object away from where it was first seen:
@@ -70,6 +72,9 @@ class Planner:
             return [self.call("lift", node, r, note)]
         if goal.action == "touch":
             return [self.call("touch", node, r, note)]
+        if goal.action == "press" and goal.times_of is not None:
+            times = r.flash_count(r.resolve(goal.times_of)[0])
+            return [self.call("press", node, r, f"{note} ({k + 1} of {times})") for k in range(times)]
         if goal.action == "press":
             order = r.lit_order(nodes) if goal.order == "lit" else nodes
             return [self.call("press", n, r, note) for n in order]

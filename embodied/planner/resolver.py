@@ -126,6 +126,18 @@ class Resolver:
             raise ResolutionError("memory saw none of them light up")
         return order
 
+    def flash_count(self, node: str) -> int:
+        """How many times ``node`` lit up: its "brightened" events, each flash counted once (a light
+        that brightens again before memory saw it dim is the same flash, seen by another camera)."""
+        lit, count = False, 0
+        for event in self.memory.history(node):
+            if event["tag"] == "brightened":
+                count += not lit
+                lit = True
+            elif event["tag"] == "dimmed":
+                lit = False
+        return count
+
     # --- helpers -------------------------------------------------------------------
     def _by_colour(self, nodes: list[str], colour: str) -> list[str]:
         named = [n for n in nodes if self.attrs(n).get("colour") == colour]

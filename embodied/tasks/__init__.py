@@ -90,6 +90,8 @@ _MANIPULATION = [
     ("SequenceRecall-v0", "embodied.tasks.sequence_recall:SequenceRecall", 300, "buttons light up one after another; press them in the same order"),
     ("Rearrange-v0", "embodied.tasks.rearrange:Rearrange", 2500,
      "k objects are moved between table spots, drawers and cups; put everything back where it was"),
+    ("CountFlashes-v0", "embodied.tasks.count_flashes:CountFlashes", 400,
+     "a screen flashes some number of times among distractor flashes; press a button that many times"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:

@@ -139,9 +139,7 @@ class SequenceRecall(WorkcellEnv):
         return -self.data.qpos[self._press_adr]
 
     def _evaluate(self) -> tuple[bool, bool]:
-        travel = self.travel()
-        rising = np.flatnonzero(~self._down & (travel >= PRESSED))
-        self._down = (self._down | (travel >= PRESSED)) & (travel >= RELEASED)
+        rising, self._down = rising_presses(self._down, self.travel())
         for button in rising:
             if int(button) != self.sequence[len(self.presses)]:
                 self.presses.append(int(button))
@@ -166,6 +164,13 @@ class SequenceRecall(WorkcellEnv):
             "button_xy": np.array([self._button_xy(i) for i in range(self.options.n_buttons)]),
             "travel": self.travel(),
         }
+
+
+def rising_presses(down: np.ndarray, travel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of caps pressed this step, the new down flags) from each cap's ``travel`` (m): a press
+    counts when a cap passes ``PRESSED`` and again only after it came back above ``RELEASED``."""
+    rising = np.flatnonzero(~down & (travel >= PRESSED))
+    return rising, (down | (travel >= PRESSED)) & (travel >= RELEASED)
 
 
 class SequenceRecallExpert(ScriptedExpert):
