@@ -61,6 +61,11 @@ def check_sequence_recall(answer: dict, privileged: dict) -> bool:
     return order == [int(i) for i in privileged["sequence"]]
 
 
+def check_count(answer: dict, privileged: dict) -> bool:
+    """The plan presses exactly as many times as the screen flashed."""
+    return answer.get("answer") == privileged["count"]
+
+
 def check_go_to(answer: dict, privileged: dict, reach: float = 0.5) -> bool:
     """The remembered place is within the task's reach radius of the goal (the env's success radius)."""
     if answer.get("answer") is None:
@@ -106,6 +111,7 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "ShellGame": (check_shell_game, "which cup covers the ball"),
     "RememberColor": (check_remember_color, "the cue colour (the block of that colour)"),
     "SequenceRecall": (check_sequence_recall, "the order the buttons lit up"),
+    "Counting": (check_count, "how many times the screen flashed (among the button's own flashes)"),
     "ObjectRevisit": (check_go_to, "where the goal object is (within 0.5 m)"),
     "MovedObject": (check_go_to, "where the moved object is now / was first seen (0.5 m)"),
     "Rearrange": (check_rearrange, "where every displaced object started (a place call there)"),

@@ -2,7 +2,8 @@
 
     answer = plan_answer(memory, goal)    # goal: obs["goal"] (text, target_rgb)
     answer["answer"]   (3,) m: where the decisive call acts (the last call of the plan), or for a
-                       plural goal ("press the buttons ...") the list of every call's position
+                       plural goal ("press the buttons ...") the list of every call's position, or
+                       for a count ("... as many times as the screen flashed") the number of calls
     answer["plan"]     the calls, as text
 
 One function for every task: the goal is parsed, resolved and planned exactly
@@ -26,7 +27,9 @@ def plan_answer(memory, goal: dict | None, planner: Planner | None = None) -> di
         return {"answer": None, "error": str(err)}
     if not plan:
         return {"answer": None, "plan": []}
-    if parsed.ref is not None and parsed.ref.plural:
+    if parsed.times_of is not None:  # "press the button as many times as the screen flashed"
+        answer = len(plan)
+    elif parsed.ref is not None and parsed.ref.plural:
         answer = [c.xyz for c in plan]
     else:
         answer = plan[-1].xyz
