@@ -31,7 +31,7 @@ localiser re-anchors there.
 
 Ablations: ``wipe_at_recall`` gives the agent a fresh memory at the first
 recall step (it knows only what it senses from then on); ``blank_observe``
-feeds perception blank frames while the goal's phase is 0 (observe).
+feeds it blank frames and the instruction "wait" while the goal's phase is 0 (observe).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class AgentConfig:
     max_retries: int = 2  # per call, before replanning
     max_replans: int = 3  # per goal, before giving up
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
-    blank_observe: bool = False  # ablation: perception sees blank frames during observe
+    blank_observe: bool = False  # ablation: blank frames and no instruction during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
     # A retried place or grasp is aimed off its target by the miss seen (None: retry as is).
     aim: AimConfig | None = field(default_factory=AimConfig)
@@ -133,6 +133,8 @@ class MemoryAgent:
         if self._action_dim is None:
             self._embody(obs)
         obs = self._localise(obs)
+        if self.config.blank_observe and int(obs["goal"]["phase"]) == 0:
+            obs = _blank(obs)
         self._remember(obs)
         if self.decider is not None:
             self.decider.observe(obs, self.t - 1)
@@ -228,8 +230,6 @@ class MemoryAgent:
                     self.skills["navigate"] = NavigateSkill(self.freespace)
                 self._lend_map()
         self._phase = phase
-        if self.config.blank_observe and phase == 0:
-            obs = _blank(obs)
         self.memory.update(self.perceive(obs, self.t))
         if self.freespace is not None:
             seg = obs.get(f"segmentation/{HEAD_CAMERA}")
@@ -245,6 +245,7 @@ class MemoryAgent:
         if text == self.goal_text:
             return
         self.goal_text = text
+        self.memory.note(self.t, "instruction", text)  # what it was told is an event it may recall
         self.goal = parse(text)
         self.target_rgb = np.asarray(obs["goal"].get("target_rgb", np.zeros(3)), dtype=np.float64)
         self.replans = 0
@@ -370,8 +371,9 @@ class MemoryAgent:
 
 
 def _blank(obs: dict) -> dict:
-    """The observation with every image zeroed (no colour, no depth return, no instances)."""
-    out = dict(obs)
+    """The observation with every image zeroed (no colour, no depth return, no instances) and the
+    instruction reduced to "wait" (an instruction shown while observing is a cue too)."""
+    out = dict(obs, goal={**obs["goal"], "text": "wait"})
     for key, value in obs.items():
         if key.startswith(("rgb/", "depth/", "segmentation/")):
             out[key] = np.zeros_like(value)

@@ -101,6 +101,11 @@ class Queries:
             out.setdefault(e.node, []).append(e.tag if e.op == "UPDATE" else f"{e.op.lower()}:{e.tag}")
         return out
 
+    def notes(self, tag: str) -> list[tuple[int, str]]:
+        """(t, text) of the agent's own notes tagged ``tag`` (the instructions it was given: "instruction",
+        its plans: "plan", ...), oldest first."""
+        return [(e.t, str(e.data.get("note", ""))) for e in self.log.of_tag(tag) if e.node == "agent"]
+
     def when(self, tag: str, obj: str | None = None) -> list[int]:
         """Times of events tagged ``tag`` (grasp, release, opened, closed, pressed, moved, missing, ...)."""
         if obj is None:

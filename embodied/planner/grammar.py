@@ -13,6 +13,9 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
                | "go to" ref                                         -> go_to (where it is now)
                | "go to where" ref "was first seen"                  -> go_to (where it was first)
                | "go to the room where you saw" ref                  -> go_to_room (the room it was in)
+               | "remember this instruction" ("at the end" | "after the tour") goal
+                                                                     -> observe, the goal kept for later
+               | "do what you were told" ["at the start"]            -> as_told (the goal kept earlier)
                | ("watch" | "remember" | "follow" | "wait" | "get ready" | "close") ...
                                                                      -> observe (nothing to do yet)
     ref       := ("the" | "a") {adjective} noun {clause}
@@ -39,13 +42,15 @@ COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
 STATES = ("open", "closed")
 NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey"}
 OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")
-ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "observe")
+ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "as_told",
+           "observe")
 
 UNDERSTOOD = (
     "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
     "retrieve the <ref> | press the <ref>[ in the order they lit up | as many times as the <ref> flashed] | "
     "go to the <ref> | "
-    "go to where the <ref> was first seen | go to the room where you saw the <ref> | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
+    "go to where the <ref> was first seen | go to the room where you saw the <ref> | remember this instruction: at "
+    "the end <goal> | do what you were told | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
     "<class> [that was open|closed before | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
 )
@@ -89,6 +94,7 @@ class Goal:
     when: str = "now"  # "now" or "first": go to where it was first seen / put back where it started
     order: str | None = None  # "lit": in the order they lit up
     times_of: Ref | None = None  # "as many times as the screen flashed": once per flash of this ref
+    later: Goal | None = None  # "remember this instruction: at the end, <goal>": the goal kept for later
     text: str = ""
 
 
@@ -96,7 +102,7 @@ def parse(text: str) -> Goal:
     """Parse one instruction; raises :class:`GrammarError` outside the grammar."""
     if not isinstance(text, str) or not text.strip():
         raise GrammarError(str(text), "the instruction is empty")
-    words = text.lower().replace(",", " ").replace(".", " ").split()
+    words = text.lower().replace(",", " ").replace(".", " ").replace(":", " ").split()
     parser = _Parser(words, text)
     goal = parser.goal()
     return goal
@@ -128,6 +134,17 @@ class _Parser:
     # --- rules -------------------------------------------------------------------
     def goal(self) -> Goal:
         text = self.text
+        if self.accept("remember", "this", "instruction"):
+            if not (self.accept("at", "the", "end") or self.accept("after", "the", "tour")):
+                raise GrammarError(text, "expected 'at the end' or 'after the tour' after 'remember this instruction'")
+            later = self.goal()
+            if later.action in ("observe", "as_told"):
+                raise GrammarError(text, "the instruction kept for later must be an action")
+            return Goal("observe", later=later, text=text)
+        if self.accept("do", "what", "you", "were", "told"):
+            self.accept("at", "the", "start")
+            self.end()
+            return Goal("as_told", text=text)
         for verb in OBSERVE_VERBS:
             if self.accept(*verb.split()):
                 return Goal("observe", text=text)

@@ -21,6 +21,8 @@ Plans by action (``Goal.action``):
                          (its object in hand, its drawer open: extra[RESUMED]) goes first
     go_to X              navigate(X now / X where first seen)
     go_to_room X         navigate(the room memory has X in: its centre on the floor)
+    as_told              the plan of the goal memory noted as told for later ("remember this instruction:
+                         at the end, <goal>"), the earliest one
     observe              nothing
 uncover(X): open the drawer X is in, or lift the cup over it and set the cup aside.
 """
@@ -33,7 +35,7 @@ import math
 import numpy as np
 
 from embodied.planner.calls import RESUMED, UNIT, SkillCall
-from embodied.planner.grammar import Goal, Ref
+from embodied.planner.grammar import Goal, GrammarError, Ref, parse
 from embodied.planner.resolver import ResolutionError, Resolver
 
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
@@ -58,6 +60,8 @@ class Planner:
     def plan(self, goal: Goal, memory, target_rgb=None) -> list[SkillCall]:
         if goal.action == "observe":
             return []
+        if goal.action == "as_told":
+            return self.plan(told_for_later(memory), memory, target_rgb)
         r = Resolver(memory, target_rgb)
         ref = goal.ref
         assert ref is not None
@@ -318,6 +322,18 @@ class Planner:
         if call.skill == "press":
             return any(t >= since for t in memory.when("pressed", call.target))
         return True
+
+
+def told_for_later(memory) -> Goal:
+    """The first goal the agent was told to keep for later, from the instructions memory noted."""
+    for _, text in memory.notes("instruction"):
+        try:
+            later = parse(text).later
+        except GrammarError:
+            continue
+        if later is not None:
+            return later
+    raise ResolutionError("memory holds no instruction told for later")
 
 
 def _hand_on(memory, call: SkillCall) -> bool:

@@ -92,6 +92,8 @@ _MANIPULATION = [
      "k objects are moved between table spots, drawers and cups; put everything back where it was"),
     ("CountFlashes-v0", "embodied.tasks.count_flashes:CountFlashes", 400,
      "a screen flashes some number of times among distractor flashes; press a button that many times"),
+    ("TouchAsTold-v0", "embodied.tasks.touch_as_told:TouchAsTold", 200,
+     "which block to touch is said only at the start, among decoy lines; at the end, do as told"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
@@ -107,6 +109,8 @@ _NAVIGATION = [
      "several objects to reach one after another in the same apartment; steps per goal in info"),
     ("RoomRecall-v0", "embodied.tasks.room_recall:RoomRecall", 2000,
      "a tour of the apartment, then: go to the room where an object (now gone) was seen"),
+    ("GoAsTold-v0", "embodied.tasks.go_as_told:GoAsTold", 2000,
+     "the object to go to is named only as the tour starts, among decoy lines; after the tour, do as told"),
 ]
 
 for _name, _entry, _steps, _desc in _NAVIGATION:
