@@ -231,6 +231,7 @@ class MemoryAgent:
                 self._lend_map()
         self._phase = phase
         self.memory.update(self.perceive(obs, self.t))
+        self.memory.hear(self.t, obs["goal"]["text"])
         if self.freespace is not None:
             seg = obs.get(f"segmentation/{HEAD_CAMERA}")
             ignore = None if seg is None else np.isin(seg, self._movable)
@@ -245,7 +246,6 @@ class MemoryAgent:
         if text == self.goal_text:
             return
         self.goal_text = text
-        self.memory.note(self.t, "instruction", text)  # what it was told is an event it may recall
         self.goal = parse(text)
         self.target_rgb = np.asarray(obs["goal"].get("target_rgb", np.zeros(3)), dtype=np.float64)
         self.replans = 0

@@ -76,6 +76,7 @@ class MemoryRider:
             self.memory = self.policy.memory
         else:
             self.memory.update(self.perceiver(obs, t))
+            self.memory.hear(t, obs["goal"]["text"])
         if self.recorder is not None:
             self.recorder.frame(t, obs, self.memory)
 

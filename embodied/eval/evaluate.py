@@ -102,6 +102,7 @@ def run_episode(
                 frame = perceive(obs, t)
                 t1 = time.perf_counter()
                 memory.update(frame)
+                memory.hear(t, obs["goal"]["text"])
                 t2 = time.perf_counter()
                 if freespace is not None:
                     integrate_observation(freespace, obs, np.isin(obs[f"segmentation/{HEAD}"], movable))

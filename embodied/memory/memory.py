@@ -250,6 +250,13 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
             return
         self.log.append(max(int(t), self.log.last_t, self.t), UPDATE, AGENT, tag, {"note": str(text)})
 
+    def hear(self, t: int, text: str) -> None:
+        """Log the instruction (the goal text) the robot is given at step ``t`` when it differs from the
+        last one heard: instructions are events too, recalled through ``notes("instruction")``."""
+        heard = self.log.of_tag("instruction")
+        if text and not (heard and heard[-1].data.get("note") == text):
+            self.note(t, "instruction", text)
+
     # --- persistence (see embodied.memory.persistence) ----------------------------------
     def save(self, path) -> Path:
         from embodied.memory.persistence import save

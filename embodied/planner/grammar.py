@@ -56,6 +56,9 @@ UNDERSTOOD = (
 )
 
 
+_PUNCTUATION = str.maketrans({mark: " " for mark in ",.:;"})  # ignored, as is a dash standing alone
+
+
 class GrammarError(ValueError):
     """An instruction outside the grammar; the message says what the grammar understands."""
 
@@ -102,7 +105,7 @@ def parse(text: str) -> Goal:
     """Parse one instruction; raises :class:`GrammarError` outside the grammar."""
     if not isinstance(text, str) or not text.strip():
         raise GrammarError(str(text), "the instruction is empty")
-    words = text.lower().replace(",", " ").replace(".", " ").replace(":", " ").split()
+    words = [w for w in text.lower().translate(_PUNCTUATION).split() if w != "-"]
     parser = _Parser(words, text)
     goal = parser.goal()
     return goal
