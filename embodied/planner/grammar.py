@@ -21,10 +21,11 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
     ref       := ("the" | "a") {adjective} noun {clause}
     adjective := colour | "open" | "closed"
     clause    := "that was" ("open" | "closed") "before"
+               | ("that was moved" | "that moved") ["first" | "last"]
                | "that" ("hides" | "holds" | "covers") ref
                | "that has the colour the" noun "showed"
     noun      := a class word, singular or plural ("buttons": every one);
-                 "screen" means the cue panel
+                 "screen" means the cue panel; "object" or "thing": any object
 
 "close the open drawer" is an action (close), not observation: the verb is
 followed by a ref. The grammar knows no task names: a new task whose text
@@ -40,7 +41,7 @@ from embodied.perception.colour import COLOUR_NAMES
 
 COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
 STATES = ("open", "closed")
-NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey"}
+NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey", "thing": "object"}
 OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")
 ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "as_told",
            "observe")
@@ -51,7 +52,7 @@ UNDERSTOOD = (
     "go to the <ref> | "
     "go to where the <ref> was first seen | go to the room where you saw the <ref> | remember this instruction: at "
     "the end <goal> | do what you were told | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
-    "<class> [that was open|closed before | that hides/holds/covers the <ref> | "
+    "<class> [that was open|closed before | that was moved [first|last] | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
 )
 
@@ -78,6 +79,7 @@ class Ref:
     was_state: str | None = None  # "that was open before"
     holds: Ref | None = None  # "that hides the ball"
     colour_of: str | None = None  # "that has the colour the screen showed": the showing noun's class
+    moved: str | None = None  # "that was moved [first|last]": "any", "first" or "last"
 
     def __str__(self) -> str:
         words = [w for w in (self.state, self.colour) if w] + [self.noun + ("s" if self.plural else "")]
@@ -87,6 +89,8 @@ class Ref:
             words.append(f"that holds the {self.holds}")
         if self.colour_of:
             words.append(f"that has the colour the {self.colour_of} showed")
+        if self.moved:
+            words.append("that was moved" + ("" if self.moved == "any" else f" {self.moved}"))
         return " ".join(words)
 
 
@@ -216,7 +220,11 @@ class _Parser:
         self.k += 1
         ref = Ref(noun, colour, plural, state)
         while True:
-            if self.accept("that", "was"):
+            if self.accept("that", "was", "moved") or self.accept("that", "moved"):
+                order = self.peek()[0] if self.peek() and self.peek()[0] in ("first", "last") else "any"
+                self.k += order != "any"
+                ref = _with(ref, moved=order)
+            elif self.accept("that", "was"):
                 if not self.peek() or self.peek()[0] not in STATES:
                     raise GrammarError(self.text, "expected 'open' or 'closed' after 'that was'")
                 was = self.words[self.k]

@@ -94,7 +94,9 @@ class Planner:
             # Several nodes can look alike (a lost track leaves a stale one): where it is now is the
             # latest sighting; where it was first seen is the earliest.
             alike = r.resolve(Ref(**{**ref.__dict__, "plural": True}))
-            if goal.when == "first":
+            if ref.moved is not None:  # "the object that was moved": the clause has ranked them
+                node = alike[0]
+            elif goal.when == "first":
                 node = min(alike, key=lambda n: (r.memory.history(n)[0]["t"], n))
             else:
                 node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))

@@ -19,6 +19,7 @@ from embodied.planner.grammar import Ref
 
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
+DISPLACED = 0.03  # m from where first seen: an object this far off was moved, not nudged
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 
 
@@ -74,7 +75,7 @@ class Resolver:
     # --- resolution ----------------------------------------------------------------
     def candidates(self, ref: Ref) -> list[str]:
         memory = self.memory
-        if ref.noun == "everything":
+        if ref.noun in ("everything", "object"):
             return [n for n in memory.find() if self.attrs(n)["kind"] == "object"]
         nodes = memory.find(cls=ref.noun)
         if nodes:
@@ -113,7 +114,10 @@ class Resolver:
             nodes = self._holding(nodes, ref.holds)
         if ref.colour_of is not None:
             nodes = self._by_shown_colour(nodes, ref.colour_of)
-        if not ref.plural and ref.was_state is None and ref.holds is None and ref.colour_of is None:
+        if ref.moved is not None:
+            nodes = self._by_move(nodes, ref.moved)
+        if not ref.plural and ref.was_state is None and ref.holds is None and ref.colour_of is None \
+                and ref.moved is None:
             # Among equals, the most observed one: a tracked object, not a fleeting duplicate.
             nodes = sorted(nodes, key=lambda n: (-self.attrs(n)["n_obs"], n))
         return nodes if ref.plural else nodes[:1]
@@ -139,6 +143,27 @@ class Resolver:
         return count
 
     # --- helpers -------------------------------------------------------------------
+    def _by_move(self, nodes: list[str], order: str) -> list[str]:
+        """The nodes memory saw displaced (``DISPLACED`` m from where first seen; a nudge is no move): in
+        the order their first displacement was logged ("first"), the latest first ("last"), or the
+        farthest displaced first ("any": a re-estimate of where a still object is never wins)."""
+        began, farthest = {}, {}
+        for n in nodes:
+            trajectory = self.memory.trajectory(n)
+            if not trajectory:
+                continue
+            first = np.asarray(trajectory[0][1])
+            away = [(t, float(np.linalg.norm(np.asarray(p) - first))) for t, p in trajectory]
+            away = [(t, d) for t, d in away if d > DISPLACED]
+            if away:
+                began[n], farthest[n] = away[0][0], max(d for _, d in away)
+        if not began:
+            raise ResolutionError(f"memory saw none of {nodes} move")
+        if order == "any":
+            return sorted(began, key=lambda n: (-farthest[n], n))
+        ranked = sorted(began, key=lambda n: (began[n], n))
+        return ranked if order == "first" else ranked[::-1]
+
     def _by_colour(self, nodes: list[str], colour: str) -> list[str]:
         named = [n for n in nodes if self.attrs(n).get("colour") == colour]
         if named:

@@ -94,6 +94,8 @@ _MANIPULATION = [
      "a screen flashes some number of times among distractor flashes; press a button that many times"),
     ("TouchAsTold-v0", "embodied.tasks.touch_as_told:TouchAsTold", 200,
      "which block to touch is said only at the start, among decoy lines; at the end, do as told"),
+    ("MoveOrder-v0", "embodied.tasks.move_order:MoveOrder", 250,
+     "blocks are moved one after another; touch the one moved first (or last)"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
@@ -111,6 +113,8 @@ _NAVIGATION = [
      "a tour of the apartment, then: go to the room where an object (now gone) was seen"),
     ("GoAsTold-v0", "embodied.tasks.go_as_told:GoAsTold", 2000,
      "the object to go to is named only as the tour starts, among decoy lines; after the tour, do as told"),
+    ("ChangedObject-v0", "embodied.tasks.changed_object:ChangedObject", 2000,
+     "an object is moved in view during the tour; go to the one that moved (or where it was first)"),
 ]
 
 for _name, _entry, _steps, _desc in _NAVIGATION:
