@@ -113,6 +113,8 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "SequenceRecall": (check_sequence_recall, "the order the buttons lit up"),
     "TouchAsTold": (check_remember_color, "the block the instruction at the start named"),
     "GoAsTold": (check_go_to, "where the object named at the start is (within 0.5 m)"),
+    "MoveOrder": (check_remember_color, "the block moved first (or last)"),
+    "ChangedObject": (check_go_to, "where the object that moved is now / was first seen (0.5 m)"),
     "Counting": (check_count, "how many times the screen flashed (among the button's own flashes)"),
     "ObjectRevisit": (check_go_to, "where the goal object is (within 0.5 m)"),
     "MovedObject": (check_go_to, "where the moved object is now / was first seen (0.5 m)"),
