@@ -75,8 +75,10 @@ class Resolver:
     # --- resolution ----------------------------------------------------------------
     def candidates(self, ref: Ref) -> list[str]:
         memory = self.memory
-        if ref.noun in ("everything", "object"):
+        if ref.noun == "everything":
             return [n for n in memory.find() if self.attrs(n)["kind"] == "object"]
+        if ref.noun == "object":  # any movable thing: a box or a cup is one too
+            return [n for n in memory.find() if self.attrs(n)["kind"] in ("object", "container")]
         nodes = memory.find(cls=ref.noun)
         if nodes:
             return nodes
