@@ -56,7 +56,7 @@ class MoveOrderOptions:
 
 class MoveOrder(RememberColor):
     family = "MoveOrder"
-    memory_skill = "temporal order of the robot-free moves it watched"
+    memory_skill = "temporal order: which object was moved first (or last)"
     Options = MoveOrderOptions
     chance = "1 / k (33% at defaults)"
 
