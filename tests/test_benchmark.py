@@ -130,7 +130,9 @@ def test_test_seeds_are_apart_from_every_seed_the_repository_uses():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
+    # docs/benchmark.md states the protocol's seeds; everything else must stay below them.
     files = [*root.glob("tests/*.py"), *root.glob("tools/*"), *root.glob("docs/*.md"), root / "README.md"]
+    files = [f for f in files if f.name != "benchmark.md"]
     pattern = re.compile(r"(?:--seed[ =]|seed=|seeds? |range\()(\d{4,})")
     used = {int(m) for f in files if f.is_file() for m in pattern.findall(f.read_text(errors="ignore"))}
     assert used and max(used) < benchmark.DEV_SEED, sorted(used)[-5:]
