@@ -58,7 +58,8 @@ def test_target_seen_on_tour_but_not_at_goal_time(name):
     if env.unwrapped.touring:
         assert target in seen, "the tour never showed the target"
     assert target not in np.unique(obs["segmentation/head"])
-    assert obs["goal"]["text"].startswith("go to") and obs["goal"]["phase"] == 2
+    told = obs["goal"]["text"] == "do what you were told at the start"  # GoAsTold names its goal only at the start
+    assert (obs["goal"]["text"].startswith("go to") or told) and obs["goal"]["phase"] == 2
     env.close()
 
 

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
-from embodied.envs.base import PRESET_NAMES, options_from, preset_knobs
-
 
 @dataclass(frozen=True)
 class TaskEntry:
@@ -32,6 +30,8 @@ class TaskEntry:
         return getattr(importlib.import_module(module), cls)
 
     def describe(self) -> dict:
+        from embodied.envs.base import PRESET_NAMES, options_from, preset_knobs  # not at import: no simulator
+
         cls = self.env_class()
         knobs = {f.name: f.default for f in dataclasses.fields(cls.Options)}
         presets = {}
