@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import nav_presets
+from embodied.envs.nav_presets import nav_presets
 from embodied.tasks.moved_object import MovedObject, MovedObjectOptions
 
 

@@ -21,7 +21,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import DELAY_TEXT, TOUR_TEXT, NavigationEnv, NavOptions, nav_presets
+from embodied.envs.apartment import DELAY_TEXT, TOUR_TEXT, NavigationEnv, NavOptions
+from embodied.envs.nav_presets import nav_presets
 from embodied.experts.navigation import NavigationExpert
 from embodied.tasks.touch_as_told import TOLD_TEXT
 

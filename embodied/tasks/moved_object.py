@@ -24,8 +24,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
+from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.envs.nav_drive import TourBuilder, heading
+from embodied.envs.nav_presets import nav_presets
 from embodied.experts.navigation import NavigationExpert
 
 FACE_STEPS, WATCH_STEPS, GLIDE_STEPS, AFTER_STEPS = 30, 5, 40, 12

@@ -24,7 +24,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
+from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.nav_presets import nav_presets
 from embodied.experts.navigation import NavigationExpert
 
 EXPLORE_FACTOR = 4  # first-goal time budget multiplier without a tour

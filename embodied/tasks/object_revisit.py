@@ -21,7 +21,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
+from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.nav_presets import nav_presets
 from embodied.experts.navigation import NavigationExpert
 
 

@@ -27,7 +27,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from embodied.envs.apartment import nav_presets, NavigationEnv, NavOptions
+from embodied.envs.apartment import NavigationEnv, NavOptions
+from embodied.envs.nav_presets import nav_presets
 from embodied.envs.nav_layout import ROOMS, room_of
 from embodied.experts.room_recall import RoomExpert
 
