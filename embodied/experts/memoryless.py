@@ -19,6 +19,8 @@ are known to the shadow expert, so there it measures the first goal's chance
 
 from __future__ import annotations
 
+import zlib
+
 import gymnasium as gym
 import numpy as np
 
@@ -31,7 +33,11 @@ class MemorylessExpert:
             raise ValueError("the memoryless baseline needs the episode's seed to rebuild the layout")
         self.env = env
         self.seed = int(seed)
-        self.rng = np.random.default_rng([self.seed, 0x6E6F6D656D])  # its guesses, apart from the env's draws
+        # Its guesses: apart from the env's draws, and apart per family (families that share a cue space
+        # would otherwise make the same guesses on the same seeds, so their chance rates would not be
+        # independent measurements).
+        family = zlib.crc32(str(getattr(env.unwrapped, "family", "")).encode())
+        self.rng = np.random.default_rng([self.seed, 0x6E6F6D656D, family])
         self.expert = make_expert(env)
         self.shadow: gym.Env | None = None
         self.shadow_expert = None

@@ -12,7 +12,11 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
                  ("flashed" | "lit up" | "blinked")                  -> press, once per flash of the 2nd ref
                | "go to" ref                                         -> go_to (where it is now)
                | "go to where" ref "was first seen"                  -> go_to (where it was first)
+               | "go to where" ref "was"                             -> go_to (where memory last had it)
                | "go to the room where you saw" ref                  -> go_to_room (the room it was in)
+               | "go to the room" ("that had" | "with") "the most" noun
+                                                                     -> go_to_room, order "most" (the room
+                                                                        memory has most of them in)
                | "remember this instruction" ("at the end" | "after the tour") goal
                                                                      -> observe, the goal kept for later
                | "do what you were told" ["at the start"]            -> as_told (the goal kept earlier)
@@ -22,6 +26,7 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
     adjective := colour | "open" | "closed"
     clause    := "that was" ("open" | "closed") "before"
                | ("that was moved" | "that moved") ["first" | "last"]
+               | "that" ("disappeared" | "vanished" | "went missing" | "is gone")
                | "that" ("hides" | "holds" | "covers") ref
                | "that has the colour the" noun "showed"
     noun      := a class word, singular or plural ("buttons": every one);
@@ -50,9 +55,10 @@ UNDERSTOOD = (
     "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
     "retrieve the <ref> | press the <ref>[ in the order they lit up | as many times as the <ref> flashed] | "
     "go to the <ref> | "
-    "go to where the <ref> was first seen | go to the room where you saw the <ref> | remember this instruction: at "
+    "go to where the <ref> was [first seen] | go to the room where you saw the <ref> | go to the room that had the "
+    "most <class> | remember this instruction: at "
     "the end <goal> | do what you were told | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
-    "<class> [that was open|closed before | that was moved [first|last] | that hides/holds/covers the <ref> | "
+    "<class> [that was open|closed before | that was moved [first|last] | that disappeared | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
 )
 
@@ -80,6 +86,7 @@ class Ref:
     holds: Ref | None = None  # "that hides the ball"
     colour_of: str | None = None  # "that has the colour the screen showed": the showing noun's class
     moved: str | None = None  # "that was moved [first|last]": "any", "first" or "last"
+    gone: bool = False  # "that disappeared": memory expected it somewhere and saw that it was not
 
     def __str__(self) -> str:
         words = [w for w in (self.state, self.colour) if w] + [self.noun + ("s" if self.plural else "")]
@@ -91,6 +98,8 @@ class Ref:
             words.append(f"that has the colour the {self.colour_of} showed")
         if self.moved:
             words.append("that was moved" + ("" if self.moved == "any" else f" {self.moved}"))
+        if self.gone:
+            words.append("that disappeared")
         return " ".join(words)
 
 
@@ -99,7 +108,7 @@ class Goal:
     action: str  # one of ACTIONS
     ref: Ref | None = None
     when: str = "now"  # "now" or "first": go to where it was first seen / put back where it started
-    order: str | None = None  # "lit": in the order they lit up
+    order: str | None = None  # "lit": in the order they lit up; "most": the room with most of the ref
     times_of: Ref | None = None  # "as many times as the screen flashed": once per flash of this ref
     later: Goal | None = None  # "remember this instruction: at the end, <goal>": the goal kept for later
     text: str = ""
@@ -171,11 +180,17 @@ class _Parser:
                 ref = self.ref()
                 self.end()
                 return Goal("go_to_room", ref, text=text)
+            if self.accept("the", "room", "that", "had", "the", "most") or self.accept("the", "room", "with", "the",
+                                                                                      "most"):
+                ref = _with(self.noun_phrase(), plural=True)
+                self.end()
+                return Goal("go_to_room", ref, order="most", text=text)
             if self.accept("where"):
                 ref = self.ref()
-                self.expect("was", "first", "seen")
+                self.expect("was")
+                when = "first" if self.accept("first", "seen") else "now"  # "where it was": last known place
                 self.end()
-                return Goal("go_to", ref, when="first", text=text)
+                return Goal("go_to", ref, when=when, text=text)
             ref = self.ref()
             self.end()
             return Goal("go_to", ref, text=text)
@@ -206,6 +221,10 @@ class _Parser:
     def ref(self) -> Ref:
         if not (self.accept("the") or self.accept("a") or self.accept("an")):
             raise GrammarError(self.text, f"expected 'the <object>' at {' '.join(self.words[self.k:])!r}")
+        return self.noun_phrase()
+
+    def noun_phrase(self) -> Ref:
+        """A ref after its article: {adjective} noun {clause}."""
         colour = state = None
         while self.peek() and (self.peek()[0] in COLOURS or self.peek()[0] in STATES):
             word = self.words[self.k]
@@ -220,7 +239,9 @@ class _Parser:
         self.k += 1
         ref = Ref(noun, colour, plural, state)
         while True:
-            if self.accept("that", "was", "moved") or self.accept("that", "moved"):
+            if any(self.accept("that", *w) for w in (["disappeared"], ["vanished"], ["went", "missing"], ["is", "gone"])):
+                ref = _with(ref, gone=True)
+            elif self.accept("that", "was", "moved") or self.accept("that", "moved"):
                 order = self.peek()[0] if self.peek() and self.peek()[0] in ("first", "last") else "any"
                 self.k += order != "any"
                 ref = _with(ref, moved=order)

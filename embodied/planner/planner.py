@@ -21,6 +21,7 @@ Plans by action (``Goal.action``):
                          (its object in hand, its drawer open: extra[RESUMED]) goes first
     go_to X              navigate(X now / X where first seen)
     go_to_room X         navigate(the room memory has X in: its centre on the floor)
+    go_to_room most X    navigate(the room memory holds the most X in)
     as_told              the plan of the goal memory noted as told for later ("remember this instruction:
                          at the end, <goal>"), the earliest one
     observe              nothing
@@ -94,7 +95,7 @@ class Planner:
             # Several nodes can look alike (a lost track leaves a stale one): where it is now is the
             # latest sighting; where it was first seen is the earliest.
             alike = r.resolve(Ref(**{**ref.__dict__, "plural": True}))
-            if ref.moved is not None:  # "the object that was moved": the clause has ranked them
+            if ref.moved is not None or ref.gone:  # "the object that was moved": the clause has ranked them
                 node = alike[0]
             elif goal.when == "first":
                 node = min(alike, key=lambda n: (r.memory.history(n)[0]["t"], n))
@@ -102,15 +103,18 @@ class Planner:
                 node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
             return [self.navigate(r, node, goal.when, note)]
         if goal.action == "go_to_room":
-            # The latest sighting decides, as for "go to": a stale duplicate may sit in another room.
             alike = r.resolve(Ref(**{**ref.__dict__, "plural": True}))
-            node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
-            room = r.memory.room_of(node)
+            if goal.order == "most":
+                room, why = r.room_with_most(alike), f"the room with the most {ref}"
+            else:
+                # The latest sighting decides, as for "go to": a stale duplicate may sit in another room.
+                node = max(alike, key=lambda n: (r.memory.last_seen(n), r.attrs(n)["n_obs"], n))
+                room, why = r.memory.room_of(node), f"where the {ref} was"
             if not room:
                 raise ResolutionError(f"memory knows no room for the {ref} (no rooms segmented yet?)")
             name = r.attrs(room).get("name", "")
             return [SkillCall("navigate", room, tuple(r.position(room)), math.nan, tuple(r.size(room)),
-                              f"{name or room} (where the {ref} was)", {"room": True})]
+                              f"{name or room} ({why})", {"room": True})]
         raise ValueError(f"no plan for action {goal.action!r}")
 
     def call(self, skill: str, node: str, r: Resolver, note: str = "", extra: dict | None = None) -> SkillCall:

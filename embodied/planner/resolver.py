@@ -1,8 +1,8 @@
 """Reference resolution: a :class:`~embodied.planner.grammar.Ref` -> memory node ids.
 
 One generic resolver for every goal, through the memory's public queries only
-(``find``, ``where_is``, ``where_was``, ``history``, ``objects_in``, ``when``,
-``last_seen``) and the node attributes of ``memory.graph`` (class, colour, rgb,
+(``find``, ``where_is``, ``where_was``, ``history``, ``trajectory``, ``objects_in``,
+``when``, ``last_seen``, ``room_of``) and the node attributes of ``memory.graph`` (class, colour, rgb,
 box, number of observations). It never sees task names or simulator state.
 
     r = Resolver(memory, target_rgb=goal["target_rgb"])
@@ -118,8 +118,10 @@ class Resolver:
             nodes = self._by_shown_colour(nodes, ref.colour_of)
         if ref.moved is not None:
             nodes = self._by_move(nodes, ref.moved)
+        if ref.gone:
+            nodes = self._gone(nodes)
         if not ref.plural and ref.was_state is None and ref.holds is None and ref.colour_of is None \
-                and ref.moved is None:
+                and ref.moved is None and not ref.gone:
             # Among equals, the most observed one: a tracked object, not a fleeting duplicate.
             nodes = sorted(nodes, key=lambda n: (-self.attrs(n)["n_obs"], n))
         return nodes if ref.plural else nodes[:1]
@@ -144,6 +146,20 @@ class Resolver:
                 lit = False
         return count
 
+    def room_with_most(self, nodes: list[str]) -> str:
+        """The room node that memory holds the most of ``nodes`` in ("" if it knows no rooms). Alike
+        nodes (same class and colour: one object tracked twice) count once, in the room of their latest
+        sighting."""
+        latest: dict[tuple, str] = {}
+        for n in sorted(nodes, key=lambda n: (self.memory.last_seen(n), self.attrs(n)["n_obs"], n)):
+            latest[(self.attrs(n).get("cls"), self.attrs(n).get("colour"))] = n
+        counts: dict[str, int] = {}
+        for n in latest.values():
+            room = self.memory.room_of(n)
+            if room:
+                counts[room] = counts.get(room, 0) + 1
+        return max(counts, key=lambda room: (counts[room], room)) if counts else ""
+
     # --- helpers -------------------------------------------------------------------
     def _by_move(self, nodes: list[str], order: str) -> list[str]:
         """The nodes memory saw displaced (``DISPLACED`` m from where first seen; a nudge is no move): in
@@ -165,6 +181,19 @@ class Resolver:
             return sorted(began, key=lambda n: (-farthest[n], n))
         ranked = sorted(began, key=lambda n: (began[n], n))
         return ranked if order == "first" else ranked[::-1]
+
+    def _gone(self, nodes: list[str]) -> list[str]:
+        """The nodes memory found missing (it looked where one should be and saw through) and never
+        saw again after: the most often found missing since last seen first, then the latest. A node
+        missed once and seen later (a glance through a gap) does not count."""
+        score = {}
+        for n in nodes:
+            missed = [t for t in self.memory.when("missing", n) if t > self.memory.last_seen(n)]
+            if missed:
+                score[n] = (len(missed), max(missed))
+        if not score:
+            raise ResolutionError(f"memory saw none of {nodes} go missing")
+        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], n))
 
     def _by_colour(self, nodes: list[str], colour: str) -> list[str]:
         named = [n for n in nodes if self.attrs(n).get("colour") == colour]

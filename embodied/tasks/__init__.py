@@ -115,6 +115,10 @@ _NAVIGATION = [
      "the object to go to is named only as the tour starts, among decoy lines; after the tour, do as told"),
     ("ChangedObject-v0", "embodied.tasks.changed_object:ChangedObject", 2000,
      "an object is moved in view during the tour; go to the one that moved (or where it was first)"),
+    ("CountPerRoom-v0", "embodied.tasks.count_per_room:CountPerRoom", 2000,
+     "a tour of the apartment, then: go to the room that had the most objects (all gone now)"),
+    ("VanishedObject-v0", "embodied.tasks.vanished_object:VanishedObject", 2000,
+     "an object disappears while the robot looks away during the tour; go to where it was"),
 ]
 
 for _name, _entry, _steps, _desc in _NAVIGATION:

@@ -70,9 +70,13 @@ class RoomRecall(NavigationEnv):
     def _spots(self) -> dict[str, int]:
         if not isinstance(self.cue, (int, np.integer)) or int(self.cue) not in self.reserved:
             raise ValueError(f"cue must be a reserved spot index, one of {self.reserved}; got {self.cue!r}")
+        self._restart_dwell()
+        return {**self.layout_spots, self.target: int(self.cue)}
+
+    def _restart_dwell(self) -> None:
+        """Forget the stillness count (a new episode starts moving)."""
         self._still = 0
         self._last_pose: np.ndarray | None = None
-        return {**self.layout_spots, self.target: int(self.cue)}
 
     @property
     def target_room(self) -> int:
