@@ -27,6 +27,7 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
     clause    := "that was" ("open" | "closed") "before"
                | ("that was moved" | "that moved") ["first" | "last"]
                | "that" ("disappeared" | "vanished" | "went missing" | "is gone")
+               | "that" ("stood" | "was" | "sat") "on" ref           (where it first stood)
                | "that" ("hides" | "holds" | "covers") ref
                | "that has the colour the" noun "showed"
     noun      := a class word, singular or plural ("buttons": every one);
@@ -58,7 +59,7 @@ UNDERSTOOD = (
     "go to where the <ref> was [first seen] | go to the room where you saw the <ref> | go to the room that had the "
     "most <class> | remember this instruction: at "
     "the end <goal> | do what you were told | watch/remember/follow/wait ...; <ref> = the [colour] [open|closed] "
-    "<class> [that was open|closed before | that was moved [first|last] | that disappeared | that hides/holds/covers the <ref> | "
+    "<class> [that was open|closed before | that was moved [first|last] | that disappeared | that stood on the <ref> | that hides/holds/covers the <ref> | "
     "that has the colour the screen showed]"
 )
 
@@ -87,6 +88,7 @@ class Ref:
     colour_of: str | None = None  # "that has the colour the screen showed": the showing noun's class
     moved: str | None = None  # "that was moved [first|last]": "any", "first" or "last"
     gone: bool = False  # "that disappeared": memory expected it somewhere and saw that it was not
+    was_on: Ref | None = None  # "that stood on the green pad": what it stood on when first seen
 
     def __str__(self) -> str:
         words = [w for w in (self.state, self.colour) if w] + [self.noun + ("s" if self.plural else "")]
@@ -100,6 +102,8 @@ class Ref:
             words.append("that was moved" + ("" if self.moved == "any" else f" {self.moved}"))
         if self.gone:
             words.append("that disappeared")
+        if self.was_on is not None:
+            words.append(f"that stood on the {self.was_on}")
         return " ".join(words)
 
 
@@ -241,6 +245,8 @@ class _Parser:
         while True:
             if any(self.accept("that", *w) for w in (["disappeared"], ["vanished"], ["went", "missing"], ["is", "gone"])):
                 ref = _with(ref, gone=True)
+            elif any(self.accept("that", verb, "on") for verb in ("stood", "was", "sat")):
+                ref = _with(ref, was_on=self.ref())
             elif self.accept("that", "was", "moved") or self.accept("that", "moved"):
                 order = self.peek()[0] if self.peek() and self.peek()[0] in ("first", "last") else "any"
                 self.k += order != "any"

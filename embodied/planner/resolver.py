@@ -21,6 +21,7 @@ from embodied.planner.grammar import Ref
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
 DISPLACED = 0.03  # m from where first seen: an object this far off was moved, not nudged
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
+ON_SLACK = 0.03  # m past a support's half-width that still counts as standing on it
 
 
 class ResolutionError(LookupError):
@@ -120,8 +121,10 @@ class Resolver:
             nodes = self._by_move(nodes, ref.moved)
         if ref.gone:
             nodes = self._gone(nodes)
+        if ref.was_on is not None:
+            nodes = self._first_on(nodes, ref.was_on)
         if not ref.plural and ref.was_state is None and ref.holds is None and ref.colour_of is None \
-                and ref.moved is None and not ref.gone:
+                and ref.moved is None and not ref.gone and ref.was_on is None:
             # Among equals, the most observed one: a tracked object, not a fleeting duplicate.
             nodes = sorted(nodes, key=lambda n: (-self.attrs(n)["n_obs"], n))
         return nodes if ref.plural else nodes[:1]
@@ -194,6 +197,18 @@ class Resolver:
         if not score:
             raise ResolutionError(f"memory saw none of {nodes} go missing")
         return sorted(score, key=lambda n: (-score[n][0], -score[n][1], n))
+
+    def _first_on(self, nodes: list[str], support_ref: Ref) -> list[str]:
+        """The nodes ranked by how near where memory first saw them is to the support (in xy): the
+        one that stood on it first. Only nodes first seen within the support's footprint (plus
+        ``ON_SLACK``) count."""
+        support = self.resolve(support_ref)[0]
+        centre, reach = self.position(support)[:2], self.size(support)[:2].max() / 2 + ON_SLACK
+        away = {n: float(np.linalg.norm(self.position(n, "first")[:2] - centre)) for n in nodes if n != support}
+        near = sorted((n for n in away if away[n] <= reach), key=lambda n: (away[n], n))
+        if not near:
+            raise ResolutionError(f"memory saw nothing stand on the {support_ref} ({support})")
+        return near
 
     def _by_colour(self, nodes: list[str], colour: str) -> list[str]:
         named = [n for n in nodes if self.attrs(n).get("colour") == colour]

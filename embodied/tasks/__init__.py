@@ -96,6 +96,8 @@ _MANIPULATION = [
      "which block to touch is said only at the start, among decoy lines; at the end, do as told"),
     ("MoveOrder-v0", "embodied.tasks.move_order:MoveOrder", 250,
      "blocks are moved one after another; touch the one moved first (or last)"),
+    ("StoodOn-v0", "embodied.tasks.stood_on:StoodOn", 300,
+     "blocks stand on coloured pads, then all move off; touch the one that stood on the named pad"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:
