@@ -5,6 +5,7 @@ commas ignored; ``[x]`` optional, ``{x}`` repeated, ``|`` alternatives)::
 
     goal      := "put" ref "back where it" ("started" | "was")      -> put_back
                | "put everything back where it was"                  -> put_back, everything
+               | "put" ref ("in" | "into") ref                       -> put_in (the 2nd ref: a container)
                | "open" ref | "close" ref | "lift" ref | "touch" ref -> open / close / lift / touch
                | "retrieve" ref | "pick up" ref                      -> retrieve
                | "press" ref ["in the order they lit up"]            -> press
@@ -49,11 +50,11 @@ COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
 STATES = ("open", "closed")
 NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey", "thing": "object"}
 OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")
-ACTIONS = ("put_back", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "as_told",
+ACTIONS = ("put_back", "put_in", "open", "close", "lift", "touch", "retrieve", "press", "go_to", "go_to_room", "as_told",
            "observe")
 
 UNDERSTOOD = (
-    "put the <ref> back where it started | put everything back where it was | open/close/lift/touch/"
+    "put the <ref> back where it started | put the <ref> in the <ref> | put everything back where it was | open/close/lift/touch/"
     "retrieve the <ref> | press the <ref>[ in the order they lit up | as many times as the <ref> flashed] | "
     "go to the <ref> | "
     "go to where the <ref> was [first seen] | go to the room where you saw the <ref> | go to the room that had the "
@@ -115,6 +116,7 @@ class Goal:
     order: str | None = None  # "lit": in the order they lit up; "most": the room with most of the ref
     times_of: Ref | None = None  # "as many times as the screen flashed": once per flash of this ref
     later: Goal | None = None  # "remember this instruction: at the end, <goal>": the goal kept for later
+    into: Ref | None = None  # "put the red block in the open drawer": the container
     text: str = ""
 
 
@@ -174,6 +176,10 @@ class _Parser:
                 self.end()
                 return Goal("put_back", Ref("everything", plural=True), when="first", text=text)
             ref = self.ref()
+            if self.accept("in") or self.accept("into"):
+                into = self.ref()
+                self.end()
+                return Goal("put_in", ref, into=into, text=text)
             self.expect("back", "where", "it")
             if not (self.accept("started") or self.accept("was")):
                 raise GrammarError(text, "expected 'started' or 'was' after 'back where it'")

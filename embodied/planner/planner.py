@@ -48,6 +48,7 @@ NAV_REACH = 0.55  # m: the head camera this close to a goal point (the base is 0
 TOUCH_REACH = 0.08  # m (xy) from the target's centre
 TOUCH_ABOVE = 0.10  # m above the target's top
 IN_DRAWER = 0.075  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
+TRAY_FLOOR = 0.012  # m: a drawer tray's floor above the drawer's lowest point
 
 
 class Planner:
@@ -91,6 +92,12 @@ class Planner:
                 self.call("pick", node, r, note),
                 SkillCall("place", node, tuple(goal_xyz), 0.0, tuple(r.size(node)), note),
             ]
+        if goal.action == "put_in":
+            container = r.resolve(goal.into)[0]
+            dest = self._spot_inside(r, container, node)
+            return [self.call("pick", node, r, note),
+                    SkillCall("place", node, tuple(dest), 0.0, tuple(r.size(node)), f"{note} into the {goal.into}",
+                              {"into": container})]
         if goal.action == "go_to":
             # Several nodes can look alike (a lost track leaves a stale one): where it is now is the
             # latest sighting; where it was first seen is the earliest.
@@ -223,6 +230,24 @@ class Planner:
         rest.sort(key=lambda c: not c.extra.get(RESUMED, False))
         return first + shut + rest
 
+    def _spot_inside(self, r: Resolver, container: str, node: str) -> np.ndarray:
+        """Where ``node``'s centre goes to rest in ``container`` (3,) m: on a drawer's tray, ``IN_DRAWER``
+        behind its front; else on the middle of the container's top face."""
+        lo, hi = (np.asarray(r.attrs(container)[k], dtype=np.float64) for k in ("box_min", "box_max"))
+        half = r.size(node)[2] / 2
+        if not _is_drawer(r, container):
+            return np.array([*(lo[:2] + hi[:2]) / 2, hi[2] + half])
+        return np.array([*self._in_drawer_xy(r, container), lo[2] + TRAY_FLOOR + half])
+
+    def _in_drawer_xy(self, r: Resolver, drawer: str) -> np.ndarray:
+        """(2,) m: where the drawer's tray holds an object as the drawer stands now (``IN_DRAWER`` m behind
+        its front, along its pull direction)."""
+        heading = self._pull_heading(drawer, r)
+        out = np.array([math.cos(heading), math.sin(heading)])
+        c, size = r.position(drawer)[:2], r.size(drawer)[:2]
+        front = c + out * (abs(out[0]) * size[0] + abs(out[1]) * size[1]) / 2
+        return front - out * IN_DRAWER
+
     def _container_at_first_sight(self, r: Resolver, node: str) -> str:
         """The container the node was in when first seen (from the graph as it stood then)."""
         first = r.memory.history(node)[0]["t"]
@@ -280,16 +305,11 @@ class Planner:
     # --- keeping parameters fresh ----------------------------------------------------
     def refresh(self, call: SkillCall, memory, target_rgb=None) -> SkillCall:
         """The call with its target's latest remembered box (targets move: drawers slide, blocks drop).
-        A place into a drawer aims at the drawer as it stands now: ``IN_DRAWER`` m behind its front."""
+        A place into a drawer aims at the drawer as it stands now (``_in_drawer_xy``)."""
         r = Resolver(memory, target_rgb)
         into = call.extra.get("into", "")
         if call.skill == "place" and into in memory.graph:
-            heading = self._pull_heading(into, r)
-            out = np.array([math.cos(heading), math.sin(heading), 0.0])
-            c, size = r.position(into), r.size(into)
-            front = c + out * (abs(out[0]) * size[0] + abs(out[1]) * size[1]) / 2
-            xyz = front - out * IN_DRAWER
-            xyz[2] = call.xyz[2]
+            xyz = (*self._in_drawer_xy(r, into), call.xyz[2])
             return SkillCall(call.skill, call.target, tuple(xyz), call.yaw, call.size, call.note, call.extra)
         if not call.target or call.target not in memory.graph or call.skill in ("place", "navigate"):
             return call

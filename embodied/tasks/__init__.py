@@ -98,6 +98,8 @@ _MANIPULATION = [
      "blocks are moved one after another; touch the one moved first (or last)"),
     ("StoodOn-v0", "embodied.tasks.stood_on:StoodOn", 300,
      "blocks stand on coloured pads, then all move off; touch the one that stood on the named pad"),
+    ("StashAndFetch-v0", "embodied.tasks.stash_fetch:StashAndFetch", 500,
+     "the robot itself puts a block in the open drawer; much later, it fetches the block back"),
 ]
 
 for _name, _entry, _steps, _desc in _MANIPULATION:

@@ -1,0 +1,129 @@
+"""StashAndFetch: the robot itself puts a block into a drawer, and fetches it back much later.
+
+observe  Blocks stand on the table, the drawers shut. One drawer (the cue) slides open and the
+         goal reads "put the <colour> block in the open drawer": the robot has ``STASH`` steps to
+         pick the block up and set it down in that drawer. Then the goal turns to "wait", the arm
+         is put back at its home pose, and the drawer shuts with whatever it holds (a block not
+         stashed in time is put there by the env, so every later phase is the same whatever the
+         robot did). Then ``distractor_moves`` times a distractor block is carried to a new spot.
+delay    ``delay`` steps, every drawer closed.
+recall   "retrieve the <colour> block": as HiddenObject, open the drawer it is in and lift it out.
+
+Success: the robot stashed the block (it rested in the cued drawer's tray, out of the hand, when
+the time to stash ran out) and then retrieves it as in HiddenObject; opening another drawer by
+more than 0.04 m ends the episode. Chance: 1 / n_drawers (33% at defaults) for an agent that
+stashes the block and then forgets where; one that does not stash it never succeeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from embodied.experts.calls import object_call
+from embodied.experts.motion import CLOSED, OPEN, Waypoint, tag
+from embodied.tasks.hidden_object import (
+    CLOSE_STEPS, MOVE, OPEN_STEPS, SHOW, SHOW_OPEN, TRAY_TOP, HiddenObject, HiddenObjectExpert, HiddenObjectOptions,
+    arc,
+)
+from embodied.envs.workcell import BLOCK_HALF
+
+STASH = 150  # steps the robot has to put the block in the drawer
+RESTED = 0.012  # m: a block this close above its resting height in the tray lies in it
+TRAY_HALF_Y = 0.07  # m: half the tray's inner width
+CARRY_Z = 0.14  # TCP height while carrying: clear of drawer fronts and handles
+
+
+@dataclass
+class StashAndFetchOptions(HiddenObjectOptions):
+    PRESETS: ClassVar[dict[str, dict]] = HiddenObjectOptions.PRESETS
+
+
+class StashAndFetch(HiddenObject):
+    family = "OwnActions"
+    memory_skill = "the robot's own actions: where it put something itself"
+    Options = StashAndFetchOptions
+    chance = "1 / n_drawers (33% at defaults), for an agent that stashes the block"
+
+    def _phase_lengths(self) -> tuple[int, int]:
+        return SHOW + OPEN_STEPS + STASH + CLOSE_STEPS + MOVE * self.n_moves + 1, self.options.delay
+
+    def _reset_scene(self) -> None:
+        super()._reset_scene()
+        self.stashed = False
+
+    def _script(self, phase: str, k: int) -> None:
+        if phase != "observe":
+            return
+        k -= SHOW
+        if 0 <= k < OPEN_STEPS:
+            self.set_opening(self.cue, SHOW_OPEN * (k + 1) / OPEN_STEPS)
+            return
+        k -= OPEN_STEPS
+        if k < STASH:
+            return  # the robot's turn
+        if k == STASH:
+            self.stashed = self.in_cued_tray()
+            self.home_robot()
+        k -= STASH
+        if 0 <= k < CLOSE_STEPS:
+            self.set_opening(self.cue, SHOW_OPEN * (1 - (k + 1) / CLOSE_STEPS))
+            self.place("target", self.in_drawer(self.cue))  # it rides in the drawer as it shuts
+            return
+        k -= CLOSE_STEPS
+        m, k = divmod(k, MOVE)
+        if 0 <= m < len(self.moves):
+            i, start, goal = self.moves[m]
+            path = arc(np.array([*start, BLOCK_HALF]), np.array([*goal, BLOCK_HALF]), (k + 1) / MOVE, 0.1)
+            self.place(f"distractor{i}", path)
+
+    def in_cued_tray(self) -> bool:
+        """Whether the target rests in the cued drawer's tray, out of the hand."""
+        pos = self.body_pos("target")
+        x, y = self.unit_xy(self.cue)
+        front = x - self.opening(self.cue)
+        inside = front < pos[0] < x + 0.1 and abs(pos[1] - y) < TRAY_HALF_Y
+        resting = pos[2] < TRAY_TOP + BLOCK_HALF + RESTED
+        return bool(inside and resting and not self.touching("target", "robot"))
+
+    def _evaluate(self) -> tuple[bool, bool]:
+        success, failure = super()._evaluate()
+        return success and self.stashed, failure
+
+    def _instruction(self, phase: str) -> str:
+        if phase == "recall":
+            return f"retrieve the {self.colour} block"
+        if phase == "observe" and SHOW + OPEN_STEPS <= self.t < SHOW + OPEN_STEPS + STASH:
+            return f"put the {self.colour} block in the open drawer"
+        return "wait"
+
+    def privileged(self) -> dict:
+        return {**super().privileged(), "stashed": self.stashed}
+
+
+class StashAndFetchExpert(HiddenObjectExpert):
+    def plan(self, phase: str) -> list[Waypoint]:
+        if phase != "observe":
+            return super().plan(phase)
+        env: StashAndFetch = self.env
+        b = np.array([*env.target_start, BLOCK_HALF])
+        x, y = env.unit_xy(env.cue)
+        drop = np.array([x + 0.06 - SHOW_OPEN, y, TRAY_TOP + BLOCK_HALF + 0.004])
+        pick = object_call(env, "pick", "target", yaw=0.0, note=f"{env.colour} block")
+        place = object_call(env, "place", "target", xyz=tuple(drop), yaw=0.0, note="into the open drawer")
+        return tag([
+            Waypoint(np.array([b[0], b[1], CARRY_Z]), OPEN, 0.0, tol=0.008),
+            Waypoint(b - [0, 0, 0.004], OPEN, 0.0, tol=0.007, hold=2, speed=0.7),
+            Waypoint(b - [0, 0, 0.004], CLOSED, 0.0, tol=1.0, hold=6),
+            Waypoint(np.array([b[0], b[1], CARRY_Z]), CLOSED, 0.0, tol=0.01),
+        ], pick) + tag([
+            Waypoint(np.array([drop[0], drop[1], CARRY_Z]), CLOSED, 0.0, tol=0.008),
+            Waypoint(drop, CLOSED, 0.0, tol=0.005, hold=2, speed=0.5),
+            Waypoint(drop, OPEN, 0.0, tol=1.0, hold=4),
+            Waypoint(np.array([drop[0], drop[1], CARRY_Z]), OPEN, 0.0, tol=0.01),
+        ], place)
+
+
+StashAndFetch.Expert = StashAndFetchExpert
