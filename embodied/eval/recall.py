@@ -121,6 +121,10 @@ CHECKS: dict[str, tuple[Callable[[dict, dict], bool], str]] = {
     "Rearrange": (check_rearrange, "where every displaced object started (a place call there)"),
     "MultiGoal": (check_go_to, "where each goal object is (0.5 m), asked as each goal appears"),
     "RoomRecall": (check_room, "the room the object was seen in (a point inside it)"),
+    "CountPerRoom": (check_room, "the room that held the most objects (a point inside it)"),
+    "VanishedObject": (check_go_to, "where the object that disappeared stood (0.5 m)"),
+    "Relations": (check_remember_color, "the block that stood on the named pad"),
+    "OwnActions": (check_drawer, "which drawer the robot itself stashed the block in"),
 }
 
 # family -> (answer from memory, check against the simulator, what is asked); the answer is

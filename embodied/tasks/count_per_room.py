@@ -61,7 +61,6 @@ class CountPerRoom(RoomRecall):
         self.rank_of_rest = [int(i) for i in rng.permutation(len(ROOMS) - 1)]
         rooms = self.apartment.slot_room
         self.room_spots = [[int(k) for k in rng.permutation(np.flatnonzero(rooms == r))] for r in range(len(ROOMS))]
-        self.target = None  # no single object is asked about
 
     def _sample_cue(self, rng: np.random.Generator) -> int:
         return int(rng.integers(len(ROOMS)))
@@ -86,6 +85,9 @@ class CountPerRoom(RoomRecall):
         for room, n in enumerate(self.per_room()):
             for k in self.room_spots[room][:n]:
                 spots[next(objects)] = k
+        # The goal names no object; one that stood in the answer room stands for it (tests that every
+        # goal's object is seen on the tour and gone at goal time use it).
+        self.target = next(c for c, k in spots.items() if self.apartment.slot_room[k] == int(self.cue))
         return spots
 
     @property

@@ -1,0 +1,89 @@
+"""CountPerRoom and VanishedObject: counting objects per room, and noticing an object gone."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from embodied.agent.memory_agent import AgentConfig
+from embodied.planner.grammar import parse
+from embodied.tasks.count_per_room import room_counts
+from tests.agent_helpers import run_agent
+from tests.helpers import run_expert
+
+
+@pytest.mark.parametrize("text", ["go to the room that had the most objects", "Go to the room with the most things.",
+                                  "go to the room that had the most mugs"])
+def test_most_paraphrases(text):
+    goal = parse(text)
+    assert goal.action == "go_to_room" and goal.order == "most" and goal.ref.plural
+    assert goal.ref.noun in ("object", "mug")
+
+
+@pytest.mark.parametrize("text", ["go to where the object that disappeared was", "go to where the thing that vanished was",
+                                  "Go to where the object that went missing was."])
+def test_gone_paraphrases(text):
+    goal = parse(text)
+    assert goal.action == "go_to" and goal.when == "now" and goal.ref.gone and goal.ref.noun == "object"
+    assert not parse("go to where the red mug was").ref.gone and parse("go to where the red mug was").when == "now"
+
+
+def test_room_counts_have_one_room_ahead_by_the_margin():
+    for objects, margin in [(10, 2), (12, 1), (4, 1)]:
+        options = room_counts(objects, margin)
+        assert options and all(sum(c) == objects and c[0] - c[1] == margin and max(c) <= 5 for c in options)
+    with pytest.raises(ValueError, match="margin=5"):
+        gym.make("embodied/CountPerRoom-v0", images=False, objects=12, margin=5)
+
+
+def test_the_cued_room_holds_the_most_and_recall_shows_none():
+    env = gym.make("embodied/CountPerRoom-v0", images=False)
+    env.reset(seed=5)
+    u = env.unwrapped
+    for cue in u.cue_variants():
+        env.reset(seed=5, options={"cue": cue})
+        counts = u.per_room()
+        rooms = u.apartment.slot_room
+        assert np.bincount([rooms[k] for k in u.spot.values()], minlength=4).tolist() == counts
+        assert counts[cue] == max(counts) and sorted(counts)[-2] == max(counts) - u.options.margin
+    info, _ = run_expert(env, 5)
+    assert info["is_success"]
+    assert all(u.data.xpos[u._obj_body[c], 2] < -1 for c in u.active), "every object is gone at recall"
+    env.close()
+
+
+def test_agent_counts_per_room_and_a_wiped_memory_cannot():
+    truth = {}
+    agent, info, _ = run_agent("CountPerRoom-v0", 31, on_step=lambda raw, a, i: truth.setdefault(
+        "room", raw.unwrapped.apartment.themes[raw.unwrapped.target_room]))
+    assert info["is_success"], agent.plan_text()
+    assert "the room with the most objects" in agent.plan_text()
+    agent, info, _ = run_agent("CountPerRoom-v0", 31, AgentConfig(wipe_at_recall=True))
+    assert not info["is_success"]
+
+
+def test_vanished_object_expert_and_the_query_knob():
+    env = gym.make("embodied/VanishedObject-v0", images=False)
+    info, _ = run_expert(env, 6)
+    assert info["is_success"]
+    u = env.unwrapped
+    assert u.data.xpos[u._obj_body[u.mover], 2] < -1
+    env.close()
+    with pytest.raises(ValueError, match="no query knob"):
+        gym.make("embodied/VanishedObject-v0", images=False, query="first")
+
+
+def test_agent_finds_where_the_vanished_object_stood():
+    truth = {}
+    agent, info, _ = run_agent("VanishedObject-v0", 32, on_step=lambda raw, a, i: truth.setdefault(
+        "mover", raw.unwrapped.mover))
+    assert info["is_success"], agent.plan_text()
+    node = (agent.current_call or agent.done_calls[-1]).target
+    assert agent.memory.graph.nodes[node]["cls"] == truth["mover"]
+    assert agent.memory.when("missing", node), "memory logged the object missing"
+
+
+def test_blank_tour_leaves_nothing_missing():
+    agent, info, _ = run_agent("VanishedObject-v0", 32, AgentConfig(blank_observe=True))
+    assert not info["is_success"]
