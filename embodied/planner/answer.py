@@ -4,6 +4,7 @@
     answer["answer"]   (3,) m: where the decisive call acts (the last call of the plan), or for a
                        plural goal ("press the buttons ...") the list of every call's position, or
                        for a count ("... as many times as the screen flashed") the number of calls
+                       ("the room with the most objects" is one place)
     answer["plan"]     the calls, as text
 
 One function for every task: the goal is parsed, resolved and planned exactly
@@ -29,7 +30,7 @@ def plan_answer(memory, goal: dict | None, planner: Planner | None = None) -> di
         return {"answer": None, "plan": []}
     if parsed.times_of is not None:  # "press the button as many times as the screen flashed"
         answer = len(plan)
-    elif parsed.ref is not None and parsed.ref.plural:
+    elif parsed.ref is not None and parsed.ref.plural and parsed.action != "go_to_room":  # a room is one place
         answer = [c.xyz for c in plan]
     else:
         answer = plan[-1].xyz
