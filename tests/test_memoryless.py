@@ -21,7 +21,7 @@ def _episode(env, seed):
     return guess, info
 
 
-@pytest.mark.parametrize("task", ["ReopenDrawer-v0", "RememberColor-v0"])
+@pytest.mark.parametrize("task", ["ReopenDrawer-v0", "RememberColor-v0", "StoodOn-v0", "StashAndFetch-v0"])
 def test_success_iff_the_guess_matches_the_cue(task):
     env = gym.make(f"embodied/{task}", images=False)
     outcomes = []
@@ -32,6 +32,17 @@ def test_success_iff_the_guess_matches_the_cue(task):
         outcomes.append(right)
     env.close()
     assert 0 < sum(outcomes) < len(outcomes)  # it guesses, and it is not always wrong
+
+
+def test_families_with_one_cue_space_guess_apart():
+    """ReopenDrawer and HiddenObject both guess one of three drawers: on the same seeds their guesses
+    must not be one shared sequence (that would make their chance rates one measurement, not two)."""
+    envs = [gym.make(f"embodied/{task}", images=False) for task in ("ReopenDrawer-v0", "HiddenObject-v0")]
+    guesses = [[int(MemorylessExpert(env, seed).rng.integers(3)) for seed in range(20)] for env in envs]
+    assert guesses[0] != guesses[1]
+    assert guesses[0] == [int(MemorylessExpert(envs[0], seed).rng.integers(3)) for seed in range(20)]  # reproducible
+    for env in envs:
+        env.close()
 
 
 def test_put_block_back_guess_lands_at_the_guessed_spot():

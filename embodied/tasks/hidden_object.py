@@ -89,6 +89,7 @@ class HiddenObject(DrawerRow, WorkcellEnv):
     memory_skill = "containment: what went into which closed drawer, through distractor moves"
     Options = HiddenObjectOptions
     chance = "1 / n_drawers (33% at defaults)"
+    spot_low: ClassVar[np.ndarray] = SPOT_LOW  # the near corner of where the blocks start
 
     @classmethod
     def chance_rate(cls, options: HiddenObjectOptions) -> float:
@@ -126,7 +127,7 @@ class HiddenObject(DrawerRow, WorkcellEnv):
         # The drawers get a colour no block has, so a colour name picks out one thing.
         self.drawer_colour = names[picks[1 + d]]
         self.layout_shift = rng.uniform(-JITTER, JITTER, size=2)
-        spots = self.sample_spots(rng, 1 + d, SPOT_LOW, SPOT_HIGH, SPOT_GAP)
+        spots = self.sample_spots(rng, 1 + d, self.spot_low, SPOT_HIGH, SPOT_GAP)
         self.target_start, self.distractor_start = spots[0], list(spots[1:])
         current = list(self.distractor_start)
         self.moves: list[tuple[int, np.ndarray, np.ndarray]] = []  # (distractor, from, to)

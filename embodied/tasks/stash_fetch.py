@@ -46,6 +46,9 @@ class StashAndFetch(HiddenObject):
     memory_skill = "the robot's own actions: where it put something itself"
     Options = StashAndFetchOptions
     chance = "1 / n_drawers (33% at defaults), for an agent that stashes the block"
+    # Blocks start no nearer the arm's base than 0.3 m: right in front of the base the arm is slow to
+    # reach down over a block and carry it away.
+    spot_low: ClassVar[np.ndarray] = np.array([0.3, -0.3])
 
     def _phase_lengths(self) -> tuple[int, int]:
         return SHOW + OPEN_STEPS + STASH + CLOSE_STEPS + MOVE * self.n_moves + 1, self.options.delay
@@ -63,6 +66,7 @@ class StashAndFetch(HiddenObject):
             return
         k -= OPEN_STEPS
         if k < STASH:
+            self.set_opening(self.cue, SHOW_OPEN)  # held open (on its own it slides back a little)
             return  # the robot's turn
         if k == STASH:
             self.stashed = self.in_cued_tray()
@@ -110,17 +114,20 @@ class StashAndFetchExpert(HiddenObjectExpert):
         env: StashAndFetch = self.env
         b = np.array([*env.target_start, BLOCK_HALF])
         x, y = env.unit_xy(env.cue)
-        drop = np.array([x + 0.06 - SHOW_OPEN, y, TRAY_TOP + BLOCK_HALF + 0.004])
+        # TCP heights: the fingers stop a few mm above a block on the table, and the carried block rests
+        # on the tray with the TCP about 1 cm above its centre.
+        grasp = np.array([b[0], b[1], BLOCK_HALF + 0.002])
+        drop = np.array([x + 0.06 - SHOW_OPEN, y, TRAY_TOP + BLOCK_HALF + 0.01])
         pick = object_call(env, "pick", "target", yaw=0.0, note=f"{env.colour} block")
         place = object_call(env, "place", "target", xyz=tuple(drop), yaw=0.0, note="into the open drawer")
         return tag([
             Waypoint(np.array([b[0], b[1], CARRY_Z]), OPEN, 0.0, tol=0.008),
-            Waypoint(b - [0, 0, 0.004], OPEN, 0.0, tol=0.007, hold=2, speed=0.7),
-            Waypoint(b - [0, 0, 0.004], CLOSED, 0.0, tol=1.0, hold=6),
+            Waypoint(grasp, OPEN, 0.0, tol=0.007, hold=2, speed=0.7, timeout=25),
+            Waypoint(grasp, CLOSED, 0.0, tol=1.0, hold=6),
             Waypoint(np.array([b[0], b[1], CARRY_Z]), CLOSED, 0.0, tol=0.01),
         ], pick) + tag([
             Waypoint(np.array([drop[0], drop[1], CARRY_Z]), CLOSED, 0.0, tol=0.008),
-            Waypoint(drop, CLOSED, 0.0, tol=0.005, hold=2, speed=0.5),
+            Waypoint(drop, CLOSED, 0.0, tol=0.006, hold=2, speed=0.5, timeout=25),
             Waypoint(drop, OPEN, 0.0, tol=1.0, hold=4),
             Waypoint(np.array([drop[0], drop[1], CARRY_Z]), OPEN, 0.0, tol=0.01),
         ], place)
