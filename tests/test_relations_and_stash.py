@@ -65,6 +65,13 @@ def test_agent_touches_the_block_that_stood_on_the_pad(seed):
     assert agent.memory.graph.nodes[touched]["colour"] == truth["colour"]
 
 
+def test_agent_follows_look_alike_blocks_through_their_moves():
+    agent, info, _ = run_agent("StoodOn-v0", 24, preset="extreme", delay=50)
+    assert info["is_success"], agent.plan_text()
+    blocks = agent.memory.find(cls="block")
+    assert len({agent.memory.graph.nodes[b]["colour"] for b in blocks}) == 1, "every block looks the same"
+
+
 def test_blank_show_cannot_tell_which_stood_on_the_pad():
     agent, info, _ = run_agent("StoodOn-v0", 21, AgentConfig(blank_observe=True), n_blocks=5, distractors=2)
     assert not info["is_success"]

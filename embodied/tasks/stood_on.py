@@ -5,7 +5,8 @@ observe  ``n_blocks`` coloured pads lie in a row at the back of the table, each 
          pads. Then every block, one after another (``SLOT`` steps each), is lifted, carried and
          set down at a spot of its own in front of the pads. Which block stood on which pad is the
          cue; the pads' colours and places, the blocks' colours and where each one ends up come
-         from the layout alone.
+         from the layout alone. With ``same_colour`` (at ``extreme``) every block has one colour,
+         so nothing but following each block through its move tells them apart.
 delay    ``delay`` steps.
 recall   "touch the block that stood on the <colour> pad". Every block stands where it ended and
          every pad is bare, whatever the cue, so the scene does not tell.
@@ -41,11 +42,12 @@ class StoodOnOptions:
         "easy": {},
         "medium": {"n_blocks": 4, "distractors": 1, "delay": 100},
         "hard": {"n_blocks": 5, "distractors": 2, "delay": 400},
-        "extreme": {"n_blocks": 5, "distractors": 2, "delay": 1000},
+        "extreme": {"n_blocks": 5, "distractors": 2, "delay": 1000, "same_colour": True},
     }
     n_blocks: int = 3  # pads, each with a block on it at the start
     distractors: int = 0  # blocks that never stood on a pad (they move too)
     delay: int = 20
+    same_colour: bool = False  # every block one colour: only following each one through its move tells
 
     def validate(self) -> None:
         if not 2 <= self.n_blocks <= 5:
@@ -86,6 +88,8 @@ class StoodOn(RememberColor):
         o = self.options
         names = list(COLORS)
         self.block_colours = [names[k] for k in rng.choice(len(names), size=o.n_options, replace=False)]
+        if o.same_colour:
+            self.block_colours = [self.block_colours[0]] * o.n_options
         self.pad_colours = [PAD_COLOURS[k] for k in rng.choice(len(PAD_COLOURS), size=o.n_blocks, replace=False)]
         row = (np.arange(o.n_blocks) - (o.n_blocks - 1) / 2) * PAD_GAP + rng.uniform(-PAD_SHIFT, PAD_SHIFT)
         self.pad_xy = np.stack([np.full(o.n_blocks, PAD_X), rng.permutation(row)], axis=1)
