@@ -177,14 +177,16 @@ class HiddenObject(DrawerRow, WorkcellEnv):
             start = np.array([*self.target_start, BLOCK_HALF])
             self.place("target", arc(start, self.in_drawer(self.cue), (k + 1) / CARRY, CARRY_Z))
             return
-        k -= CARRY
+        self._shut_and_move(k - CARRY)
+
+    def _shut_and_move(self, k: int) -> None:
+        """Step ``k`` after the block went in: the drawer shuts (the block rides in it), then the
+        distractor moves."""
         if 0 <= k < CLOSE_STEPS:
-            # The block rides in the drawer as it shuts.
             self.set_opening(self.cue, SHOW_OPEN * (1 - (k + 1) / CLOSE_STEPS))
             self.place("target", self.in_drawer(self.cue))
             return
-        k -= CLOSE_STEPS
-        m, k = divmod(k, MOVE)
+        m, k = divmod(k - CLOSE_STEPS, MOVE)
         if 0 <= m < len(self.moves):
             i, start, goal = self.moves[m]
             path = arc(np.array([*start, BLOCK_HALF]), np.array([*goal, BLOCK_HALF]), (k + 1) / MOVE, 0.1)

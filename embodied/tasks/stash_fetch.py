@@ -22,13 +22,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from embodied.envs.workcell import BLOCK_HALF
 from embodied.experts.calls import object_call
 from embodied.experts.motion import CLOSED, OPEN, Waypoint, tag
 from embodied.tasks.hidden_object import (
     CLOSE_STEPS, MOVE, OPEN_STEPS, SHOW, SHOW_OPEN, TRAY_TOP, HiddenObject, HiddenObjectExpert, HiddenObjectOptions,
-    arc,
 )
-from embodied.envs.workcell import BLOCK_HALF
 
 STASH = 150  # steps the robot has to put the block in the drawer
 RESTED = 0.012  # m: a block this close above its resting height in the tray lies in it
@@ -58,10 +57,10 @@ class StashAndFetch(HiddenObject):
         self.stashed = False
 
     def _script(self, phase: str, k: int) -> None:
-        if phase != "observe":
-            return
         k -= SHOW
-        if 0 <= k < OPEN_STEPS:
+        if phase != "observe" or k < 0:
+            return
+        if k < OPEN_STEPS:
             self.set_opening(self.cue, SHOW_OPEN * (k + 1) / OPEN_STEPS)
             return
         k -= OPEN_STEPS
@@ -71,17 +70,7 @@ class StashAndFetch(HiddenObject):
         if k == STASH:
             self.stashed = self.in_cued_tray()
             self.home_robot()
-        k -= STASH
-        if 0 <= k < CLOSE_STEPS:
-            self.set_opening(self.cue, SHOW_OPEN * (1 - (k + 1) / CLOSE_STEPS))
-            self.place("target", self.in_drawer(self.cue))  # it rides in the drawer as it shuts
-            return
-        k -= CLOSE_STEPS
-        m, k = divmod(k, MOVE)
-        if 0 <= m < len(self.moves):
-            i, start, goal = self.moves[m]
-            path = arc(np.array([*start, BLOCK_HALF]), np.array([*goal, BLOCK_HALF]), (k + 1) / MOVE, 0.1)
-            self.place(f"distractor{i}", path)
+        self._shut_and_move(k - STASH)  # a block not stashed is put in the drawer here
 
     def in_cued_tray(self) -> bool:
         """Whether the target rests in the cued drawer's tray, out of the hand."""
