@@ -85,7 +85,7 @@ class RememberColor(WorkcellEnv):
     def _sample_layout(self, rng: np.random.Generator) -> None:
         names = list(COLORS)
         self.block_colours = [names[k] for k in rng.choice(len(names), size=self.options.n_options, replace=False)]
-        self.block_xy = _spread(rng, self.options.n_options)
+        self.block_xy = spread_spots(rng, self.options.n_options)
         self.block_yaw = rng.uniform(-np.pi / 4, np.pi / 4, size=self.options.n_options)
 
     def _sample_cue(self, rng: np.random.Generator) -> int:
@@ -160,17 +160,19 @@ class RememberColor(WorkcellEnv):
         }
 
 
-def _spread(rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` spots in the block region, ``MIN_GAP`` apart, drawn one at a time."""
-    for _ in range(100):
+def spread_spots(rng: np.random.Generator, n: int, low=SPOT_LOW, high=SPOT_HIGH, attempts: int = 100,
+                 draws: int = 200) -> np.ndarray:
+    """``n`` spots (n, 2) m in the box [low, high], ``MIN_GAP`` apart, drawn one at a time (up to
+    ``draws`` * n draws per attempt)."""
+    for _ in range(attempts):
         spots: list[np.ndarray] = []
-        for _ in range(200 * n):
-            xy = rng.uniform(SPOT_LOW, SPOT_HIGH)
+        for _ in range(draws * n):
+            xy = rng.uniform(low, high)
             if all(np.linalg.norm(xy - s) >= MIN_GAP for s in spots):
                 spots.append(xy)
                 if len(spots) == n:
                     return np.array(spots)
-    raise RuntimeError(f"could not place {n} blocks {MIN_GAP} m apart")
+    raise RuntimeError(f"could not place {n} blocks {MIN_GAP} m apart in {low}..{high}")
 
 
 class RememberColorExpert(ScriptedExpert):

@@ -26,7 +26,7 @@ import numpy as np
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS
 from embodied.tasks.hidden_object import arc
-from embodied.tasks.remember_color import MIN_GAP, RememberColor, RememberColorExpert
+from embodied.tasks.remember_color import RememberColor, RememberColorExpert, spread_spots
 
 SHOW, SLOT, CARRY_Z = 8, 20, 0.12  # steps before the first move, steps per move, carry height (m)
 PAD_X, PAD_GAP = 0.6, 0.11  # the pads' row (m from the robot base) and centre-to-centre spacing
@@ -93,7 +93,7 @@ class StoodOn(RememberColor):
         self.pad_colours = [PAD_COLOURS[k] for k in rng.choice(len(PAD_COLOURS), size=o.n_blocks, replace=False)]
         row = (np.arange(o.n_blocks) - (o.n_blocks - 1) / 2) * PAD_GAP + rng.uniform(-PAD_SHIFT, PAD_SHIFT)
         self.pad_xy = np.stack([np.full(o.n_blocks, PAD_X), rng.permutation(row)], axis=1)
-        spots = _spots(rng, o.n_options + o.distractors)
+        spots = spread_spots(rng, o.n_options + o.distractors, END_LOW, END_HIGH, attempts=200, draws=100)
         self.final_xy, self.distractor_start = spots[: o.n_options], spots[o.n_options :]
         self.block_yaw = rng.uniform(-np.pi / 4, np.pi / 4, size=o.n_options)
         self.move_order = [int(i) for i in rng.permutation(o.n_options)]
@@ -155,19 +155,6 @@ class StoodOn(RememberColor):
     def privileged(self) -> dict:
         return {**super().privileged(), "pad_of": dict(self.pad_of), "pad_xy": self.pad_xy.copy(),
                 "pad_colours": list(self.pad_colours)}
-
-
-def _spots(rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` spots in front of the pads, ``MIN_GAP`` apart, drawn one at a time."""
-    for _ in range(200):
-        spots: list[np.ndarray] = []
-        for _ in range(100 * n):
-            xy = rng.uniform(END_LOW, END_HIGH)
-            if all(np.linalg.norm(xy - s) >= MIN_GAP for s in spots):
-                spots.append(xy)
-                if len(spots) == n:
-                    return np.array(spots)
-    raise RuntimeError(f"could not place {n} blocks {MIN_GAP} m apart in front of the pads")
 
 
 StoodOn.Expert = RememberColorExpert
