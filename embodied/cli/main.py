@@ -20,6 +20,7 @@
     embodied train --head diffusion|act --data DIR --out RUN [...]   (see embodied/cli/train_cmds.py)
     embodied bench head [--json]
     embodied bench drift [--noise ...] [--episodes N] [--out DIR] [--json]
+    embodied perception make-data|train|eval|export ...   (see embodied/cli/perception_cmds.py)
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from embodied.cli import bench, benchmark_cmds, commands, data_cmds, drift_cmds, memory_cmds, train_cmds
+from embodied.cli import (
+    bench,
+    benchmark_cmds,
+    commands,
+    data_cmds,
+    drift_cmds,
+    memory_cmds,
+    perception_cmds,
+    train_cmds,
+)
 from embodied.cli.dispatch import execute, parse_options  # noqa: F401  (parse_options: imported from here too)
 from embodied.eval.rollout import POLICIES
 
@@ -154,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     benchmark_cmds.register(sub)  # benchmark
     data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     train_cmds.register(sub, bench_sub)  # train --head diffusion|act, bench head
+    perception_cmds.register(sub)  # perception make-data|train|eval|export
     drift_cmds.register(bench_sub)  # bench drift
     return parser
 

@@ -43,17 +43,39 @@ class Perceiver:
             raise ValueError("masks mode needs the label map (instance id -> class), e.g. env.unwrapped.labels")
         self.labels = {int(k): str(v) for k, v in (labels or {}).items()}
         self.rng = np.random.default_rng(self.config.seed)
+        self.segmenter = None
+        if self.config.mode == "learned":
+            from embodied.perception.learned.segmenter import LearnedSegmenter  # torch only when used
+
+            self.segmenter = LearnedSegmenter(self.config.segmenter or None)
 
     def with_config(self, **changes) -> Perceiver:
         return Perceiver(self.labels, dataclasses.replace(self.config, **changes))
 
+    def segment(self, obs: dict) -> dict[str, tuple[np.ndarray, dict[int, str]]]:
+        """Per camera: instance ids (H,W) int32 (0 = background) and {id: class}; from the rendered
+        masks ("masks") or the learned segmenter ("learned"); empty in geometric mode. Pass the result
+        to ``__call__`` to perceive the same observation without segmenting it twice."""
+        cfg = self.config
+        out = {}
+        for cam in cameras_in(obs, cfg.cameras):
+            if cfg.mode == "masks":
+                out[cam] = (np.asarray(obs[f"segmentation/{cam}"]), self.labels)
+            elif cfg.mode == "learned":
+                out[cam] = self.segmenter(np.asarray(obs[f"rgb/{cam}"]), np.asarray(obs[f"depth/{cam}"]))
+        return out
+
     def _shuffled(self, seg: np.ndarray, labels: dict[int, str], lut: np.ndarray) -> np.ndarray:
         return lut[np.clip(seg, 0, len(lut) - 1)]
 
-    def __call__(self, obs: dict, t: int) -> Frame:
-        """Perceive one observation at time ``t`` (control steps)."""
+    def __call__(self, obs: dict, t: int, segments: dict | None = None) -> Frame:
+        """Perceive one observation at time ``t`` (control steps); ``segments``: ``self.segment(obs)``
+        if already made."""
         cfg = self.config
         masks = cfg.mode == "masks"
+        learned = cfg.mode == "learned"
+        if learned and segments is None:
+            segments = self.segment(obs)
         cameras = cameras_in(obs, cfg.cameras)
         proprio = obs.get("proprio")
         tcp = tcp_of(proprio)
@@ -72,12 +94,14 @@ class Perceiver:
         for cam in cameras:
             noisy = cfg.depth_noise > 0 or cfg.dropout > 0
             arrays = camera_arrays(obs, cam, need_masks=masks, copy=noisy)
+            if learned:
+                arrays["segmentation"], cam_labels = segments[cam]
             if lut is not None:
                 arrays["segmentation"] = self._shuffled(arrays["segmentation"], labels, lut)
             corrupt(arrays, cfg, self.rng)
             views.append(make_view(cam, arrays))
-            if masks:
-                objects.extend(detect_masks(arrays, labels, cam, t, cfg))
+            if masks or learned:
+                objects.extend(detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg))
             else:
                 found, heights = detect_geometric(arrays, cam, t, cfg, tcp)
                 objects.extend(found)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MODES = ("masks", "geometric")
+MODES = ("masks", "geometric", "learned")
 
 
 @dataclass
@@ -23,7 +23,9 @@ class PerceptionConfig:
     cloud stays near ``max_points``.
     """
 
-    mode: str = "masks"  # "masks" (rendered instance masks) or "geometric" (RANSAC + DBSCAN)
+    mode: str = "masks"  # "masks" (rendered instance masks), "learned" (a trained RGB-D segmenter, no masks)
+    # or "geometric" (RANSAC + DBSCAN, no masks)
+    segmenter: str = ""  # learned mode: a segmenter run folder or weights file ("": the shipped weights)
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
     max_pixels: int = 256  # per instance, taken on a regular stride before back-projection

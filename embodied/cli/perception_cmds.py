@@ -1,0 +1,125 @@
+"""``embodied perception make-data|train|eval|export``: the learned segmenter's jobs.
+
+    embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S]
+    embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
+    embodied perception eval [--weights RUN|FILE] --data DIR [--json]
+    embodied perception export --run RUN --out FILE.safetensors
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from embodied.cli.dispatch import parse_options
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("perception", help="the learned segmenter: render labelled frames, train, evaluate, export")
+    psub = p.add_subparsers(dest="perception_command", required=True)
+
+    d = psub.add_parser("make-data", help="render labelled RGB-D frames from both suites' expert episodes")
+    d.add_argument("--out", required=True)
+    d.add_argument("--episodes", type=int, default=600, help="episodes, taking the tasks in turn (default 600)")
+    d.add_argument("--task", action="append", default=[], help="only these tasks (repeatable; default: all)")
+    d.add_argument("--every", type=int, default=25, help="control steps between kept frames")
+    d.add_argument("--max-frames", type=int, default=24, help="per episode and camera")
+    d.add_argument("--seed", type=int, default=None, help="first seed (default 700000; held-out frames: 800000)")
+    d.add_argument("--image-size", type=int, default=128)
+    d.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="task knob, e.g. preset=hard")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=make_data)
+
+    t = psub.add_parser("train", help="train the segmenter from scratch (CPU; checkpoints, --resume)")
+    t.add_argument("--data", action="append", required=True, help="frames folder (repeatable)")
+    t.add_argument("--out", required=True)
+    t.add_argument("--steps", type=int, default=3000)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--checkpoint-every", type=int, default=250)
+    t.add_argument("--resume", action="store_true")
+    t.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
+                   help="SegmenterConfig field, e.g. widths=[16,32,48,64]")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=train)
+
+    e = psub.add_parser("eval", help="mask IoU, precision, recall, class and colour right per class; ms per frame")
+    e.add_argument("--weights", default="", help="a run folder or weights file (default: the shipped weights)")
+    e.add_argument("--data", required=True, help="held-out frames folder")
+    e.add_argument("--min-pixels", type=int, default=20, help="smaller true instances are not scored")
+    e.add_argument("--max-frames", type=int, default=0, help="score only the first N frames (0: all)")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=evaluate)
+
+    x = psub.add_parser("export", help="a run's EMA weights as one safetensors file (what ships)")
+    x.add_argument("--run", required=True)
+    x.add_argument("--out", required=True)
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=export)
+
+
+def make_data(args) -> dict:
+    from embodied.data.seg_frames import DATA_SEED, FrameJob, make_frames
+
+    job = FrameJob(out=args.out, episodes=args.episodes, tasks=tuple(args.task), every=args.every,
+                   max_frames=args.max_frames, seed=DATA_SEED if args.seed is None else args.seed,
+                   image_size=args.image_size, options=parse_options(args.option) or None)
+    result = make_frames(job, progress=not args.json)
+    if not args.json:
+        print(f"{result['episodes']} episodes in {result['out']} ({result['new_frames']} new frames, "
+              f"{len(result['classes'])} classes)")
+    return result
+
+
+def train(args) -> dict:
+    import json
+
+    from embodied.perception.learned.train import SegTrainConfig, train_segmenter
+
+    model = {}
+    for pair in args.model:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--model expects KEY=JSON, got {pair!r}")
+        try:
+            model[key] = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--model {key}: {value!r} is not JSON ({exc})") from None
+    cfg = SegTrainConfig(data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                         seed=args.seed, threads=args.threads, checkpoint_every=args.checkpoint_every,
+                         resume=args.resume, progress=not args.json, model=model)
+    result = train_segmenter(cfg)
+    if not args.json:
+        print(f"{result['run']}: steps {result['start_step']}..{result['steps']}, loss {result['first_loss']:.3f} -> "
+              f"{result['final_loss']:.3f}, {result['step_ms']} ms/step")
+    return result
+
+
+def evaluate(args) -> dict:
+    from embodied.perception.learned import LearnedSegmenter, load_frames
+    from embodied.perception.learned.quality import evaluate as score
+
+    segment = LearnedSegmenter(args.weights or None, threads=1)
+    frames = load_frames(args.data, segment.classes)
+    if args.max_frames:
+        frames = frames.head(args.max_frames)
+    result = score(segment, frames, frames.labels, min_pixels=args.min_pixels, progress=not args.json)
+    result["weights"] = str(segment.source)
+    if not args.json:
+        print(f"{result['frames']} frames: mean IoU {result['mean_iou']}, recall {result['recall']}, precision "
+              f"{result['precision']}, class right {result['class_right']}, colour right {result['colour_right']}, "
+              f"{result['ms_median']} ms/frame (median, 1 thread)")
+        for cls, row in result["per_class"].items():
+            print(f"  {cls:14s} n={row['instances']:5d} iou={row['iou']} recall={row['recall']} "
+                  f"precision={row['precision']} class={row['class_right']} colour={row['colour_right']}")
+    return result
+
+
+def export(args) -> dict:
+    from embodied.perception.learned import export_weights
+
+    result = export_weights(args.run, args.out)
+    if not args.json:
+        print(f"{result['path']}: {result['bytes'] / 1e6:.2f} MB")
+    return result

@@ -1,0 +1,91 @@
+"""Render labelled frames for the learned segmenter (``embodied perception make-data``).
+
+Each episode runs one task's scripted expert on a fresh seed and keeps every
+camera's RGB, depth and instance ids every ``every`` steps (from a random
+offset), so the frames cover the arm's and the base's poses along real
+episodes, in every phase. The format is ``embodied.perception.learned.frames``.
+The simulator is imported only when frames are made, so reading them does not
+need it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from embodied.perception.learned.frames import FrameWriter
+
+DATA_SEED = 700_000  # training frames: DATA_SEED + episode; held-out frames use HELD_OUT_SEED
+HELD_OUT_SEED = 800_000
+
+
+@dataclass
+class FrameJob:
+    out: str
+    episodes: int = 40
+    tasks: tuple[str, ...] = ()  # default: every registered task, both suites, in turn
+    every: int = 25  # control steps between kept frames
+    max_frames: int = 24  # per episode and camera
+    seed: int = DATA_SEED
+    image_size: int = 128
+    options: dict | None = None  # task knobs, e.g. {"preset": "hard"}
+
+    def validate(self) -> None:
+        if self.episodes < 1 or self.every < 1 or self.max_frames < 1 or self.image_size < 16:
+            raise ValueError("episodes, every and max_frames must be >= 1, image_size >= 16")
+
+
+def _task_names(tasks: tuple[str, ...]) -> list[str]:
+    from embodied.tasks import TASKS, get_task
+
+    return [get_task(t).name for t in tasks] if tasks else sorted(TASKS, key=lambda n: (TASKS[n].suite, n))
+
+
+def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.ndarray], dict]:
+    """One expert episode's kept frames (arrays as in the frames format) and their JSON sidecar."""
+    import gymnasium as gym
+
+    from embodied.experts.motion import make_expert
+    from embodied.tasks import get_task
+
+    entry = get_task(task)
+    env = gym.make(entry.env_id, image_size=job.image_size, render_every=job.every, **(job.options or {}))
+    try:
+        obs, info = env.reset(seed=seed)
+        expert = make_expert(env)
+        cams = sorted(k.split("/", 1)[1] for k in obs if k.startswith("segmentation/"))
+        offset = int(np.random.default_rng(seed).integers(job.every))
+        kept: dict[str, list] = {"rgb": [], "depth": [], "instance": []}
+        frames: list[dict] = []
+        t, done = 0, False
+        while not done and len(frames) < job.max_frames * len(cams):
+            if t % job.every == 0 and t >= offset:
+                for cam in cams:
+                    kept["rgb"].append(obs[f"rgb/{cam}"])
+                    kept["depth"].append(np.nan_to_num(obs[f"depth/{cam}"], nan=0.0, posinf=0.0))
+                    kept["instance"].append(obs[f"segmentation/{cam}"])
+                    frames.append({"step": t, "camera": cam, "phase": int(obs["goal"]["phase"])})
+            obs, _, terminated, truncated, info = env.step(expert.act(obs))
+            t += 1
+            done = terminated or truncated
+        labels = {str(k): str(v) for k, v in env.unwrapped.labels.items()}
+        sidecar = {"task": entry.name, "suite": entry.suite, "seed": seed, "classes": labels, "frames": frames}
+        return {k: np.stack(v) for k, v in kept.items()}, sidecar
+    finally:
+        env.close()
+
+
+def make_frames(job: FrameJob, progress: bool = True) -> dict:
+    """Render ``job.episodes`` episodes into ``job.out`` (resuming after the last finished one)."""
+    job.validate()
+    writer = FrameWriter(job.out, job.image_size)
+    names = _task_names(job.tasks)
+    start = writer.episodes_done
+    n_frames = 0
+    for i in tqdm(range(start, job.episodes), initial=start, total=job.episodes, desc="frames", disable=not progress):
+        arrays, sidecar = render_episode(names[i % len(names)], job.seed + i, job)
+        writer.add_episode(arrays, sidecar)
+        n_frames += len(sidecar["frames"])
+    return {"out": job.out, "episodes": writer.episodes_done, "new_frames": n_frames, "classes": writer.meta["classes"]}

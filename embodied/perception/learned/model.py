@@ -1,0 +1,128 @@
+"""A small RGB-D segmenter: semantic classes plus instance centres and offsets.
+
+    net = SegNet(SegmenterConfig())
+    out = net.predict(rgb, depth)      # rgb (B,H,W,3) uint8, depth (B,H,W) float32 m
+    out["semantic"]  (B,C+1,H,W) logits, 0 = background
+    out["centre"]    (B,1,H,W) instance-centre heat in [0,1]
+    out["offset"]    (B,2,H,W) pixels (dy, dx) from each pixel to its instance's centre
+
+Instances follow Panoptic-DeepLab's bottom-up recipe (a centre heatmap and a
+per-pixel vote for a centre), which needs no anchors and no proposals and so
+stays cheap on one CPU thread. The encoder works at 1/2..1/16 of the input; a
+full-resolution skip keeps the edges of objects a few pixels wide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DEPTH_SCALE = 4.0  # m: depth / DEPTH_SCALE feeds the network (0 m = no return)
+OFFSET_SCALE = 32.0  # px: the offset head predicts offsets / OFFSET_SCALE
+
+
+@dataclass
+class SegmenterConfig:
+    """The network's shape and the loss weights (stored in every checkpoint)."""
+
+    classes: tuple[str, ...] = ()  # the vocabulary; index k+1 of the semantic head is classes[k]
+    widths: tuple[int, ...] = (16, 32, 48, 64)  # encoder channels at 1/2, 1/4, 1/8, 1/16
+    decoder: int = 32  # channels of the decoder
+    skip: int = 16  # channels at full resolution (skip and heads)
+    centre_sigma: float = 2.0  # px, Gaussian of a centre in the target heatmap
+    centre_weight: float = 100.0
+    offset_weight: float = 0.05
+    small_weight: float = 4.0  # extra cross-entropy weight of pixels of small instances (< small_pixels)
+    small_pixels: int = 200
+    options: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if not self.classes:
+            raise ValueError("SegmenterConfig.classes is empty: the segmenter needs a vocabulary")
+        if len(set(self.classes)) != len(self.classes):
+            raise ValueError("SegmenterConfig.classes has duplicates")
+        if len(self.widths) != 4 or min(self.widths) < 4 or self.decoder < 4:
+            raise ValueError("widths takes four channel counts >= 4, and decoder >= 4")
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["classes"], d["widths"] = list(self.classes), list(self.widths)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> SegmenterConfig:
+        d = dict(d)
+        d["classes"], d["widths"] = tuple(d["classes"]), tuple(d["widths"])
+        return cls(**d)
+
+
+def _block(cin: int, cout: int, stride: int) -> nn.Sequential:
+    """3x3 convolution (strided), BatchNorm, ReLU. Plain, not depthwise: on one CPU thread torch runs
+    depthwise convolutions through a slow im2col path, dense ones through oneDNN."""
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class SegNet(nn.Module):
+    def __init__(self, config: SegmenterConfig):
+        super().__init__()
+        config.validate()
+        self.config = config
+        w1, w2, w3, w4 = config.widths
+        d = config.decoder
+        self.stem = nn.Sequential(nn.Conv2d(4, w1, 3, 2, 1, bias=False), nn.BatchNorm2d(w1), nn.ReLU(inplace=True))
+        self.down2 = nn.Sequential(_block(w1, w2, 2), _block(w2, w2, 1))
+        self.down3 = nn.Sequential(_block(w2, w3, 2), _block(w3, w3, 1))
+        self.down4 = nn.Sequential(_block(w3, w4, 2), _block(w4, w4, 1), _block(w4, w4, 1))
+        s = config.skip
+        self.lat3, self.lat2, self.lat1 = nn.Conv2d(w3, d, 1), nn.Conv2d(w2, d, 1), nn.Conv2d(w1, s, 1)
+        self.top = nn.Conv2d(w4, d, 1)
+        self.fuse3, self.fuse2, self.fuse1 = _block(d, d, 1), _block(d, d, 1), _block(s, s, 1)
+        self.squeeze = nn.Conv2d(d, s, 1)  # the 1/4 features narrowed before the 1/2 level
+        self.full = nn.Conv2d(4, s, 3, 1, 1)
+        self.head = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(s, s, 1), nn.ReLU(inplace=True))
+        self.semantic = nn.Conv2d(s, len(config.classes) + 1, 1)
+        self.centre = nn.Conv2d(s, 1, 1)
+        self.offset = nn.Conv2d(s, 2, 1)
+
+    @staticmethod
+    def inputs(rgb: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
+        """(B,4,H,W) float32 network input from rgb (B,H,W,3) uint8 and depth (B,H,W) m."""
+        x = rgb.permute(0, 3, 1, 2).float() / 255.0
+        z = (depth.float().nan_to_num(0.0).clamp(0.0, 3 * DEPTH_SCALE) / DEPTH_SCALE).unsqueeze(1)
+        return torch.cat([x, z], 1)
+
+    def forward_features(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        e1 = self.stem(x)
+        e2 = self.down2(e1)
+        e3 = self.down3(e2)
+        e4 = self.down4(e3)
+        up = lambda t, ref: F.interpolate(t, size=ref.shape[-2:], mode="nearest")  # noqa: E731
+        f = self.fuse3(self.lat3(e3) + up(self.top(e4), e3))
+        f = self.fuse2(self.lat2(e2) + up(f, e2))
+        f = self.fuse1(self.lat1(e1) + up(self.squeeze(f), e1))
+        f = self.head(F.interpolate(f, size=x.shape[-2:], mode="nearest") + self.full(x))
+        return {
+            "semantic": self.semantic(f),
+            "centre": torch.sigmoid(self.centre(f)),
+            "offset": self.offset(f) * OFFSET_SCALE,
+        }
+
+    @torch.no_grad()
+    def predict(self, rgb: torch.Tensor, depth: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.forward_features(self.inputs(rgb, depth))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Training loss of a batch: rgb, depth, semantic (B,H,W) long, centre (B,H,W), offset (B,2,H,W),
+        instance (B,H,W) (0 = background), weight (B,H,W) per-pixel cross-entropy weight."""
+        cfg = self.config
+        out = self.forward_features(self.inputs(batch["rgb"], batch["depth"]))
+        ce = F.cross_entropy(out["semantic"], batch["semantic"], reduction="none")
+        sem = (ce * batch["weight"]).sum() / batch["weight"].sum()
+        centre = F.mse_loss(out["centre"][:, 0], batch["centre"])
+        fg = (batch["instance"] > 0).unsqueeze(1).float()
+        off = (F.l1_loss(out["offset"], batch["offset"], reduction="none") * fg).sum() / fg.sum().clamp(min=1.0)
+        loss = sem + cfg.centre_weight * centre + cfg.offset_weight * off
+        return {"loss": loss, "semantic_ce": sem.detach(), "centre_mse": centre.detach(), "offset_l1": off.detach()}

@@ -1,0 +1,46 @@
+"""The learned detector at run time: RGB-D in, an instance map and its class labels out.
+
+    segment = LearnedSegmenter()                  # the shipped weights, or a run / weights file
+    ids, labels = segment(rgb, depth)             # rgb (H,W,3) uint8, depth (H,W) float32 m
+    # ids (H,W) int32, 0 = background; labels {id: class}: what the renderer's masks would give
+
+The perception stage then treats the prediction as it treats rendered masks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from embodied.perception.learned.decode import group_instances
+from embodied.perception.learned.weights import load_segmenter
+
+SHIPPED = Path(__file__).with_name("shipped") / "segmenter.safetensors"
+STUFF = ("floor", "wall", "table")  # one instance per class, as the renderer's masks give them
+
+
+class LearnedSegmenter:
+    def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = None):
+        self.source = Path(source) if source else SHIPPED
+        self.net = load_segmenter(self.source)
+        self.classes = self.net.config.classes
+        self.centre_threshold = centre_threshold
+        self.threads = threads
+
+    def __call__(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or depth.shape != rgb.shape[:2]:
+            raise ValueError(f"rgb must be (H,W,3) and depth (H,W); got {rgb.shape} and {depth.shape}")
+        previous = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                out = self.net.predict(torch.from_numpy(np.ascontiguousarray(rgb))[None],
+                                       torch.from_numpy(np.ascontiguousarray(depth, dtype=np.float32))[None])
+                return group_instances(out["semantic"][0], out["centre"][0], out["offset"][0], self.classes, STUFF,
+                                       self.centre_threshold)
+        finally:
+            if self.threads:
+                torch.set_num_threads(previous)

@@ -1,0 +1,126 @@
+"""Train the segmenter on rendered frames (``embodied perception train``).
+
+The loop, checkpoints, resume and log are the action heads' (``policies.loop``):
+``RUN/config.json``, ``RUN/log.jsonl``, ``RUN/loss.png``, atomic checkpoints
+(model, EMA, AdamW) every ``checkpoint_every`` steps; ``--resume`` goes on
+from the last one. Step ``s`` always draws the same frames and the same
+augmentation, so a resumed run repeats the uninterrupted one's loss curve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from embodied.perception.learned.frames import load_frames
+from embodied.perception.learned.model import SegmenterConfig, SegNet
+from embodied.perception.learned.targets import instance_targets
+from policies.checkpoint import CheckpointError, read_json
+from policies.ema import EMA
+from policies.loop import TrainConfig, check_resume, fit, restore, start_run
+
+RUN_KIND = "segmenter"
+
+
+@dataclass
+class SegTrainConfig:
+    data: list[str]  # frames folders
+    out: str
+    steps: int = 3000
+    batch_size: int = 16
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    warmup_steps: int = 100
+    seed: int = 0
+    threads: int = 1
+    checkpoint_every: int = 250
+    log_every: int = 10
+    resume: bool = False
+    progress: bool = True
+    flip: bool = True  # mirror frames left-right at random
+    jitter: float = 0.15  # brightness and per-channel gain jitter (fraction)
+    model: dict[str, Any] = field(default_factory=dict)  # SegmenterConfig fields, e.g. {"widths": [16, 32, 48, 64]}
+
+    def loop_config(self) -> TrainConfig:
+        return TrainConfig(head=RUN_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
+                           batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                           warmup_steps=self.warmup_steps, seed=self.seed, threads=self.threads,
+                           checkpoint_every=self.checkpoint_every, log_every=self.log_every, resume=self.resume,
+                           progress=self.progress, device="cpu")
+
+
+def make_batch(frames, idx: np.ndarray, config: SegmenterConfig, rng: np.random.Generator | None,
+               jitter: float = 0.0) -> dict[str, torch.Tensor]:
+    """Tensors for ``SegNet.forward`` from frames ``idx``; ``rng`` draws flips and colour jitter."""
+    rgb = frames.rgb[idx].astype(np.float32)
+    depth = frames.depth[idx].astype(np.float32)
+    inst = frames.instance[idx].astype(np.int64)
+    sem = frames.semantic[idx].astype(np.int64)
+    if rng is not None:
+        flip = rng.random(len(idx)) < 0.5
+        rgb[flip], depth[flip] = rgb[flip, :, ::-1], depth[flip, :, ::-1]
+        inst[flip], sem[flip] = inst[flip, :, ::-1], sem[flip, :, ::-1]
+        if jitter > 0:
+            gain = 1 + rng.uniform(-jitter, jitter, (len(idx), 1, 1, 1)) + rng.uniform(-jitter, jitter, (len(idx), 1, 1, 3)) / 3
+            rgb = rgb * gain
+    heat, offset, weight = zip(*(instance_targets(i, config.centre_sigma, config.small_pixels, config.small_weight)
+                                 for i in inst))
+    return {
+        "rgb": torch.from_numpy(np.clip(rgb, 0, 255).astype(np.uint8)),
+        "depth": torch.from_numpy(np.ascontiguousarray(depth)),
+        "instance": torch.from_numpy(np.ascontiguousarray(inst)),
+        "semantic": torch.from_numpy(np.ascontiguousarray(sem)),
+        "centre": torch.from_numpy(np.stack(heat)),
+        "offset": torch.from_numpy(np.stack(offset)),
+        "weight": torch.from_numpy(np.stack(weight)),
+    }
+
+
+def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
+    """Train (or resume) a segmenter run; returns a summary."""
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    loop = cfg.loop_config()
+    loop.validate()
+    out = Path(cfg.out)
+    ckpt = check_resume(out, loop)
+    if ckpt is not None:
+        net_cfg = SegmenterConfig.from_json(read_json(out / "config.json")["segmenter"])
+        frames = load_frames(cfg.data, net_cfg.classes)
+    else:
+        frames = load_frames(cfg.data)
+        net_cfg = SegmenterConfig(classes=frames.classes, **cfg.model)
+    torch.manual_seed(cfg.seed)
+    model = SegNet(net_cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ema = EMA(model, max_decay=0.999)
+    start = restore(ckpt, model, opt, ema)
+    start_run(out, {"head": RUN_KIND, "segmenter": net_cfg.to_json(),
+                    "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
+              {"frames": len(frames), "classes": list(net_cfg.classes)}, start)
+
+    def batch_fn(idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        # Seeded by the batch's frames and the step's torch seed: a resumed run draws the same augmentation.
+        rng = np.random.default_rng([cfg.seed, int(torch.randint(1 << 30, (1,)))])
+        return make_batch(frames, idx.numpy(), net_cfg, rng if cfg.flip else None, cfg.jitter)
+
+    first, last, saved, seconds, timed = fit(loop, model, opt, ema, batch_fn, len(frames), out, start,
+                                             torch.device("cpu"), desc="train segmenter")
+    return {"run": str(out), "frames": len(frames), "classes": len(net_cfg.classes), "start_step": start,
+            "steps": cfg.steps, "first_loss": first, "final_loss": last,
+            "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
+            "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
+
+
+def run_config(run: str | Path) -> SegmenterConfig:
+    path = Path(run) / "config.json"
+    saved = read_json(path)
+    if saved.get("head") != RUN_KIND or "segmenter" not in saved:
+        raise CheckpointError(path, f"is not a segmenter run (head {saved.get('head')!r})")
+    return SegmenterConfig.from_json(saved["segmenter"])

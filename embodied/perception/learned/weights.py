@@ -1,0 +1,67 @@
+"""Load a trained segmenter, and export one to a single shippable safetensors file.
+
+A weights file holds the EMA weights as float32 tensors and the network's
+configuration as JSON in the safetensors metadata (``"segmenter"``); a run
+folder's latest checkpoint loads the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from embodied.perception.learned.model import SegmenterConfig, SegNet
+from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+
+
+def _from_run(run: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
+    from embodied.perception.learned.train import run_config
+
+    config = run_config(run)
+    ckpt = latest_checkpoint(run)
+    if ckpt is None:
+        raise CheckpointError(run, "has no checkpoint yet")
+    _, parts = load_checkpoint(ckpt, ("ema",))
+    return config, parts["ema"]["shadow"]
+
+
+def _from_file(path: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(path, f"is not a readable safetensors file ({exc})") from None
+    if "segmenter" not in meta:
+        raise CheckpointError(path, "has no 'segmenter' configuration in its metadata: not segmenter weights")
+    return SegmenterConfig.from_json(json.loads(meta["segmenter"])), tensors
+
+
+def load_segmenter(source: str | Path) -> SegNet:
+    """A SegNet in eval mode from a run folder (its latest EMA weights) or an exported weights file."""
+    path = Path(source)
+    if not path.exists():
+        raise CheckpointError(path, "does not exist (a segmenter run folder or a .safetensors weights file)")
+    config, state = _from_run(path) if path.is_dir() else _from_file(path)
+    net = SegNet(config)
+    try:
+        net.load_state_dict(state)
+    except (RuntimeError, KeyError) as exc:
+        raise CheckpointError(path, f"does not fit the segmenter it describes ({exc})") from None
+    return net.eval()
+
+
+def export_weights(run: str | Path, path: str | Path) -> dict:
+    """Write ``run``'s latest EMA weights as one safetensors file (atomically); returns its size."""
+    config, state = _from_run(Path(run))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tensors = {k: v.float().contiguous() if v.dtype.is_floating_point else v.contiguous() for k, v in state.items()}
+    save_file(tensors, str(tmp), metadata={"segmenter": json.dumps(config.to_json())})
+    tmp.replace(path)
+    return {"path": str(path), "bytes": path.stat().st_size}
