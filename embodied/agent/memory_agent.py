@@ -124,14 +124,19 @@ class MemoryAgent:
         self._idle = None
         self.decisions = DecisionLog(labeller=getattr(self.decider, "labeller", "agent")) \
             if cfg.record_decisions else None
+        self._segments: dict = {}  # this step's masks per camera (Perceiver.segment)
         self._ask = False  # a decision is due: the goal changed or a call ended
         self._decided = 0  # decisions taken for the current goal (a decider's budget)
         if self.decider is not None:
             self.decider.reset()
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
+        if self.perceive.config.mode != "masks":
+            # Without the renderer's privilege, its masks are not even looked at.
+            obs = {k: v for k, v in obs.items() if not k.startswith("segmentation/")}
         if self._action_dim is None:
             self._embody(obs)
+        self._segments = self.perceive.segment(obs)  # per camera (ids, labels): rendered or learned
         obs = self._localise(obs)
         if self.config.blank_observe and int(obs["goal"]["phase"]) == 0:
             obs = _blank(obs)
@@ -180,8 +185,6 @@ class MemoryAgent:
             self._idle[4] = 1.0  # gripper open
         if not arm and f"depth/{HEAD_CAMERA}" in obs:
             self.freespace = FreeSpaceMap()
-            # Movable things are left out of the map (a carried object must not leave a trail of walls).
-            self._movable = np.array(sorted(i for i, c in self.labels.items() if kind_of(c) in ("object", "container")))
             if self.config.localise is not None:
                 self.localiser = DepthLocaliser(self.config.localise)
         # The scripted skills for this body; skills given to the agent (learned heads) replace them.
@@ -211,12 +214,20 @@ class MemoryAgent:
             return obs
         if int(obs["goal"]["phase"]) == RECALL and self._phase != RECALL:
             self.localiser.reanchor()  # the env re-zeroes odometry on the dock as recall starts
-        seg = obs.get(f"segmentation/{HEAD_CAMERA}")
         key = f"extrinsics/{HEAD_CAMERA}"
         out = dict(obs)
         out[key] = self.localiser.correct(obs[f"depth/{HEAD_CAMERA}"], obs[f"intrinsics/{HEAD_CAMERA}"], obs[key],
-                                          self.t, None if seg is None else np.isin(seg, self._movable))
+                                          self.t, self._movable_mask())
         return out
+
+    def _movable_mask(self) -> np.ndarray | None:
+        """(H,W) bool: the head camera's pixels of movable things (objects, containers), from this step's
+        masks; None without masks (geometric mode). Movable things are left out of the free-space map and
+        the localiser's scan (a carried object must not leave a trail of walls)."""
+        if HEAD_CAMERA not in self._segments:
+            return None
+        seg, labels = self._segments[HEAD_CAMERA]
+        return np.isin(seg, [i for i, c in labels.items() if kind_of(c) in ("object", "container")])
 
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
@@ -230,12 +241,10 @@ class MemoryAgent:
                     self.skills["navigate"] = NavigateSkill(self.freespace)
                 self._lend_map()
         self._phase = phase
-        self.memory.update(self.perceive(obs, self.t))
+        self.memory.update(self.perceive(obs, self.t, self._segments))
         self.memory.hear(self.t, obs["goal"]["text"])
         if self.freespace is not None:
-            seg = obs.get(f"segmentation/{HEAD_CAMERA}")
-            ignore = None if seg is None else np.isin(seg, self._movable)
-            integrate_observation(self.freespace, obs, ignore)
+            integrate_observation(self.freespace, obs, self._movable_mask())
             if self.config.rooms_every and self.t % self.config.rooms_every == 0:
                 self.memory.update_rooms(self.freespace)
         self.t += 1

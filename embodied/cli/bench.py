@@ -66,3 +66,18 @@ def env(args: argparse.Namespace) -> list[dict] | None:
                 flush=True,
             )
     return rows if args.json else None
+
+
+def perception(args: argparse.Namespace) -> list[dict] | None:
+    from embodied.eval.perception_bench import MODES, bench_perception
+
+    rows = bench_perception(tuple(args.task or ("ShellGame-v0", "ObjectRevisit-v0")), args.frames,
+                            modes=tuple(args.mode or MODES))
+    if args.json:
+        return rows
+    print(f"{'task':18s} {'mode':10s} {'ms/camera':>10s} {'segment':>8s}  objects")
+    for r in rows:
+        ms = "-" if r["ms_per_camera"] is None else f"{r['ms_per_camera']:.2f}"
+        seg = "" if r.get("segment_ms") is None else f"{r['segment_ms']:.2f}"
+        print(f"{r['task']:18s} {r['mode']:10s} {ms:>10s} {seg:>8s}  {r.get('objects_last_frame', r.get('note', ''))}")
+    return None

@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> dict | None:
         policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder, rider) if p is not None]
         if policies:
             hooks["on_policy"] = lambda policy: [p.set_policy(policy) for p in policies]
-        results = run_episodes(env, args.policy, seeds, video=video, head=getattr(args, "head", None), **hooks)
+        results = run_episodes(env, args.policy, seeds, video=video, head=getattr(args, "head", None),
+                               perception=getattr(args, "perception", None), **hooks)
     finally:
         # Also on Ctrl-C: the video gets the frames so far, the recording its last state.
         if recorder is not None:

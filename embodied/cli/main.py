@@ -9,7 +9,7 @@
     embodied bench memory [--task NAME] [--json]
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
-    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|geometric] [--json]
+    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric] [--json]
     embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--json]
     embodied benchmark [--policy P ...] [--preset easy|medium|hard|extreme ...] [--suite S] [--episodes N]
                        [--out DIR] [--json]   (see embodied/eval/benchmark.py)
@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=int, help="camera size (px) for perception; default 96 for --record/--overlay "
                    "riders, the task's own (128) for the agent")
     p.add_argument("--render-every", type=int, default=1, help="perceive every K-th step (--record/--overlay)")
+    p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
+                   help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)
 
@@ -96,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, default=600)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench.env)
+    b = bench_sub.add_parser("perception", help="ms per camera frame of masks, learned and geometric perception")
+    b.add_argument("--task", action="append", help="task (repeatable; default: ShellGame-v0 and ObjectRevisit-v0)")
+    b.add_argument("--frames", type=int, default=40)
+    b.add_argument("--mode", action="append", choices=["masks", "learned", "geometric"], help="default: all three")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=bench.perception)
     b = bench_sub.add_parser("memory", help="perception + memory update cost, query latency, snapshots, size")
     b.add_argument("--task", default="PutBlockBack-v0", help="task whose expert episode feeds the update benchmark")
     b.add_argument("--frames", type=int, default=200)
@@ -132,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", action="append", help="task to evaluate (repeatable; default: all)")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mode", choices=["masks", "geometric"], default="masks", help="detector")
+    p.add_argument("--mode", choices=["masks", "learned", "geometric"], default="masks",
+                   help="detector: the renderer's masks, the learned segmenter (shipped weights) or geometry")
     p.add_argument("--image-size", type=int, default=96)
     p.add_argument("--render-every", type=int, default=1)
     p.add_argument("--depth-noise", type=float, default=0.0, help="depth noise std, metres")

@@ -47,7 +47,7 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
     """One expert episode's kept frames (arrays as in the frames format) and their JSON sidecar."""
     import gymnasium as gym
 
-    from embodied.experts.motion import make_expert
+    from embodied.experts import make_expert
     from embodied.tasks import get_task
 
     entry = get_task(task)

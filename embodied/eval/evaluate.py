@@ -99,13 +99,20 @@ def run_episode(
         while True:
             if t % render_every == 0:
                 t0 = time.perf_counter()
-                frame = perceive(obs, t)
+                segments = perceive.segment(obs) if perceive.config.mode == "learned" else None
+                frame = perceive(obs, t, segments)
                 t1 = time.perf_counter()
                 memory.update(frame)
                 memory.hear(t, obs["goal"]["text"])
                 t2 = time.perf_counter()
                 if freespace is not None:
-                    integrate_observation(freespace, obs, np.isin(obs[f"segmentation/{HEAD}"], movable))
+                    if segments is not None:  # learned mode: the predicted masks, not the renderer's
+                        seg, seg_labels = segments[HEAD]
+                        moving = np.isin(seg, [i for i, c in seg_labels.items()
+                                               if kind_of(c) in ("object", "container")])
+                    else:
+                        moving = np.isin(obs[f"segmentation/{HEAD}"], movable)
+                    integrate_observation(freespace, obs, moving)
                 p_ms.append((t1 - t0) * 1e3)
                 u_ms.append((t2 - t1) * 1e3)
                 if recorder is not None and (len(p_ms) % accuracy_every == 0):
@@ -187,7 +194,7 @@ def eval_memory(
             config = PerceptionConfig(
                 mode=mode, shuffle_ids=shuffle_ids and mode == "masks", seed=seed + k, **(perception or {})
             )
-            mem_cfg = MemoryConfig(strict_class=mode == "masks")
+            mem_cfg = MemoryConfig(strict_class=mode != "geometric")  # learned classes share the masks vocabulary
             reports.append(
                 run_episode(
                     entry.name,

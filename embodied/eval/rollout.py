@@ -44,12 +44,20 @@ class EpisodeResult:
         return asdict(self)
 
 
-def make_agent(env: gym.Env, seed: int | None = None, head: str | None = None, **knobs) -> MemoryAgent:
+def perception_config(mode: str | None, seed: int | None) -> PerceptionConfig:
+    """The agent's perception: ``mode`` masks (default; instance ids shuffled every frame), learned (the
+    shipped segmenter on RGB-D, no masks) or geometric (no masks)."""
+    mode = mode or "masks"
+    return PerceptionConfig(mode=mode, shuffle_ids=mode == "masks", seed=int(seed or 0))
+
+
+def make_agent(env: gym.Env, seed: int | None = None, head: str | None = None, perception: str | None = None,
+               **knobs) -> MemoryAgent:
     """The memory agent for ``env``'s task. It gets the detector's vocabulary (instance id -> class),
     nothing else of the simulator; perception is seeded per episode (shuffled instance ids).
     ``head`` ("diffusion:RUN" / "act:RUN") runs the skills that trained run learned in place of the
     scripted ones."""
-    config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), **knobs)
+    config = AgentConfig(perception=perception_config(perception, seed), **knobs)
     return MemoryAgent(env.unwrapped.labels, config, skills=learned_skills(head) if head else None)
 
 
@@ -106,7 +114,7 @@ def learned_policy(run: str):
 
 
 def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | None = None,
-                 relabel_mix: float | None = None) -> MemoryAgent:
+                 relabel_mix: float | None = None, perception: str | None = None) -> MemoryAgent:
     """``spec`` "learned:RUN[:wiped]": the agent's perception and memory, the learned policy deciding every
     call, and the shipped learned skill heads for this robot executing them (``head``: another head spec;
     "none": the scripted skills). Retries are the policy's own: no aim correction.
@@ -125,7 +133,7 @@ def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | N
         head = head_for(env, [agent_spec(short) for short in shipped_heads()])
     elif head == "none":
         head = None
-    config = AgentConfig(perception=PerceptionConfig(shuffle_ids=True, seed=int(seed or 0)), aim=None,
+    config = AgentConfig(perception=perception_config(perception, seed), aim=None,
                          record_decisions=relabel_mix is not None, **LEARNED_VARIANTS[variant])
     decider = LearnedDecider(learned_policy(run))
     if relabel_mix is not None:
@@ -134,15 +142,19 @@ def make_learned(env: gym.Env, spec: str, seed: int | None = None, head: str | N
                        decider=decider)
 
 
-def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None):
+def make_policy(name: str, env: gym.Env, seed: int | None = None, head: str | None = None,
+                perception: str | None = None):
+    """``perception``: the agent's detector (masks, learned, geometric); only agent policies perceive."""
+    if perception not in (None, "masks") and not (name.startswith("learned:") or name in AGENT_VARIANTS):
+        raise ValueError(f"--perception {perception} changes the agent's detector: not with policy {name!r}")
     if name.startswith(PREFIX):  # import:MODULE:FACTORY, a policy of the user's own
         if head:
             raise ValueError(f"--head runs learned skills inside the agent: not with {name!r}")
         return external_policy(name, env, seed)
     if name.startswith("learned:"):
-        return make_learned(env, name, seed, head)
+        return make_learned(env, name, seed, head, perception=perception)
     if name in AGENT_VARIANTS:
-        return make_agent(env, seed, head, **AGENT_VARIANTS[name])
+        return make_agent(env, seed, head, perception, **AGENT_VARIANTS[name])
     if head:
         raise ValueError(f"--head runs learned skills inside the agent: use --policy agent, not {name!r}")
     if name == "expert":
@@ -196,6 +208,7 @@ def run_episodes(
     on_end: Callable[[EpisodeResult], None] | None = None,
     on_policy: Callable[[object], None] | None = None,
     head: str | None = None,
+    perception: str | None = None,
 ) -> list[EpisodeResult]:
     """Run one episode per seed.
 
@@ -209,7 +222,7 @@ def run_episodes(
     results: list[EpisodeResult] = []
     bar = tqdm(seeds, desc=env.spec.id if env.spec else "episodes", disable=not progress, leave=False)
     for seed in bar:
-        policy = make_policy(policy_name, env, seed, head)
+        policy = make_policy(policy_name, env, seed, head, perception)
         if head:
             _seed_sampling(seed)
         if on_policy is not None:

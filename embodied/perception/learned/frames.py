@@ -64,12 +64,14 @@ class FrameWriter:
     def __init__(self, root: str | Path, image_size: int):
         self.root = Path(root)
         if self.root.exists() and any(self.root.iterdir()) and not (self.root / "meta.json").exists():
-            raise FramesError(self.root, "holds other files and no meta.json: pick an empty or new folder")
+            raise FramesError(
+                self.root, "holds other files and no meta.json: pick an empty or new folder")
         self.root.mkdir(parents=True, exist_ok=True)
         if (self.root / "meta.json").exists():
             self.meta = read_meta(self.root)
             if self.meta["image_size"] != image_size:
-                raise FramesError(self.root / "meta.json", f"has image_size {self.meta['image_size']}, not {image_size}")
+                raise FramesError(self.root / "meta.json",
+                                  f"has image_size {self.meta['image_size']}, not {image_size}")
         else:
             self.meta = {"format": FORMAT, "version": VERSION, "image_size": image_size, "episodes": [], "classes": []}
         for stale in self.root.glob(".*.tmp"):  # left by a killed run

@@ -21,10 +21,23 @@ SHIPPED = Path(__file__).with_name("shipped") / "segmenter.safetensors"
 STUFF = ("floor", "wall", "table")  # one instance per class, as the renderer's masks give them
 
 
+_LOADED: dict[str, object] = {}
+
+
+def shared_net(source: Path):
+    """The network of ``source``, loaded once per process (each episode's perceiver shares it; it is
+    only read)."""
+    key = str(source.resolve())
+    if key not in _LOADED:
+        _LOADED[key] = load_segmenter(source)
+    return _LOADED[key]
+
+
 class LearnedSegmenter:
-    def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = None):
+    def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1):
+        """``threads``: torch threads while segmenting (1: the speed target's budget; None: torch's)."""
         self.source = Path(source) if source else SHIPPED
-        self.net = load_segmenter(self.source)
+        self.net = shared_net(self.source)
         self.classes = self.net.config.classes
         self.centre_threshold = centre_threshold
         self.threads = threads
@@ -33,7 +46,8 @@ class LearnedSegmenter:
         if rgb.ndim != 3 or rgb.shape[2] != 3 or depth.shape != rgb.shape[:2]:
             raise ValueError(f"rgb must be (H,W,3) and depth (H,W); got {rgb.shape} and {depth.shape}")
         previous = torch.get_num_threads()
-        if self.threads:
+        switch = bool(self.threads) and self.threads != previous
+        if switch:
             torch.set_num_threads(self.threads)
         try:
             with torch.inference_mode():
@@ -42,5 +56,5 @@ class LearnedSegmenter:
                 return group_instances(out["semantic"][0], out["centre"][0], out["offset"][0], self.classes, STUFF,
                                        self.centre_threshold)
         finally:
-            if self.threads:
+            if switch:
                 torch.set_num_threads(previous)

@@ -67,8 +67,9 @@ def make_batch(frames, idx: np.ndarray, config: SegmenterConfig, rng: np.random.
         rgb[flip], depth[flip] = rgb[flip, :, ::-1], depth[flip, :, ::-1]
         inst[flip], sem[flip] = inst[flip, :, ::-1], sem[flip, :, ::-1]
         if jitter > 0:
-            gain = 1 + rng.uniform(-jitter, jitter, (len(idx), 1, 1, 1)) + rng.uniform(-jitter, jitter, (len(idx), 1, 1, 3)) / 3
-            rgb = rgb * gain
+            brightness = rng.uniform(-jitter, jitter, (len(idx), 1, 1, 1))
+            tint = rng.uniform(-jitter, jitter, (len(idx), 1, 1, 3)) / 3
+            rgb = rgb * (1 + brightness + tint)
     heat, offset, weight = zip(*(instance_targets(i, config.centre_sigma, config.small_pixels, config.small_weight)
                                  for i in inst))
     return {

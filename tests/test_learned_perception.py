@@ -1,0 +1,127 @@
+"""The learned segmenter: frames on disk, target decoding, training, weights files, learned perception."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from embodied.data.seg_frames import FrameJob, make_frames
+from embodied.perception.learned import FramesError, load_frames, load_segmenter
+from embodied.perception.learned.decode import group_instances
+from embodied.perception.learned.segmenter import STUFF
+from embodied.perception.learned.targets import instance_targets
+from embodied.perception.learned.train import SegTrainConfig, train_segmenter
+from embodied.perception.learned.weights import export_weights
+from policies.checkpoint import CheckpointError
+
+
+@pytest.fixture(scope="module")
+def frames_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("frames")
+    make_frames(FrameJob(out=str(out), episodes=2, tasks=("ShellGame-v0", "ObjectRevisit-v0"), every=40,
+                         max_frames=3), progress=False)
+    return out
+
+
+def test_frames_round_trip_and_resume(frames_dir):
+    meta = json.loads((frames_dir / "meta.json").read_text())
+    assert meta["episodes"] == ["ep-00000", "ep-00001"]
+    assert {"cup", "ball", "floor", "wall"} <= set(meta["classes"])
+    frames = load_frames(frames_dir)
+    n = len(frames)
+    assert 4 <= n <= 9 and frames.rgb.shape == (n, 128, 128, 3) and frames.depth.dtype == np.float16
+    shell = [f for f in frames.frames if f["task"] == "ShellGame-v0"]
+    revisit = [f for f in frames.frames if f["task"] == "ObjectRevisit-v0"]
+    # at most 3 kept steps per episode, every camera at each, on multiples of `every`
+    assert [f["camera"] for f in shell] == ["scene", "wrist"] * (len(shell) // 2) and len(shell) <= 6
+    assert {f["camera"] for f in revisit} == {"head"} and 1 <= len(revisit) <= 3
+    assert all(f["step"] % 40 == 0 for f in frames.frames)
+    cups = frames.semantic == 1 + frames.classes.index("cup")
+    assert cups.any(), "no cup pixel labelled in ShellGame frames"
+    # every labelled pixel's class is its instance's class from the sidecar
+    i = 0
+    labels = frames.labels(i)
+    for inst in np.unique(frames.instance[i]):
+        if inst > 0:
+            cls = set(frames.semantic[i][frames.instance[i] == inst].tolist())
+            assert cls == {1 + frames.classes.index(labels[int(inst)])}
+    # resuming adds episodes after the last finished one, leaving those alone
+    before = (frames_dir / "ep-00000.safetensors").stat().st_mtime_ns
+    result = make_frames(FrameJob(out=str(frames_dir), episodes=3, tasks=("ShellGame-v0", "ObjectRevisit-v0"),
+                                  every=40, max_frames=1), progress=False)
+    assert result["episodes"] == 3 and (frames_dir / "ep-00002.json").exists()
+    assert (frames_dir / "ep-00000.safetensors").stat().st_mtime_ns == before
+
+
+def test_frames_errors_name_the_file(tmp_path, frames_dir):
+    with pytest.raises(FramesError, match="no meta.json"):
+        load_frames(tmp_path)
+    (tmp_path / "other.txt").write_text("x")
+    with pytest.raises(FramesError, match="other files"):
+        make_frames(FrameJob(out=str(tmp_path), episodes=1), progress=False)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "meta.json").write_text((frames_dir / "meta.json").read_text())
+    (bad / "ep-00000.safetensors").write_bytes(b"garbage")
+    (bad / "ep-00000.json").write_text("{}")
+    with pytest.raises(FramesError, match="ep-00000.safetensors"):
+        load_frames(bad)
+
+
+def test_perfect_outputs_decode_to_the_true_instances(frames_dir):
+    """The grouping step alone: fed the targets it is trained on, it gives back the renderer's masks."""
+    frames = load_frames(frames_dir)
+    for i in range(len(frames)):
+        inst = frames.instance[i].astype(np.int64)
+        heat, offset, _ = instance_targets(inst, 2.0, 200, 4.0)
+        logits = torch.nn.functional.one_hot(torch.from_numpy(frames.semantic[i].astype(np.int64)),
+                                             len(frames.classes) + 1).permute(2, 0, 1).float()
+        ids, labels = group_instances(logits, torch.from_numpy(heat)[None], torch.from_numpy(offset),
+                                      frames.classes, STUFF)
+        truth = frames.labels(i)
+        for t in np.unique(inst):
+            if t == 0 or (inst == t).sum() < 20:
+                continue
+            pred = np.bincount(ids[inst == t]).argmax()
+            iou = ((ids == pred) & (inst == t)).sum() / ((ids == pred) | (inst == t)).sum()
+            assert labels[int(pred)] == truth[int(t)]
+            if truth[int(t)] not in STUFF:
+                assert iou > 0.97, f"frame {i}: {truth[int(t)]} decoded with IoU {iou:.2f}"
+
+
+def test_tiny_train_overfits_then_round_trips(tmp_path):
+    data = tmp_path / "frames"
+    make_frames(FrameJob(out=str(data), episodes=1, tasks=("ShellGame-v0",), every=40, max_frames=1), progress=False)
+    frames = load_frames(data)  # one step: the scene and the wrist camera
+    run = tmp_path / "run"
+    cfg = SegTrainConfig(data=[str(data)], out=str(run), steps=300, batch_size=2, lr=1e-2, checkpoint_every=150,
+                         warmup_steps=10, progress=False, jitter=0.0, flip=False,
+                         model={"widths": [8, 16, 16, 16], "decoder": 16, "skip": 8})
+    result = train_segmenter(cfg)
+    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert rows[-1]["semantic_ce"] < 0.2 * rows[0]["semantic_ce"]
+    assert result["final_loss"] < 0.2 * result["first_loss"]
+    net = load_segmenter(run)
+    rgb, depth = torch.from_numpy(frames.rgb), torch.from_numpy(frames.depth.astype(np.float32))
+    pixels_right = (net.predict(rgb, depth)["semantic"].argmax(1).numpy() == frames.semantic).mean()
+    assert pixels_right > 0.9, f"the net does not fit its two training frames: {pixels_right:.2f} of pixels right"
+    # a run refuses to restart over itself without --resume
+    with pytest.raises(ValueError, match="--resume"):
+        train_segmenter(cfg)
+    # exported weights compute what the run's EMA computes
+    out = export_weights(run, tmp_path / "seg.safetensors")
+    assert out["bytes"] < 10e6
+    exported = load_segmenter(tmp_path / "seg.safetensors")
+    assert torch.equal(net.predict(rgb, depth)["semantic"], exported.predict(rgb, depth)["semantic"])
+
+
+def test_corrupt_weights_error_names_the_file(tmp_path):
+    bad = tmp_path / "seg.safetensors"
+    bad.write_bytes(b"\x00" * 64)
+    with pytest.raises(CheckpointError, match="seg.safetensors"):
+        load_segmenter(bad)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_segmenter(tmp_path / "missing.safetensors")
