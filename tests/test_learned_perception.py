@@ -77,10 +77,7 @@ def test_perfect_outputs_decode_to_the_true_instances(frames_dir):
     for i in range(len(frames)):
         inst = frames.instance[i].astype(np.int64)
         heat, offset, _ = instance_targets(inst, 2.0, 200, 4.0)
-        logits = torch.nn.functional.one_hot(torch.from_numpy(frames.semantic[i].astype(np.int64)),
-                                             len(frames.classes) + 1).permute(2, 0, 1).float()
-        ids, labels = group_instances(logits, torch.from_numpy(heat)[None], torch.from_numpy(offset),
-                                      frames.classes, STUFF)
+        ids, labels = group_instances(frames.semantic[i].astype(np.int64), heat, offset, frames.classes, STUFF)
         truth = frames.labels(i)
         for t in np.unique(inst):
             if t == 0 or (inst == t).sum() < 20:
@@ -116,6 +113,10 @@ def test_tiny_train_overfits_then_round_trips(tmp_path):
     assert out["bytes"] < 10e6
     exported = load_segmenter(tmp_path / "seg.safetensors")
     assert torch.equal(net.predict(rgb, depth)["semantic"], exported.predict(rgb, depth)["semantic"])
+    # the run-time path (pixel-major class logits) labels pixels as the training path does
+    sem, _, _ = exported.maps(frames.rgb[0], frames.depth[0].astype(np.float32))
+    same = (sem == net.predict(rgb, depth)["semantic"][0].argmax(0).numpy()).mean()
+    assert same > 0.999, f"maps() and predict() disagree on {1 - same:.3%} of pixels"
 
 
 def test_corrupt_weights_error_names_the_file(tmp_path):

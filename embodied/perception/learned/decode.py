@@ -3,58 +3,58 @@
 Thing pixels vote for a centre (pixel + offset) and join the nearest detected
 centre peak; each instance takes the majority class of its pixels. Stuff
 classes (floor, walls, the table) are one instance per class, as the
-renderer's masks give them.
+renderer's masks give them. Numpy only: a frame groups in well under a
+millisecond.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn.functional as F
+
+PEAK_WINDOW = 5  # px: a centre is the maximum of the heat within this window
 
 
-def group_instances(semantic: torch.Tensor, centre: torch.Tensor, offset: torch.Tensor, classes: tuple[str, ...],
+def centre_peaks(heat: np.ndarray, threshold: float, max_instances: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of local maxima of ``heat`` (H,W) above ``threshold``, strongest first."""
+    r = PEAK_WINDOW // 2
+    h, w = heat.shape
+    padded = np.pad(heat, r, constant_values=-1.0)
+    local = np.maximum.reduce([padded[dy:dy + h, dx:dx + w] for dy in range(2 * r + 1) for dx in range(2 * r + 1)])
+    py, px = np.nonzero((heat >= local) & (heat > threshold))
+    order = np.argsort(-heat[py, px], kind="stable")[:max_instances]
+    return py[order], px[order]
+
+
+def group_instances(sem: np.ndarray, heat: np.ndarray, offset: np.ndarray, classes: tuple[str, ...],
                     stuff: tuple[str, ...], threshold: float = 0.1, max_instances: int = 64
                     ) -> tuple[np.ndarray, dict[int, str]]:
-    """One frame: semantic (C+1,H,W) logits, centre (1,H,W), offset (2,H,W) px ->
-    (instance ids (H,W) int32, 0 = background; {id: class})."""
-    _, h, w = semantic.shape
-    sem = semantic.argmax(0)
-    out = torch.zeros((h, w), dtype=torch.int32)
+    """One frame: class per pixel (H,W) (0 = background, k = classes[k-1]), centre heat (H,W), offsets
+    (2,H,W) px -> (instance ids (H,W) int32, 0 = background; {id: class})."""
+    n_classes = len(classes) + 1
+    is_stuff = np.zeros(n_classes, bool)
+    is_stuff[[k + 1 for k, c in enumerate(classes) if c in stuff]] = True
+    present = np.bincount(sem.ravel(), minlength=n_classes) > 0
+    lut = np.zeros(n_classes, np.int32)
     labels: dict[int, str] = {}
-    stuff_ids = [k + 1 for k, c in enumerate(classes) if c in stuff]
-    next_id = 1
-    for k in stuff_ids:
-        mask = sem == k
-        if bool(mask.any()):
-            out[mask] = next_id
-            labels[next_id] = classes[k - 1]
-            next_id += 1
-    thing = sem > 0
-    for k in stuff_ids:
-        thing &= sem != k
-    if not bool(thing.any()):
-        return out.numpy(), labels
-    heat = centre[0]
-    peaks = (heat == F.max_pool2d(heat[None, None], 5, 1, 2)[0, 0]) & (heat > threshold)
-    py, px = torch.nonzero(peaks, as_tuple=True)
+    for k in np.flatnonzero(is_stuff & present):
+        lut[k] = len(labels) + 1
+        labels[len(labels) + 1] = classes[k - 1]
+    out = lut[sem]
+    thing = (sem > 0) & ~is_stuff[sem]
+    if not thing.any():
+        return out, labels
+    py, px = centre_peaks(heat, threshold, max_instances)
     if len(py) == 0:
-        return out.numpy(), labels
-    if len(py) > max_instances:
-        top = heat[py, px].topk(max_instances).indices
-        py, px = py[top], px[top]
-    ty, tx = torch.nonzero(thing, as_tuple=True)
+        return out, labels
+    ty, tx = np.nonzero(thing)
     vy, vx = ty + offset[0, ty, tx], tx + offset[1, ty, tx]
-    d = (vy[:, None] - py[None].float()) ** 2 + (vx[:, None] - px[None].float()) ** 2
-    nearest = d.argmin(1)
-    n_classes = semantic.shape[0]
-    votes = torch.zeros((len(py), n_classes), dtype=torch.int64)
-    votes.index_put_((nearest, sem[ty, tx]), torch.ones_like(nearest), accumulate=True)
-    majority = votes.argmax(1)
-    ids = torch.full((len(py),), 0, dtype=torch.int32)
-    for j in torch.nonzero(votes.sum(1) > 0).flatten().tolist():
-        ids[j] = next_id
-        labels[next_id] = classes[int(majority[j]) - 1]
-        next_id += 1
+    nearest = ((vy[:, None] - py[None]) ** 2 + (vx[:, None] - px[None]) ** 2).argmin(1)
+    votes = np.bincount(nearest * n_classes + sem[ty, tx], minlength=len(py) * n_classes).reshape(len(py), n_classes)
+    used = np.flatnonzero(votes.sum(1) > 0)
+    ids = np.zeros(len(py), np.int32)
+    first = len(labels) + 1
+    ids[used] = np.arange(first, first + len(used), dtype=np.int32)
+    for j, k in zip(used.tolist(), votes[used].argmax(1).tolist()):
+        labels[int(ids[j])] = classes[k - 1]
     out[ty, tx] = ids[nearest]
-    return out.numpy(), labels
+    return out, labels

@@ -1,10 +1,11 @@
 """A small RGB-D segmenter: semantic classes plus instance centres and offsets.
 
-    net = SegNet(SegmenterConfig())
-    out = net.predict(rgb, depth)      # rgb (B,H,W,3) uint8, depth (B,H,W) float32 m
+    net = SegNet(SegmenterConfig(classes=(...)))
+    out = net.predict(rgb, depth)      # rgb (B,H,W,3) uint8, depth (B,H,W) float32 m (torch tensors)
     out["semantic"]  (B,C+1,H,W) logits, 0 = background
     out["centre"]    (B,1,H,W) instance-centre heat in [0,1]
     out["offset"]    (B,2,H,W) pixels (dy, dx) from each pixel to its instance's centre
+    sem, centre, offset = net.maps(rgb, depth)   # one frame, numpy in and out (the run-time path)
 
 Instances follow Panoptic-DeepLab's bottom-up recipe (a centre heatmap and a
 per-pixel vote for a centre), which needs no anchors and no proposals and so
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -94,7 +96,8 @@ class SegNet(nn.Module):
         z = (depth.float().nan_to_num(0.0).clamp(0.0, 3 * DEPTH_SCALE) / DEPTH_SCALE).unsqueeze(1)
         return torch.cat([x, z], 1)
 
-    def forward_features(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """(B,skip,H,W) full-resolution features of the network input."""
         e1 = self.stem(x)
         e2 = self.down2(e1)
         e3 = self.down3(e2)
@@ -103,7 +106,10 @@ class SegNet(nn.Module):
         f = self.fuse3(self.lat3(e3) + up(self.top(e4), e3))
         f = self.fuse2(self.lat2(e2) + up(f, e2))
         f = self.fuse1(self.lat1(e1) + up(self.squeeze(f), e1))
-        f = self.head(F.interpolate(f, size=x.shape[-2:], mode="nearest") + self.full(x))
+        return self.head(F.interpolate(f, size=x.shape[-2:], mode="nearest") + self.full(x))
+
+    def forward_features(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        f = self.trunk(x)
         return {
             "semantic": self.semantic(f),
             "centre": torch.sigmoid(self.centre(f)),
@@ -113,6 +119,18 @@ class SegNet(nn.Module):
     @torch.no_grad()
     def predict(self, rgb: torch.Tensor, depth: torch.Tensor) -> dict[str, torch.Tensor]:
         return self.forward_features(self.inputs(rgb, depth))
+
+    @torch.inference_mode()
+    def maps(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One frame at run time: class per pixel (H,W) int64 (0 = background), centre heat (H,W) and
+        offsets (2,H,W) px. The class logits are taken pixel-major (a matrix product on channels-last
+        features), where the argmax over classes is a contiguous scan: a third of the channel-major cost."""
+        f = self.trunk(self.inputs(torch.from_numpy(rgb)[None], torch.from_numpy(depth)[None]))
+        h, w = f.shape[-2:]
+        pixels = f[0].permute(1, 2, 0).reshape(h * w, -1)
+        logits = torch.addmm(self.semantic.bias, pixels, self.semantic.weight.flatten(1).t())
+        sem = logits.numpy().argmax(1).reshape(h, w)
+        return sem, torch.sigmoid(self.centre(f))[0, 0].numpy(), (self.offset(f)[0] * OFFSET_SCALE).numpy()
 
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Training loss of a batch: rgb, depth, semantic (B,H,W) long, centre (B,H,W), offset (B,2,H,W),

@@ -50,11 +50,8 @@ class LearnedSegmenter:
         if switch:
             torch.set_num_threads(self.threads)
         try:
-            with torch.inference_mode():
-                out = self.net.predict(torch.from_numpy(np.ascontiguousarray(rgb))[None],
-                                       torch.from_numpy(np.ascontiguousarray(depth, dtype=np.float32))[None])
-                return group_instances(out["semantic"][0], out["centre"][0], out["offset"][0], self.classes, STUFF,
-                                       self.centre_threshold)
+            sem, heat, offset = self.net.maps(np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32))
+            return group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
         finally:
             if switch:
                 torch.set_num_threads(previous)
