@@ -11,6 +11,7 @@ import gymnasium as gym
 from embodied.agent.record import Recorder, load_recording
 from embodied.agent.ride import MemoryRider
 from embodied.envs.base import options_from
+from embodied.envs.visual import check_visual
 from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
@@ -41,6 +42,7 @@ def tasks(args: argparse.Namespace) -> list[dict] | None:
 def run(args: argparse.Namespace) -> dict | None:
     entry = get_task(args.task)
     cls = entry.env_class()
+    visual = check_visual(args.option.pop("visual", "default"))  # the look of the scenery, not a task knob
     options = options_from(cls.Options, args.option, entry.name)  # validates before building the scene
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> dict | None:
         **_image_size(getattr(args, "image_size", None), agent),
         render_every=getattr(args, "render_every", 1),
         render_mode="rgb_array" if args.video else None,
+        visual=visual,
         **dataclasses.asdict(options),
     )
     seeds = range(args.seed, args.seed + args.episodes)

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--checkpoint-every", type=int, default=250)
     t.add_argument("--resume", action="store_true")
+    t.add_argument("--init-from", metavar="RUN|FILE", help="start from this segmenter's weights (and its config)")
+    t.add_argument("--balance", type=float, default=0.5,
+                   help="class weights (median frequency / frequency) ** BALANCE; 0: unweighted")
     t.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
                    help="SegmenterConfig field, e.g. widths=[16,32,48,64]")
     t.add_argument("--json", action="store_true")
@@ -88,7 +91,8 @@ def train(args) -> dict:
             raise ValueError(f"--model {key}: {value!r} is not JSON ({exc})") from None
     cfg = SegTrainConfig(data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          seed=args.seed, threads=args.threads, checkpoint_every=args.checkpoint_every,
-                         resume=args.resume, progress=not args.json, model=model)
+                         resume=args.resume, progress=not args.json, model=model, init_from=args.init_from,
+                         balance=args.balance)
     result = train_segmenter(cfg)
     if not args.json:
         print(f"{result['run']}: steps {result['start_step']}..{result['steps']}, loss {result['first_loss']:.3f} -> "

@@ -110,6 +110,7 @@ class NavigationEnv(MemoryTaskEnv):
     """Base of the navigation tasks; subclasses pick targets, cues and goals."""
 
     default_cameras: ClassVar[tuple[str, ...]] = ("head",)
+    scenery_classes: ClassVar[tuple[str, ...]] = ("floor", "wall", *sorted({prop for _, prop in FURNITURE}))
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
     control_dt = 0.1
     substeps = 10
@@ -181,6 +182,7 @@ class NavigationEnv(MemoryTaskEnv):
     # --- episode -------------------------------------------------------------
     def _reset_scene(self) -> None:
         apt = self.apartment
+        self.drive.recalibrate()
         self.sampler.apply(apt.doors, apt.furniture)
         for cls in self.active:
             for g in self.entity[cls].geom_ids:

@@ -33,6 +33,7 @@ from gymnasium import spaces
 
 from embodied.envs.cameras import CameraRig
 from embodied.envs.scene import Entity
+from embodied.envs.visual import VisualRandomizer, check_visual
 
 PHASES = ("observe", "delay", "recall")
 TEXT_CHARSET = string.ascii_letters + string.digits + " .,;:'-_()/#?!"
@@ -122,9 +123,11 @@ class MemoryTaskEnv(gym.Env):
         render_every: int = 1,
         images: bool = True,
         base_horizon: int | None = None,
+        visual: str = "default",
         **knobs: Any,
     ):
         self.options = options_from(self.Options, knobs, type(self).__name__)
+        self.visual = check_visual(visual)
         # The episode's step limit: the registered horizon at default knobs, plus whatever a longer
         # delay adds (a 10x delay must not eat the recall phase). None: no limit.
         self.horizon = None if base_horizon is None else int(base_horizon) + self.extra_steps()
@@ -147,6 +150,9 @@ class MemoryTaskEnv(gym.Env):
         self._video_rig: CameraRig | None = None
         self._video_geoms = instance_of_geom
         self.labels = {e.instance_id: e.cls for e in self.entities}
+        scenery = np.flatnonzero(np.isin(instance_of_geom, [0] + [e.instance_id for e in self.entities
+                                                                 if e.cls in self.scenery_classes]))
+        self._visual = VisualRandomizer(self.model, scenery, self.cameras)
         self.t = 0
         self._images: dict[str, np.ndarray] = {}
         self._setup()
@@ -155,6 +161,7 @@ class MemoryTaskEnv(gym.Env):
 
     # --- hooks for subclasses ------------------------------------------------
     default_cameras: ClassVar[tuple[str, ...]] = ()
+    scenery_classes: ClassVar[tuple[str, ...]] = ()  # entities visual="randomized" may recolour (not cues)
 
     def _build(self) -> tuple[mujoco.MjModel, list[Entity]]:
         raise NotImplementedError
@@ -241,6 +248,8 @@ class MemoryTaskEnv(gym.Env):
         self._sample_layout(np.random.default_rng(layout_seed))
         self.cue = self._sample_cue(np.random.default_rng(cue_seed)) if cue is None else cue
         mujoco.mj_resetData(self.model, self.data)
+        if self.visual == "randomized":  # its own generator: the layout and the cue do not change
+            self._visual.apply(np.random.default_rng([int(layout_seed), 1]))
         self._reset_scene()
         mujoco.mj_forward(self.model, self.data)
         self.t = 0

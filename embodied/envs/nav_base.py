@@ -91,9 +91,15 @@ class DriveBase:
         self.slip_wrap = [by_joint[model.joint(j).id] for j in ("base_x", "base_y")]
         self.wheel_qadr = [int(model.joint(j).qposadr[0]) for j in ("wheel_left", "wheel_right")]
         self.wheel_dadr = [int(model.joint(j).dofadr[0]) for j in ("wheel_left", "wheel_right")]
+        self._camera_ids = dict(camera_ids)
         self.mounts = self._camera_mounts(camera_ids)
         self.odometry = WheelOdometry()
         self.slip = 0.0  # m/s: the largest lateral (body y) speed over the last control step
+
+    def recalibrate(self) -> None:
+        """Read the camera mounts again (after ``visual="randomized"`` moved them: the robot knows its
+        own calibration)."""
+        self.mounts = self._camera_mounts(self._camera_ids)
 
     def _camera_mounts(self, camera_ids: dict[str, int]) -> dict[str, np.ndarray]:
         """(4,4) camera-to-base transform (OpenCV axes, m) of every camera fixed on the base."""

@@ -14,6 +14,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from embodied.envs.visual import add_textures
+
 SCENES_DIR = Path(__file__).resolve().parents[2] / "scenes"
 
 
@@ -58,6 +60,7 @@ class SceneBuilder:
     def __init__(self, base: str = "workcell"):
         self.base = base
         self.spec = mujoco.MjSpec.from_file(str(scene_path(base, f"{base}.xml")))
+        add_textures(self.spec)  # unused unless visual="randomized" puts them on the scenery
         self.entities: list[Entity] = []
 
     def add_entity(self, name: str, cls: str, root_body: str) -> Entity:

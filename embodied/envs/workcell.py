@@ -37,6 +37,7 @@ class WorkcellEnv(MemoryTaskEnv):
     """Base of the manipulation tasks. Subclasses add props in ``_add_props``."""
 
     default_cameras: ClassVar[tuple[str, ...]] = ("scene", "wrist")
+    scenery_classes: ClassVar[tuple[str, ...]] = ("table",)
 
     def __init__(self, *args, control_mode: str = "ee_delta", **kwargs):
         self.control = ControlConfig(mode=control_mode)

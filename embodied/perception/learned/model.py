@@ -39,6 +39,7 @@ class SegmenterConfig:
     offset_weight: float = 0.05
     small_weight: float = 4.0  # extra cross-entropy weight of pixels of small instances (< small_pixels)
     small_pixels: int = 200
+    class_weights: tuple[float, ...] = ()  # per semantic index (background first); () = all 1
     options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -46,18 +47,22 @@ class SegmenterConfig:
             raise ValueError("SegmenterConfig.classes is empty: the segmenter needs a vocabulary")
         if len(set(self.classes)) != len(self.classes):
             raise ValueError("SegmenterConfig.classes has duplicates")
+        if self.class_weights and len(self.class_weights) != len(self.classes) + 1:
+            raise ValueError(f"class_weights needs {len(self.classes) + 1} values (background first), "
+                             f"got {len(self.class_weights)}")
         if len(self.widths) != 4 or min(self.widths) < 4 or self.decoder < 4:
             raise ValueError("widths takes four channel counts >= 4, and decoder >= 4")
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d["classes"], d["widths"] = list(self.classes), list(self.widths)
+        d["classes"], d["widths"], d["class_weights"] = list(self.classes), list(self.widths), list(self.class_weights)
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> SegmenterConfig:
         d = dict(d)
         d["classes"], d["widths"] = tuple(d["classes"]), tuple(d["widths"])
+        d["class_weights"] = tuple(d.get("class_weights", ()))
         return cls(**d)
 
 
@@ -137,7 +142,8 @@ class SegNet(nn.Module):
         instance (B,H,W) (0 = background), weight (B,H,W) per-pixel cross-entropy weight."""
         cfg = self.config
         out = self.forward_features(self.inputs(batch["rgb"], batch["depth"]))
-        ce = F.cross_entropy(out["semantic"], batch["semantic"], reduction="none")
+        weights = torch.tensor(cfg.class_weights, dtype=torch.float32) if cfg.class_weights else None
+        ce = F.cross_entropy(out["semantic"], batch["semantic"], weight=weights, reduction="none")
         sem = (ce * batch["weight"]).sum() / batch["weight"].sum()
         centre = F.mse_loss(out["centre"][:, 0], batch["centre"])
         fg = (batch["instance"] > 0).unsqueeze(1).float()

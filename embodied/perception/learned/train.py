@@ -21,12 +21,10 @@ import torch
 from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.model import SegmenterConfig, SegNet
 from embodied.perception.learned.targets import instance_targets
-from policies.checkpoint import CheckpointError, read_json
+from embodied.perception.learned.weights import RUN_KIND, load_segmenter
+from policies.checkpoint import read_json
 from policies.ema import EMA
 from policies.loop import TrainConfig, check_resume, fit, restore, start_run
-
-RUN_KIND = "segmenter"
-
 
 @dataclass
 class SegTrainConfig:
@@ -45,6 +43,8 @@ class SegTrainConfig:
     progress: bool = True
     flip: bool = True  # mirror frames left-right at random
     jitter: float = 0.15  # brightness and per-channel gain jitter (fraction)
+    balance: float = 0.5  # class weights (median frequency / frequency) ** balance, in [0.25, 10]; 0 = none
+    init_from: str | None = None  # a segmenter run or weights file whose weights start this run
     model: dict[str, Any] = field(default_factory=dict)  # SegmenterConfig fields, e.g. {"widths": [16, 32, 48, 64]}
 
     def loop_config(self) -> TrainConfig:
@@ -83,6 +83,22 @@ def make_batch(frames, idx: np.ndarray, config: SegmenterConfig, rng: np.random.
     }
 
 
+def class_weights(frames, balance: float) -> list[float]:
+    """Cross-entropy weight per semantic index from the frames' pixel counts: rare classes (a bottle, a
+    button) weigh more than the floor and the walls."""
+    n = len(frames.classes) + 1
+    if balance <= 0:
+        return []
+    counts = np.zeros(n)
+    for i in range(0, len(frames), 256):
+        counts += np.bincount(frames.semantic[i:i + 256].ravel(), minlength=n)[:n]
+    freq = counts / counts.sum()
+    seen = freq > 0
+    w = np.ones(n)
+    w[seen] = np.clip((np.median(freq[seen]) / freq[seen]) ** balance, 0.25, 10.0)
+    return [round(float(x), 4) for x in w]
+
+
 def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
     """Train (or resume) a segmenter run; returns a summary."""
     if cfg.threads > 0:
@@ -95,10 +111,15 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
         net_cfg = SegmenterConfig.from_json(read_json(out / "config.json")["segmenter"])
         frames = load_frames(cfg.data, net_cfg.classes)
     else:
-        frames = load_frames(cfg.data)
-        net_cfg = SegmenterConfig(classes=frames.classes, **cfg.model)
+        source = load_segmenter(cfg.init_from) if cfg.init_from else None
+        frames = load_frames(cfg.data, source.config.classes if source else None)
+        base = dataclasses.asdict(source.config) if source else {"classes": frames.classes}
+        base.update(cfg.model)
+        net_cfg = SegmenterConfig.from_json({**base, "class_weights": class_weights(frames, cfg.balance)})
     torch.manual_seed(cfg.seed)
     model = SegNet(net_cfg)
+    if ckpt is None and cfg.init_from:
+        model.load_state_dict(source.state_dict())
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ema = EMA(model, max_decay=0.999)
     start = restore(ckpt, model, opt, ema)
@@ -117,11 +138,3 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
             "steps": cfg.steps, "first_loss": first, "final_loss": last,
             "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
             "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
-
-
-def run_config(run: str | Path) -> SegmenterConfig:
-    path = Path(run) / "config.json"
-    saved = read_json(path)
-    if saved.get("head") != RUN_KIND or "segmenter" not in saved:
-        raise CheckpointError(path, f"is not a segmenter run (head {saved.get('head')!r})")
-    return SegmenterConfig.from_json(saved["segmenter"])

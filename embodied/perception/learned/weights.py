@@ -15,12 +15,21 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from embodied.perception.learned.model import SegmenterConfig, SegNet
-from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
+
+RUN_KIND = "segmenter"  # config.json "head" of a segmenter run
+
+
+def run_config(run: str | Path) -> SegmenterConfig:
+    """The network configuration of segmenter run folder ``run``."""
+    path = Path(run) / "config.json"
+    saved = read_json(path)
+    if saved.get("head") != RUN_KIND or "segmenter" not in saved:
+        raise CheckpointError(path, f"is not a segmenter run (head {saved.get('head')!r})")
+    return SegmenterConfig.from_json(saved["segmenter"])
 
 
 def _from_run(run: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
-    from embodied.perception.learned.train import run_config
-
     config = run_config(run)
     ckpt = latest_checkpoint(run)
     if ckpt is None:
