@@ -126,3 +126,15 @@ def test_corrupt_weights_error_names_the_file(tmp_path):
         load_segmenter(bad)
     with pytest.raises(CheckpointError, match="does not exist"):
         load_segmenter(tmp_path / "missing.safetensors")
+
+
+def test_cli_make_data_with_randomized_look_then_eval(tmp_path, capsys):
+    from embodied.cli.main import main
+
+    out = tmp_path / "frames"
+    assert main(["perception", "make-data", "--out", str(out), "--episodes", "1", "--task", "ShellGame-v0",
+                 "--max-frames", "1", "--option", "visual=randomized", "--json"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["episodes"] == 1 and made["new_frames"] == 2
+    assert main(["perception", "eval", "--data", str(out), "--weights", str(tmp_path / "none.safetensors")]) == 2
+    assert "none.safetensors: does not exist" in capsys.readouterr().err

@@ -38,7 +38,7 @@ def main(task: str, seed: int, preset: str = "easy") -> str:
     call, memory = calls[0], agent.memory
     estimate = agent.localiser.trajectory()["corrected"][-1][:2]
     cls = memory.graph.nodes[call.target].get("cls") if call.target in memory.graph else None
-    alike = [(n, np.round(memory.where_is(n)["position"][:2], 2).tolist(), memory.graph.nodes[n]["n_obs"])
+    alike = [(n, np.round(memory.where_is(n)["position"][:2], 2).tolist(), memory.graph.nodes[n].get("n_obs"))
              for n in (memory.find(cls=cls) if cls else [])]
     return (f"{task} {preset} {seed} success={info['is_success']} goal={np.round(truth['goal'], 2).tolist()} "
             f"call={np.round(call.xyz[:2], 2).tolist()} "

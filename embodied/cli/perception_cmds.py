@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-from embodied.cli.dispatch import parse_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +66,7 @@ def make_data(args) -> dict:
 
     job = FrameJob(out=args.out, episodes=args.episodes, tasks=tuple(args.task), every=args.every,
                    max_frames=args.max_frames, seed=DATA_SEED if args.seed is None else args.seed,
-                   image_size=args.image_size, options=parse_options(args.option) or None)
+                   image_size=args.image_size, options=dict(args.option) or None)
     result = make_frames(job, progress=not args.json)
     if not args.json:
         print(f"{result['episodes']} episodes in {result['out']} ({result['new_frames']} new frames, "

@@ -53,6 +53,7 @@ CAMERA = "head"
 CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre (scenes/apartment/robot.xml)
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1 (the base's documented action scaling)
 GUIDE_DIM = 6  # route features per step (``NavigateSkill.guide_features``)
+ROOM_REACH = 0.15  # m: a "go to the room" call ends this close to the room's centre
 
 
 def wrap(angle: float) -> float:
@@ -110,6 +111,8 @@ class NavigateSkill:
         self.stand_min, self.stand_max, self.stand_prefer = stand_min, stand_max, stand_prefer
         self.stand_clear = stand_clear
         self.reach, self.face_tol, self.support = reach, face_tol, support
+        # This call's stand-off ring (min, max, preferred m), reach and facing tolerance (see ``start``).
+        self.ring, self.reach_now, self.face_now = (stand_min, stand_max, stand_prefer), reach, face_tol
         self.stop_dist, self.stuck_steps = stop_dist, stuck_steps
         self.max_replans, self.max_steps = max_replans, max_steps
         self.camera = camera
@@ -137,6 +140,12 @@ class NavigateSkill:
             raise ValueError(f"NavigateSkill runs navigate calls, got {call.skill!r}")
         self.call = call
         self.target = np.asarray(call.xyz[:2], dtype=np.float64)
+        # A room's point is floor to stand on (its centre, as far from the walls as the map allows), not
+        # a thing to stand off from and face: the base drives onto it, whichever way it ends up facing.
+        room = bool(call.extra.get("room"))
+        self.ring = (0.0, ROOM_REACH, 0.0) if room else (self.stand_min, self.stand_max, self.stand_prefer)
+        self.reach_now = ROOM_REACH if room else self.reach
+        self.face_now = np.pi if room else self.face_tol
         self._done = self._failed = False
         self.steps = 0
         self.replans = -1
@@ -173,7 +182,7 @@ class NavigateSkill:
             return pose, self._fail("step budget")
         dist = float(np.linalg.norm(self.target - pose[:2]))
         facing = abs(wrap(np.arctan2(*(self.target - pose[:2])[::-1]) - pose[2]))
-        if scripted_done and dist <= self.reach and facing <= self.face_tol:
+        if scripted_done and dist <= self.reach_now and facing <= self.face_now:
             self._done = True
             return pose, np.zeros(2, dtype=np.float32)
         if self.backing > 0:  # after a blocked view: back off a little before planning again
@@ -191,12 +200,12 @@ class NavigateSkill:
             self.best, self.since_best = remaining, 0
         else:
             self.since_best += 1
-        if self.since_best > self.stuck_steps and dist > self.reach:
+        if self.since_best > self.stuck_steps and dist > self.reach_now:
             return pose, self._replan(pose, "stuck")
         self._advance(pose)
-        if self.creep_waypoint and self.index >= len(self.path) and dist > self.reach and self.creeps < 3:
+        if self.creep_waypoint and self.index >= len(self.path) and dist > self.reach_now and self.creeps < 3:
             self.creeps += 1
-            self.path.append(self.target + (pose[:2] - self.target) / max(dist, 1e-6) * (self.reach - 0.1))
+            self.path.append(self.target + (pose[:2] - self.target) / max(dist, 1e-6) * max(self.reach_now - 0.1, 0))
             self.log.append(f"t{self.steps}: out of reach at the path's end; creep waypoint {self.path[-1]}")
         self.guide = self.guide_features(pose)
         return pose, None
@@ -254,7 +263,8 @@ class NavigateSkill:
         to the target crosses no occupied cell short of the target's support.
         """
         m = self.map
-        r = int(np.ceil(self.stand_max / m.res)) + 1
+        stand_min, stand_max, stand_prefer = self.ring
+        r = int(np.ceil(stand_max / m.res)) + 1
         ci, cj = m.cell(self.target)
         i0, i1, j0, j1 = max(0, ci - r), min(m.shape[0], ci + r + 1), max(0, cj - r), min(m.shape[1], cj + r + 1)
         ii, jj = np.mgrid[i0:i1, j0:j1]
@@ -263,14 +273,14 @@ class NavigateSkill:
         flat = ii.ravel() * m.shape[1] + jj.ravel()
         clear = m.clearance_at(pts)
         free = m.known_free.ravel()[flat] if m.unknown_cost is None else ~m.occupied.ravel()[flat]
-        keep = (d >= self.stand_min) & (d <= self.stand_max) & (clear >= self.stand_clear) & free
+        keep = (d >= stand_min) & (d <= stand_max) & (clear >= self.stand_clear) & free
         known = m.known_free.ravel()[flat][keep]
         pts, d, clear = pts[keep], d[keep], clear[keep]
         if not len(pts):
             return np.zeros((0, 2)), np.zeros(0)
         # Line of sight: samples every half cell from the candidate to ``support`` short of the target.
-        frac = np.linspace(0.0, 1.0, int(np.ceil(self.stand_max / (m.res / 2))) + 1)
-        span = np.maximum(0.0, d - self.support) / d
+        frac = np.linspace(0.0, 1.0, int(np.ceil(stand_max / (m.res / 2))) + 1)
+        span = np.maximum(0.0, d - self.support) / np.maximum(d, 1e-9)
         seg = pts[:, None, :] + (frac[None, :, None] * span[:, None, None]) * (self.target - pts)[:, None, :]
         cells = m._flat(seg.reshape(-1, 2)).reshape(len(pts), -1)
         occ = m.occupied.ravel()
@@ -278,7 +288,7 @@ class NavigateSkill:
         pts, d, clear, known = pts[ok], d[ok], clear[ok], known[ok]
         # Closer is better (a remembered position is a few cm off at worst; the reach is 0.5 m), known floor
         # a little better than unknown; among equals the path length decides.
-        cost = 3.0 * np.abs(d - self.stand_prefer) + 0.3 * ~known
+        cost = 3.0 * np.abs(d - stand_prefer) + 0.3 * ~known
         return pts, cost
 
     def _plan(self, pose: np.ndarray) -> None:
@@ -323,7 +333,7 @@ class NavigateSkill:
             v = MAX_V if not last else min(MAX_V, 0.08 + 1.5 * dist)
             return float(v * np.cos(err)), w
         err = wrap(np.arctan2(self.target[1] - pose[1], self.target[0] - pose[0]) - pose[2])
-        if float(np.linalg.norm(self.target - pose[:2])) > self.reach:
+        if float(np.linalg.norm(self.target - pose[:2])) > self.reach_now:
             # At the stand-off but not within reach (the map moved it): creep toward the target.
             w = float(np.clip(4.0 * err, -MAX_W, MAX_W))
             return (0.1 if abs(err) < 0.3 else 0.0), w
