@@ -43,6 +43,7 @@ import numpy as np
 
 from embodied.agent.aim import GRASPS, Aim, AimConfig
 from embodied.agent.decisions import DecisionLog
+from embodied.agent.drift import DriftFix, moving_mask
 from embodied.agent.skills.arm import arm_skills
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
@@ -104,7 +105,7 @@ class MemoryAgent:
         self.aim = Aim(cfg.aim) if cfg.aim is not None else None
         self._reached: np.ndarray | None = None  # TCP (3,) m when the running grasp closed its fingers
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
-        self.localiser: DepthLocaliser | None = None  # the mobile robot's drift correction
+        self.drift: DriftFix | None = None  # the mobile robot's drift correction
         self.t = 0
         self.goal_text: str | None = None
         self.goal: Goal | None = None
@@ -186,7 +187,7 @@ class MemoryAgent:
         if not arm and f"depth/{HEAD_CAMERA}" in obs:
             self.freespace = FreeSpaceMap()
             if self.config.localise is not None:
-                self.localiser = DepthLocaliser(self.config.localise)
+                self.drift = DriftFix(self.config.localise)
         # The scripted skills for this body; skills given to the agent (learned heads) replace them.
         self.skills = dict(arm_skills()) if arm else {}
         if self.freespace is not None:
@@ -210,24 +211,18 @@ class MemoryAgent:
     # --- perception + memory ---------------------------------------------------------
     def _localise(self, obs: dict) -> dict:
         """The observation with the head camera's drift-corrected pose (unchanged without a localiser)."""
-        if self.localiser is None:
-            return obs
-        if int(obs["goal"]["phase"]) == RECALL and self._phase != RECALL:
-            self.localiser.reanchor()  # the env re-zeroes odometry on the dock as recall starts
-        key = f"extrinsics/{HEAD_CAMERA}"
-        out = dict(obs)
-        out[key] = self.localiser.correct(obs[f"depth/{HEAD_CAMERA}"], obs[f"intrinsics/{HEAD_CAMERA}"], obs[key],
-                                          self.t, self._movable_mask())
-        return out
+        return obs if self.drift is None else self.drift(obs, self.t, self._movable_mask())
+
+    @property
+    def localiser(self) -> DepthLocaliser | None:
+        """The mobile robot's drift correction (its corrected track: ``localiser.trajectory()``)."""
+        return None if self.drift is None else self.drift.localiser
 
     def _movable_mask(self) -> np.ndarray | None:
         """(H,W) bool: the head camera's pixels of movable things (objects, containers), from this step's
         masks; None without masks (geometric mode). Movable things are left out of the free-space map and
         the localiser's scan (a carried object must not leave a trail of walls)."""
-        if HEAD_CAMERA not in self._segments:
-            return None
-        seg, labels = self._segments[HEAD_CAMERA]
-        return np.isin(seg, [i for i, c in labels.items() if kind_of(c) in ("object", "container")])
+        return moving_mask(self._segments, kind_of)
 
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
@@ -235,8 +230,8 @@ class MemoryAgent:
             self.memory = SpatialMemory(self.config.memory)
             if self.freespace is not None:
                 self.freespace = FreeSpaceMap()
-                if self.localiser is not None:
-                    self.localiser = DepthLocaliser(self.config.localise)
+                if self.drift is not None:
+                    self.drift = DriftFix(self.config.localise, phase=phase)
                 if "navigate" not in (self._skills_given or {}):
                     self.skills["navigate"] = NavigateSkill(self.freespace)
                 self._lend_map()

@@ -22,8 +22,13 @@ from typing import TYPE_CHECKING
 import gymnasium as gym
 import numpy as np
 
+from embodied.agent.drift import DriftFix, moving_mask
+from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.memory.config import kind_of
 from embodied.perception import Perceiver, PerceptionConfig
+
+BASE_PROPRIO = 5  # the mobile base's proprio width
 
 if TYPE_CHECKING:
     from embodied.agent.record import EpisodeOutcome, Recorder
@@ -45,6 +50,7 @@ class MemoryRider:
         self.t = 0
         self.seed = 0
         self.policy = None  # a policy with its own memory (the MemoryAgent) is recorded from that memory
+        self.drift: DriftFix | None = None  # the mobile robot's drift correction (per episode)
 
     def set_policy(self, policy) -> None:
         """Record the policy's own memory when it keeps one: one memory, the agent's own ids and notes."""
@@ -56,6 +62,9 @@ class MemoryRider:
         self.seed = int(seed)
         self.perceiver = Perceiver(self.env.labels, PerceptionConfig(mode="masks", shuffle_ids=True, seed=self.seed))
         self.memory = SpatialMemory(MemoryConfig(strict_class=True))
+        # A mobile robot's odometry drifts: its head camera's pose is corrected as the agent corrects it.
+        mobile = f"depth/{HEAD_CAMERA}" in obs and np.shape(obs.get("proprio")) == (BASE_PROPRIO,)
+        self.drift = DriftFix() if mobile else None
         if self.recorder is not None:
             self.recorder.begin_episode(self.seed, self.memory)
         self._fold(obs, int(info.get("step", 0)))
@@ -75,7 +84,10 @@ class MemoryRider:
             # The agent folds each observation in when it acts on it, one step after this hook.
             self.memory = self.policy.memory
         else:
-            self.memory.update(self.perceiver(obs, t))
+            segments = self.perceiver.segment(obs)
+            if self.drift is not None:
+                obs = self.obs = self.drift(obs, t, moving_mask(segments, kind_of))
+            self.memory.update(self.perceiver(obs, t, segments))
             self.memory.hear(t, obs["goal"]["text"])
         if self.recorder is not None:
             self.recorder.frame(t, obs, self.memory)

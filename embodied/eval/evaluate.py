@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
+from embodied.agent.drift import DriftFix, moving_mask
 from embodied.agent.skills.navigate import CAMERA as HEAD
 from embodied.agent.skills.navigate import integrate_observation
 from embodied.eval.accuracy import AccuracyRecorder
@@ -90,8 +91,7 @@ def run_episode(
         obs, info = env.reset(seed=seed)
         # A mobile robot's own free-space map, as the agent keeps it: the memory cuts it into rooms.
         freespace = FreeSpaceMap() if f"depth/{HEAD}" in obs and np.shape(obs["proprio"]) == (5,) else None
-        labels = env.unwrapped.labels
-        movable = np.array(sorted(i for i, c in labels.items() if kind_of(c) in ("object", "container")))
+        drift = DriftFix() if freespace is not None else None
         expert = make_expert(env)
         t, answer, correct = 0, {}, None
         p_ms, u_ms = [], []
@@ -99,20 +99,17 @@ def run_episode(
         while True:
             if t % render_every == 0:
                 t0 = time.perf_counter()
-                segments = perceive.segment(obs) if perceive.config.mode == "learned" else None
-                frame = perceive(obs, t, segments)
+                segments = perceive.segment(obs)
+                moving = moving_mask(segments, kind_of)
+                # A mobile robot's head pose is drift-corrected as the agent corrects it.
+                seen = drift(obs, t, moving) if drift is not None else obs
+                frame = perceive(seen, t, segments)
                 t1 = time.perf_counter()
                 memory.update(frame)
                 memory.hear(t, obs["goal"]["text"])
                 t2 = time.perf_counter()
                 if freespace is not None:
-                    if segments is not None:  # learned mode: the predicted masks, not the renderer's
-                        seg, seg_labels = segments[HEAD]
-                        moving = np.isin(seg, [i for i, c in seg_labels.items()
-                                               if kind_of(c) in ("object", "container")])
-                    else:
-                        moving = np.isin(obs[f"segmentation/{HEAD}"], movable)
-                    integrate_observation(freespace, obs, moving)
+                    integrate_observation(freespace, seen, moving)
                 p_ms.append((t1 - t0) * 1e3)
                 u_ms.append((t2 - t1) * 1e3)
                 if recorder is not None and (len(p_ms) % accuracy_every == 0):
