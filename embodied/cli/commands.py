@@ -173,8 +173,11 @@ def demo(args: argparse.Namespace) -> dict | None:
                 if framed is not None and agent:
                     framed = PlanCaption(framed, label=label if head else "scripted skills")
                 hooks = {"on_policy": framed.set_policy} if isinstance(framed, PlanCaption) else {}
-                first = run_episodes(env, policy, [0], video=framed, progress=False, head=head, **hooks)
-                rest = run_episodes(env, policy, range(1, args.episodes), progress=False, head=head)
+                perception = getattr(args, "perception", None) if agent else None
+                first = run_episodes(env, policy, [0], video=framed, progress=False, head=head,
+                                     perception=perception, **hooks)
+                rest = run_episodes(env, policy, range(1, args.episodes), progress=False, head=head,
+                                    perception=perception)
             finally:
                 env.close()
             summary = summarize(first + rest)
@@ -253,7 +256,7 @@ def ablate(args: argparse.Namespace) -> dict | None:
         options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
     columns = tuple(args.column) or COLUMNS
     report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=True,
-                        ablation_episodes=args.ablation_episodes, head=args.head)
+                        ablation_episodes=args.ablation_episodes, head=args.head, perception=args.perception)
     columns = tuple(report["columns"])
     if args.json:
         return report

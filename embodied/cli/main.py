@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: the first four, and agent:head with --head")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
+                   help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
     p.set_defaults(func=commands.ablate)
 
     p = sub.add_parser("eval-memory", help="ask memory each task's recall question after expert episodes")
@@ -167,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", action="append", metavar="KIND:RUN",
                    help="learned head for the agent's skills, repeatable (default: every shipped head in "
                         "policies/checkpoints, each on its robot's tasks; 'none': scripted skills only)")
+    p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
+                   help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
 

@@ -27,9 +27,10 @@ HEAD_COLUMNS = ("agent:head", "agent:head:noaim")
 
 def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int | None = None,
            columns: tuple[str, ...] = COLUMNS, options: dict | None = None, progress: bool = True,
-           ablation_episodes: int | None = None, head: str | None = None) -> dict:
+           ablation_episodes: int | None = None, head: str | None = None, perception: str | None = None) -> dict:
     """``ablation_episodes`` (default ``episodes``) runs the wiped and blank columns on the first that
-    many seeds only: a memoryless agent that finds nothing to do idles to the horizon, which is slow."""
+    many seeds only: a memoryless agent that finds nothing to do idles to the horizon, which is slow.
+    ``perception``: the agent columns' detector (masks, learned, geometric)."""
     names = [get_task(t).name for t in tasks] if tasks else list(TASKS)
     if head and not any(c in HEAD_COLUMNS for c in columns):
         columns = (*columns, "agent:head")
@@ -55,11 +56,13 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             try:
                 if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
                     variant = "agent" + column[len("agent:head"):]
-                    results = run_episodes(env, variant, seeds, progress=progress, head=head)
+                    results = run_episodes(env, variant, seeds, progress=progress, head=head, perception=perception)
                 elif column.startswith("learned:"):  # the learned policy with the shipped (or --head) skill heads
-                    results = run_episodes(env, column, seeds, progress=progress, head=head)
+                    results = run_episodes(env, column, seeds, progress=progress, head=head, perception=perception)
                 else:
-                    results = run_episodes(env, column, seeds, progress=progress)
+                    agent = column.startswith("agent")
+                    results = run_episodes(env, column, seeds, progress=progress,
+                                           perception=perception if agent else None)
             finally:
                 env.close()
             elapsed = time.perf_counter() - t0
