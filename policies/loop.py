@@ -160,8 +160,10 @@ def check_resume(out: Path, cfg: TrainConfig) -> Path | None:
 
 def fit(cfg: TrainConfig, model: torch.nn.Module, opt: torch.optim.Optimizer, ema: EMA | None, batch_fn,
         n_items: int, out: Path, start: int, device: torch.device, world: int = 1, rank: int = 0,
-        local_rank: int = 0, desc: str = "train") -> tuple[float | None, float | None, Path | None, float, int]:
-    """The training loop shared by every learned policy: steps ``start..cfg.steps`` of
+        local_rank: int = 0, desc: str = "train", stop: int | None = None
+        ) -> tuple[float | None, float | None, Path | None, float, int]:
+    """The training loop shared by every learned policy: steps ``start..cfg.steps`` (``..stop`` if given: a
+    run cut short on its schedule, checkpointed there) of
     ``model(batch_fn(indices))["loss"]``, logged to ``out/log.jsonl`` (with the model's other outputs)
     and checkpointed atomically; returns (first loss, last loss, last checkpoint, seconds, steps run)."""
     main = rank == 0
@@ -170,7 +172,8 @@ def fit(cfg: TrainConfig, model: torch.nn.Module, opt: torch.optim.Optimizer, em
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
     model.train()
     log = open(out / "log.jsonl", "a") if main else None
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=desc,
+    end = min(cfg.steps, stop) if stop else cfg.steps
+    bar = tqdm(range(start, end), initial=start, total=cfg.steps, desc=desc,
                disable=not (cfg.progress and main), unit="step")
     first_loss = last_loss = None
     saved, t0, timed = None, time.perf_counter(), 0
@@ -193,13 +196,13 @@ def fit(cfg: TrainConfig, model: torch.nn.Module, opt: torch.optim.Optimizer, em
         last_loss = float(loss.detach())
         first_loss = last_loss if first_loss is None else first_loss
         timed += 1
-        if main and (step % cfg.log_every == 0 or step + 1 == cfg.steps):
+        if main and (step % cfg.log_every == 0 or step + 1 == end):
             row = {"step": step, "loss": last_loss, "lr": opt.param_groups[0]["lr"],
                    **{k: float(v.detach()) for k, v in outputs.items() if k != "loss"}}
             log.write(json.dumps(row) + "\n")
             log.flush()
             bar.set_postfix(loss=f"{last_loss:.4f}")
-        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
             if main:
                 parts: dict[str, Any] = {"model": model.state_dict(), "optimizer": opt.state_dict()}
                 if ema is not None:

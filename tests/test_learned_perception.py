@@ -138,3 +138,18 @@ def test_cli_make_data_with_randomized_look_then_eval(tmp_path, capsys):
     assert made["episodes"] == 1 and made["new_frames"] == 2
     assert main(["perception", "eval", "--data", str(out), "--weights", str(tmp_path / "none.safetensors")]) == 2
     assert "none.safetensors: does not exist" in capsys.readouterr().err
+
+
+def test_stop_at_cuts_a_run_on_its_schedule_and_resume_finishes_it(frames_dir, tmp_path):
+    run = tmp_path / "run"
+    small = {"widths": [4, 4, 4, 4], "decoder": 4, "skip": 4}
+    cfg = SegTrainConfig(data=[str(frames_dir)], out=str(run), steps=8, stop_at=4, batch_size=2, warmup_steps=2,
+                         checkpoint_every=100, log_every=1, progress=False, model=small)
+    train_segmenter(cfg)
+    assert json.loads((run / "latest.json").read_text())["step"] == 4
+    cut = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in cut] == [0, 1, 2, 3]
+    train_segmenter(SegTrainConfig(**{**cfg.__dict__, "stop_at": None, "resume": True}))
+    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(8)) and rows[3] == cut[3]
+    assert json.loads((run / "latest.json").read_text())["step"] == 8

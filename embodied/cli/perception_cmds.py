@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--checkpoint-every", type=int, default=250)
     t.add_argument("--resume", action="store_true")
+    t.add_argument("--stop-at", type=int, help="end at this step, on the schedule of --steps (a run cut short)")
     t.add_argument("--init-from", metavar="RUN|FILE", help="start from this segmenter's weights (and its config)")
     t.add_argument("--balance", type=float, default=0.5,
                    help="class weights (median frequency / frequency) ** BALANCE; 0: unweighted")
@@ -91,7 +92,7 @@ def train(args) -> dict:
     cfg = SegTrainConfig(data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          seed=args.seed, threads=args.threads, checkpoint_every=args.checkpoint_every,
                          resume=args.resume, progress=not args.json, model=model, init_from=args.init_from,
-                         balance=args.balance)
+                         balance=args.balance, stop_at=args.stop_at)
     result = train_segmenter(cfg)
     if not args.json:
         print(f"{result['run']}: steps {result['start_step']}..{result['steps']}, loss {result['first_loss']:.3f} -> "

@@ -45,6 +45,7 @@ class SegTrainConfig:
     jitter: float = 0.15  # brightness and per-channel gain jitter (fraction)
     balance: float = 0.5  # class weights (median frequency / frequency) ** balance, in [0.25, 10]; 0 = none
     init_from: str | None = None  # a segmenter run or weights file whose weights start this run
+    stop_at: int | None = None  # end (and checkpoint) at this step, on the schedule of ``steps``
     model: dict[str, Any] = field(default_factory=dict)  # SegmenterConfig fields, e.g. {"widths": [16, 32, 48, 64]}
 
     def loop_config(self) -> TrainConfig:
@@ -133,7 +134,7 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
         return make_batch(frames, idx.numpy(), net_cfg, rng if cfg.flip else None, cfg.jitter)
 
     first, last, saved, seconds, timed = fit(loop, model, opt, ema, batch_fn, len(frames), out, start,
-                                             torch.device("cpu"), desc="train segmenter")
+                                             torch.device("cpu"), desc="train segmenter", stop=cfg.stop_at)
     return {"run": str(out), "frames": len(frames), "classes": len(net_cfg.classes), "start_step": start,
             "steps": cfg.steps, "first_loss": first, "final_loss": last,
             "step_ms": round(seconds / max(timed, 1) * 1e3, 1),

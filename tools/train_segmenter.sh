@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Reproduce the shipped segmenter (embodied/perception/learned/shipped/segmenter.safetensors) on a CPU:
+# render the frames, train in three legs exactly as the shipped weights were trained, export, evaluate.
+# About 75 min of training on one core (2026-11-27, 2 shared cores), plus ~10 min of rendering.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1
+OUT=${1:-runs/seg}
+E="python3 -m embodied.cli.main"
+$E perception make-data --out "$OUT/frames_train" --episodes 600
+$E perception make-data --out "$OUT/frames_train_vis" --episodes 300 --seed 750000 --option visual=randomized
+$E perception make-data --out "$OUT/frames_heldout" --episodes 60 --seed 800000
+$E perception make-data --out "$OUT/frames_heldout_vis" --episodes 40 --seed 850000 --option visual=randomized
+# Leg 1: no class weights, cut at step 1500 of a 3000-step schedule.
+$E perception train --data "$OUT/frames_train" --out "$OUT/run1" --steps 3000 --stop-at 1500 --balance 0
+# Leg 2: class weights, small instances x2, cut at step 1000 of a 7000-step schedule.
+$E perception train --data "$OUT/frames_train" --out "$OUT/run2" --init-from "$OUT/run1" --steps 7000 \
+    --stop-at 1000 --model small_weight=2
+# Leg 3: the randomized-look frames added, a full 7000-step schedule.
+$E perception train --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --out "$OUT/run3" \
+    --init-from "$OUT/run2" --steps 7000 --model small_weight=2
+$E perception export --run "$OUT/run3" --out "$OUT/segmenter.safetensors"
+$E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout" --json > "$OUT/eval_heldout.json"
+$E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_heldout_vis.json"
