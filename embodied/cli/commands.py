@@ -248,12 +248,14 @@ def ablate(args: argparse.Namespace) -> dict | None:
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     tasks = [get_task(name).name for name in args.task] or None
+    visual = check_visual(args.option.pop("visual", "default"))  # the scenery's look: any task takes it
     if args.option and (not tasks or len(tasks) != 1):
         raise ValueError("--option sets a knob of one task: give exactly one --task with it")
     options = {}
     if args.option:
         entry = get_task(tasks[0])
         options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
+    options["visual"] = visual
     columns = tuple(args.column) or COLUMNS
     report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=True,
                         ablation_episodes=args.ablation_episodes, head=args.head, perception=args.perception)

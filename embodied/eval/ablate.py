@@ -17,6 +17,7 @@ import time
 import gymnasium as gym
 
 from embodied.envs.base import options_from
+from embodied.envs.visual import check_visual
 from embodied.eval.rollout import run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 
@@ -40,6 +41,8 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
                              f"{', '.join(COLUMNS + ('agent:noaim',) + HEAD_COLUMNS)}, learned:RUN[:wiped]")
         if column in HEAD_COLUMNS and not head:
             raise ValueError(f"column {column!r} runs a learned head: give --head KIND:RUN")
+    options = dict(options or {})
+    visual = check_visual(str(options.pop("visual", "default")))  # the scenery's look, not a task knob
     rows = []
     for name in names:
         entry = get_task(name)
@@ -51,7 +54,7 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             n = ablation_episodes if ablation_episodes and ablation else episodes
             seeds = range(seed, seed + n)
             size = {} if image_size is None else {"image_size": image_size}  # None: the task's default
-            env = gym.make(entry.env_id, images=column != "expert", **size, **dataclasses.asdict(opts))
+            env = gym.make(entry.env_id, images=column != "expert", visual=visual, **size, **dataclasses.asdict(opts))
             t0 = time.perf_counter()
             try:
                 if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
