@@ -77,4 +77,5 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
         rows.append(row)
     return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "head": head,
+            "perception": perception or "masks", "visual": visual,
             "tasks": rows}

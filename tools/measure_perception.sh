@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The numbers of docs/perception.md: segmenter quality on held-out frames, speed per mode, and the whole
+# agent on masks vs learned perception (default look and visual=randomized) on seeds 900000+ (no test uses them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1
+OUT=${1:-runs/seg}
+EPISODES=${EPISODES:-3}
+E="python3 -m embodied.cli.main"
+mkdir -p "$OUT"
+$E perception eval --data "$OUT/frames_heldout" --json > "$OUT/eval_shipped.json"
+$E perception eval --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_shipped_vis.json"
+$E bench perception --json > "$OUT/bench_perception.json"
+for mode in masks learned; do
+  $E ablate --column agent --episodes "$EPISODES" --seed 900000 --perception $mode --json > "$OUT/agent_$mode.json"
+done
+$E ablate --column agent --episodes "$EPISODES" --seed 900000 --perception learned --option visual=randomized \
+  --json > "$OUT/agent_learned_visual.json"
+python3 tools/report_perception.py "$OUT"

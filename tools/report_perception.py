@@ -1,0 +1,78 @@
+"""Markdown tables for docs/perception.md from tools/measure_perception.sh's JSON files.
+
+    python3 tools/report_perception.py runs/seg
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _load(path: Path):
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def quality(result: dict, title: str) -> str:
+    lines = [f"**{title}** ({result['frames']} frames; true instances of at least {result['min_pixels']} px): "
+             f"mean IoU over classes {result['mean_iou']:.2f}, over instances {result['instance_iou']:.2f}; "
+             f"recall {result['recall']:.2f}, precision {result['precision']:.2f}; class right "
+             f"{result['class_right']:.2f}, colour right {result['colour_right']:.2f}; "
+             f"{result['ms_median']:.1f} ms per frame (median, one thread).", "",
+             "| class | instances | IoU | recall | precision | class right | colour right |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    for cls, row in result["per_class"].items():
+        if row["instances"]:
+            lines.append(f"| {cls} | {row['instances']} | {fmt(row['iou'])} | {fmt(row['recall'])} | "
+                         f"{fmt(row['precision'])} | {fmt(row['class_right'])} | {fmt(row['colour_right'])} |")
+    return "\n".join(lines)
+
+
+def speed(rows: list[dict]) -> str:
+    lines = ["| task | mode | ms per camera frame | of which the network + grouping |", "| --- | --- | ---: | ---: |"]
+    for r in rows:
+        ms = "-" if r["ms_per_camera"] is None else f"{r['ms_per_camera']:.1f}"
+        seg = "" if r.get("segment_ms") is None else f"{r['segment_ms']:.1f}"
+        lines.append(f"| {r['task']} | {r['mode']} | {ms} | {seg} |")
+    return "\n".join(lines)
+
+
+def agent(runs: dict[str, dict]) -> str:
+    names = list(runs)
+    first = next(iter(runs.values()))
+    lines = ["| task | suite | " + " | ".join(names) + " |", "| --- | --- | " + " | ".join("---:" for _ in names) + " |"]
+    means = {n: [] for n in names}
+    for i, row in enumerate(first["tasks"]):
+        cells = []
+        for n in names:
+            value = runs[n]["tasks"][i]["agent"]
+            means[n].append(value)
+            cells.append(f"{100 * value:.0f}")
+        lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
+    lines.append("| mean | | " + " | ".join(f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()) + " |")
+    return "\n".join(lines)
+
+
+def main(root: str) -> None:
+    out = Path(root)
+    for name, title in (("eval_shipped.json", "Held-out frames, default look"),
+                        ("eval_shipped_vis.json", "Held-out frames, visual=randomized")):
+        result = _load(out / name)
+        if result:
+            print(quality(result, title), end="\n\n")
+    rows = _load(out / "bench_perception.json")
+    if rows:
+        print(speed(rows), end="\n\n")
+    runs = {label: _load(out / f"agent_{key}.json") for key, label in
+            (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"))}
+    runs = {k: v for k, v in runs.items() if v}
+    if runs:
+        print(agent(runs))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
