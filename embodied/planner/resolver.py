@@ -187,16 +187,19 @@ class Resolver:
 
     def _gone(self, nodes: list[str]) -> list[str]:
         """The nodes memory found missing (it looked where one should be and saw through) and never
-        saw again after: the most often found missing since last seen first, then the latest. A node
+        saw again after: the most often found missing since last seen first, then the one whose first
+        miss came longest after its last sighting (the robot came back to look; a miss on the very next
+        frame is weaker evidence, an object slipping out at the view's edge), then the latest. A node
         missed once and seen later (a glance through a gap) does not count."""
         score = {}
         for n in nodes:
-            missed = [t for t in self.memory.when("missing", n) if t > self.memory.last_seen(n)]
+            seen = self.memory.last_seen(n)
+            missed = [t for t in self.memory.when("missing", n) if t > seen]
             if missed:
-                score[n] = (len(missed), max(missed))
+                score[n] = (len(missed), min(missed) - seen, max(missed))
         if not score:
             raise ResolutionError(f"memory saw none of {nodes} go missing")
-        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], n))
+        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], -score[n][2], n))
 
     def _first_on(self, nodes: list[str], support_ref: Ref) -> list[str]:
         """The nodes ranked by how near where memory first saw them is to the support (in xy): the
