@@ -153,3 +153,31 @@ def test_stop_at_cuts_a_run_on_its_schedule_and_resume_finishes_it(frames_dir, t
     rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == list(range(8)) and rows[3] == cut[3]
     assert json.loads((run / "latest.json").read_text())["step"] == 8
+
+
+SHIPPED_NEEDED = pytest.mark.skipif(not __import__("embodied.perception.learned", fromlist=["SHIPPED"]).SHIPPED.exists(),
+                                    reason="no shipped segmenter weights")
+
+
+@SHIPPED_NEEDED
+@pytest.mark.parametrize("task,camera,classes", [("ShellGame-v0", "scene", ("table", "cup")),
+                                                 ("ObjectRevisit-v0", "head", ("floor", "wall"))])
+def test_learned_mode_finds_what_the_masks_find(task, camera, classes):
+    """The shipped weights on a seed no frame was rendered from, with the renderer's masks taken away:
+    the big things the masks see are found, with their class, within a few centimetres."""
+    import gymnasium as gym
+
+    from embodied.perception import Perceiver, PerceptionConfig
+
+    env = gym.make(f"embodied/{task}")
+    obs, _ = env.reset(seed=123)
+    truth = Perceiver(env.unwrapped.labels, PerceptionConfig(mode="masks"))(obs, 0)
+    blind = {k: v for k, v in obs.items() if not k.startswith("segmentation/")}
+    found = Perceiver(None, PerceptionConfig(mode="learned"))(blind, 0)
+    env.close()
+    for obj in truth.objects:
+        if obj.camera != camera or obj.label not in classes or obj.n_points < 50:
+            continue
+        near = [o for o in found.objects if o.camera == camera and o.label == obj.label
+                and np.linalg.norm(o.center[:2] - obj.center[:2]) < 0.1]
+        assert near, f"{task}: the learned mode misses the {obj.colour} {obj.label} at {obj.center.round(2)}"
