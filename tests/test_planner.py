@@ -190,3 +190,26 @@ def test_put_everything_back_sets_a_held_cup_aside_first():
     spot = np.asarray(plan[0].xyz[:2])
     for other in ((0.40, 0.25), (0.40, 0.0)):  # clear of the block now and of its place
         assert np.linalg.norm(spot - np.asarray(other)) >= 0.09
+
+
+def test_retrieving_a_ball_under_a_cup_sets_the_cup_aside_first():
+    """A cup came down over the ball: "retrieve the ball" lifts the cup, sets it down on a free spot near
+    where it stood, clear of the ball, then picks the ball."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame, proprio
+
+    memory = SpatialMemory()
+    ball = detection((0.40, 0.0, 0.015), "ball", "yellow", (0.03, 0.03, 0.03))
+    cup = lambda c: detection(c, "cup", "orange", (0.06, 0.06, 0.08))
+    t = 0
+    for _ in range(3):
+        memory.update(frame(t, [ball, cup((0.55, -0.20, 0.04))], proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+        t += 1
+    for z in (0.2, 0.12, 0.06, 0.04, 0.04, 0.04, 0.04):  # the cup comes down over the ball
+        memory.update(frame(t, [cup((0.40, 0.0, z))], proprio=proprio((0.3, 0.0, 0.4), 0.08)))
+        t += 1
+    plan = Planner().plan(parse("retrieve the ball"), memory)
+    assert [c.skill for c in plan] == ["lift", "place", "pick"], [str(c) for c in plan]
+    aside = np.asarray(plan[1].xyz[:2])
+    assert 0.09 <= np.linalg.norm(aside - (0.40, 0.0)) <= 0.2

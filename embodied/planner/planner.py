@@ -153,7 +153,7 @@ class Planner:
                 return []
             return [self.call("open", holder, r, f"drawer holding {r.attrs(node)['cls']}")]
         # A cup over it: lift the cup and set it down out of the way.
-        aside = self._free_spot(r, avoid=[node, holder])
+        aside = self._free_spot(r, near=r.position(holder)[:2])  # every remembered footprint is avoided
         return [
             self.call("lift", holder, r, f"cup over {r.attrs(node)['cls']}"),
             SkillCall("place", holder, (aside[0], aside[1], r.position(holder)[2]), 0.0, tuple(r.size(holder)),
