@@ -126,6 +126,7 @@ class MemoryAgent:
         self.decisions = DecisionLog(labeller=getattr(self.decider, "labeller", "agent")) \
             if cfg.record_decisions else None
         self._segments: dict = {}  # this step's masks per camera (Perceiver.segment)
+        self._moving: np.ndarray | None = None  # this step's movable head-camera pixels
         self._ask = False  # a decision is due: the goal changed or a call ended
         self._decided = 0  # decisions taken for the current goal (a decider's budget)
         if self.decider is not None:
@@ -138,6 +139,9 @@ class MemoryAgent:
         if self._action_dim is None:
             self._embody(obs)
         self._segments = self.perceive.segment(obs)  # per camera (ids, labels): rendered or learned
+        # The head camera's movable pixels, left out of the free-space map and the localiser's scan (a
+        # carried object must not leave a trail of walls); None without masks (geometric mode).
+        self._moving = moving_mask(self._segments, kind_of) if self.freespace is not None else None
         obs = self._localise(obs)
         if self.config.blank_observe and int(obs["goal"]["phase"]) == 0:
             obs = _blank(obs)
@@ -211,18 +215,12 @@ class MemoryAgent:
     # --- perception + memory ---------------------------------------------------------
     def _localise(self, obs: dict) -> dict:
         """The observation with the head camera's drift-corrected pose (unchanged without a localiser)."""
-        return obs if self.drift is None else self.drift(obs, self.t, self._movable_mask())
+        return obs if self.drift is None else self.drift(obs, self.t, self._moving)
 
     @property
     def localiser(self) -> DepthLocaliser | None:
         """The mobile robot's drift correction (its corrected track: ``localiser.trajectory()``)."""
         return None if self.drift is None else self.drift.localiser
-
-    def _movable_mask(self) -> np.ndarray | None:
-        """(H,W) bool: the head camera's pixels of movable things (objects, containers), from this step's
-        masks; None without masks (geometric mode). Movable things are left out of the free-space map and
-        the localiser's scan (a carried object must not leave a trail of walls)."""
-        return moving_mask(self._segments, kind_of)
 
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
@@ -239,7 +237,7 @@ class MemoryAgent:
         self.memory.update(self.perceive(obs, self.t, self._segments))
         self.memory.hear(self.t, obs["goal"]["text"])
         if self.freespace is not None:
-            integrate_observation(self.freespace, obs, self._movable_mask())
+            integrate_observation(self.freespace, obs, self._moving)
             if self.config.rooms_every and self.t % self.config.rooms_every == 0:
                 self.memory.update_rooms(self.freespace)
         self.t += 1
