@@ -7,6 +7,7 @@
     embodied viz DIR [-o out.html] [--episode K] [--json]
     embodied bench env [--task NAME] [--json]
     embodied bench memory [--task NAME] [--json]
+    embodied bench perception [--task NAME ...] [--mode masks|learned|geometric ...] [--json]
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric] [--json]
