@@ -162,3 +162,57 @@ def test_checker_flags_violations():
     assert violations_in(clean, "y.py", "embodied.memory.z", False, SIMULATOR) == []
     with pytest.raises(ImportError):
         imported_modules("from ... import x", "embodied.memory")
+
+
+def test_tasks_never_import_experts():
+    found = violations(("embodied/tasks",), ("embodied.experts",))
+    assert not found, _report(
+        "embodied/tasks must not import embodied.experts (experts import tasks; the pairing is "
+        "embodied/experts/registry.py)",
+        found,
+    )
+
+
+def test_every_task_has_a_registered_expert():
+    """Each registered task names an expert, and ``make_expert`` on the made env builds exactly that class."""
+    import gymnasium as gym
+
+    from embodied.experts import make_expert
+    from embodied.experts.registry import EXPERTS, expert_class, task_name
+    from embodied.tasks import TASKS
+
+    assert set(TASKS) <= set(EXPERTS), f"tasks without an expert: {sorted(set(TASKS) - set(EXPERTS))}"
+    assert set(EXPERTS) <= set(TASKS), f"experts for unknown tasks: {sorted(set(EXPERTS) - set(TASKS))}"
+    for name, entry in TASKS.items():
+        env = gym.make(entry.env_id, images=False)
+        try:
+            env.reset(seed=0)
+            expert = make_expert(env)
+            assert type(expert) is expert_class(name), name
+            # The lookup goes by class, so an env built without gym.make (no spec) is found too.
+            cls = entry.env_class()
+            assert task_name(cls.__new__(cls)) == name
+        finally:
+            env.close()
+
+
+def test_make_expert_errors_name_the_task(monkeypatch):
+    """An env of no registered task, or a task without an expert, fails with the names that are registered."""
+    import gymnasium as gym
+
+    from embodied.experts import make_expert, registry
+    from embodied.tasks.shell_game import ShellGame
+
+    class NotATask(gym.Env):
+        pass
+
+    with pytest.raises(ValueError, match="NotATask is not a registered task; tasks with an expert: .*ShellGame-v0"):
+        make_expert(NotATask())
+    monkeypatch.delitem(registry.EXPERTS, "ShellGame-v0")
+    with pytest.raises(ValueError, match="no scripted expert registered for task 'ShellGame-v0'; registered: .*GoAsTold"):
+        registry.expert_class("ShellGame-v0")
+
+    class Variant(ShellGame):  # a test's variant of a task counts as the task it derives from
+        pass
+
+    assert registry.task_name(Variant.__new__(Variant)) == "ShellGame-v0"

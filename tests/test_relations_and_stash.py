@@ -8,8 +8,8 @@ import pytest
 
 from embodied.agent.memory_agent import AgentConfig
 from embodied.experts import make_expert
+from embodied.experts.stash_fetch import StashAndFetchExpert
 from embodied.planner.grammar import parse
-from embodied.tasks.stash_fetch import StashAndFetchExpert
 from tests.agent_helpers import run_agent
 from tests.helpers import run_expert
 

@@ -24,7 +24,7 @@ import zlib
 import gymnasium as gym
 import numpy as np
 
-from embodied.experts.motion import make_expert
+from embodied.experts.registry import make_expert
 
 
 class MemorylessExpert:

@@ -106,11 +106,3 @@ class ScriptedExpert:
                 self.queue.popleft()
                 self._elapsed = self._held = 0
         return action
-
-
-def make_expert(env: gym.Env) -> ScriptedExpert:
-    """The scripted expert of ``env``'s task."""
-    cls = getattr(env.unwrapped, "Expert", None)
-    if cls is None:
-        raise ValueError(f"{type(env.unwrapped).__name__} has no scripted expert")
-    return cls(env)

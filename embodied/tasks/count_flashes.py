@@ -23,10 +23,8 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, NEUTRAL, WorkcellEnv
-from embodied.experts.calls import object_call
-from embodied.experts.motion import ScriptedExpert, Waypoint
 from embodied.tasks.remember_color import PANEL_XY, PANEL_YAW
-from embodied.tasks.sequence_recall import DARK, LIT_COLOURS, PRESS_BUDGET, press, rising_presses
+from embodied.tasks.sequence_recall import DARK, LIT_COLOURS, PRESS_BUDGET, rising_presses
 
 BUTTON_XY = np.array([0.45, 0.05])
 LEAD_STEPS, GAP_STEPS = 3, 3
@@ -158,21 +156,3 @@ class CountFlashes(WorkcellEnv):
             "button_slots": sorted(self.button_slots),
             "travel": self.travel(),
         }
-
-
-class CountFlashesExpert(ScriptedExpert):
-    count_override: int | None = None  # tests press a wrong count
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        if phase != "recall":
-            return []
-        info = self.env.privileged()
-        count = info["count"] if self.count_override is None else self.count_override
-        plan: list[Waypoint] = []
-        for i in range(count):
-            call = object_call(self.env, "press", "button0", yaw=0.0, note=f"press {i + 1} of {count}")
-            plan += press(*info["button_xy"], call=call)
-        return plan
-
-
-CountFlashes.Expert = CountFlashesExpert

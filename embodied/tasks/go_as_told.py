@@ -23,7 +23,6 @@ import numpy as np
 
 from embodied.envs.apartment import DELAY_TEXT, TOUR_TEXT, NavigationEnv, NavOptions
 from embodied.envs.nav_presets import nav_presets
-from embodied.experts.navigation import NavigationExpert
 from embodied.tasks.touch_as_told import TOLD_TEXT
 
 DECOY_GAP = 60  # tour steps between the starts of two lines
@@ -107,6 +106,3 @@ class GoAsTold(NavigationEnv):
     def privileged(self) -> dict:
         return {**super().privileged(), "target": self.target, "target_spot": self.spot[self.target],
                 "decoys": [self._named(k) for k in range(1, 1 + self.options.distractors)]}
-
-
-GoAsTold.Expert = NavigationExpert

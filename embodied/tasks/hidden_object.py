@@ -24,9 +24,7 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS, WorkcellEnv
-from embodied.experts.calls import object_call
-from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint, tag
-from embodied.tasks.reopen_drawer import JITTER, SAFE_Z, WRONG_OPEN, DrawerRow, drawer_call, pull_open
+from embodied.tasks.reopen_drawer import JITTER, WRONG_OPEN, DrawerRow
 
 # Blocks stay nearer the robot than x = 0.38 because a drawer opened 15 cm
 # sweeps the table up to x ~0.42 in its lane.
@@ -35,7 +33,6 @@ SPOT_GAP = 0.065
 TRAY_TOP = 0.0165  # top face of the tray bottom (drawer body z 0.0105 + 6 mm plate)
 IN_DRAWER_X = 0.06  # block centre behind the drawer front, so an opened drawer exposes it
 SHOW_OPEN = 0.14  # how far the env opens the drawer to put the block in
-PULL = 0.15  # how far the expert pulls (fingers start ~1 cm off the bar)
 LIFT_CLEAR = 0.05
 HELD_Z = 0.12
 CARRY_Z = 0.14  # block centre while carried: clear of drawer fronts and handles
@@ -227,34 +224,3 @@ class HiddenObject(DrawerRow, WorkcellEnv):
             "unit_xy": np.array([self.unit_xy(k) for k in range(self.n_units)]),
             "distractor_pos": self.data.xpos[self._distractor_ids].copy(),
         }
-
-
-class HiddenObjectExpert(ScriptedExpert):
-    drawer_override: int | None = None  # tests send the expert to a wrong drawer
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        env: HiddenObject = self.env
-        self._pick_planned = False
-        if phase != "recall":
-            return []
-        k = env.privileged()["cue_drawer"] if self.drawer_override is None else self.drawer_override
-        return pull_open(env.hook_point(k), PULL, drawer_call(env, "open", k, f"drawer hiding the {env.colour} block"))
-
-    def replan(self) -> list[Waypoint]:
-        # The block's place is known only once the drawer is open.
-        if self.phase != "recall" or self._pick_planned:
-            return []
-        self._pick_planned = True
-        b = self.env.privileged()["target_pos"]
-        # Aim a little low: the arm settles a few mm above low targets.
-        grasp = np.array([b[0], b[1], b[2] - 0.004])
-        call = object_call(self.env, "pick", "target", yaw=0.0, note=f"{self.env.colour} block")
-        return tag([
-            Waypoint(np.array([b[0], b[1], SAFE_Z]), OPEN, 0.0, tol=0.008),
-            Waypoint(grasp, OPEN, 0.0, tol=0.007, hold=2, speed=0.7),
-            Waypoint(grasp, CLOSED, 0.0, tol=1.0, hold=6),
-            Waypoint(np.array([b[0], b[1], 0.2]), CLOSED, 0.0, tol=0.01),
-        ], call)
-
-
-HiddenObject.Expert = HiddenObjectExpert

@@ -21,7 +21,7 @@ import numpy as np
 
 from embodied.envs.workcell import BLOCK_HALF
 from embodied.tasks.hidden_object import arc
-from embodied.tasks.remember_color import MIN_GAP, SPOT_HIGH, SPOT_LOW, RememberColor, RememberColorExpert
+from embodied.tasks.remember_color import MIN_GAP, SPOT_HIGH, SPOT_LOW, RememberColor
 
 SHOW, SLOT, CARRY_Z = 5, 20, 0.12  # steps before the first move, steps per move, carry height (m)
 
@@ -131,6 +131,3 @@ class MoveOrder(RememberColor):
 
     def privileged(self) -> dict:
         return {**super().privileged(), "order": list(self.order), "movers": list(self.movers)}
-
-
-MoveOrder.Expert = RememberColorExpert

@@ -27,7 +27,6 @@ import numpy as np
 from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.envs.nav_drive import TourBuilder, heading
 from embodied.envs.nav_presets import nav_presets
-from embodied.experts.navigation import NavigationExpert
 
 FACE_STEPS, WATCH_STEPS, GLIDE_STEPS, AFTER_STEPS = 30, 5, 40, 12
 MIN_MOVE = 1.0  # metres between the first and the new spot
@@ -149,6 +148,3 @@ class MovedObject(NavigationEnv):
     def privileged(self) -> dict:
         return {**super().privileged(), "mover": self.mover, "first_spot": self.first_spot,
                 "now_spot": self.now_spot, "query": self.options.query}
-
-
-MovedObject.Expert = NavigationExpert

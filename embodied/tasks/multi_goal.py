@@ -26,7 +26,6 @@ import numpy as np
 
 from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.envs.nav_presets import nav_presets
-from embodied.experts.navigation import NavigationExpert
 
 EXPLORE_FACTOR = 4  # first-goal time budget multiplier without a tour
 
@@ -109,6 +108,3 @@ class MultiGoal(NavigationEnv):
 
     def privileged(self) -> dict:
         return {**super().privileged(), "sequence": list(self.sequence), "goal_index": self.goal_index}
-
-
-MultiGoal.Expert = NavigationExpert

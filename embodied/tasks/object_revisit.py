@@ -23,7 +23,6 @@ import numpy as np
 
 from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.envs.nav_presets import nav_presets
-from embodied.experts.navigation import NavigationExpert
 
 
 @dataclass
@@ -71,6 +70,3 @@ class ObjectRevisit(NavigationEnv):
 
     def privileged(self) -> dict:
         return {**super().privileged(), "target": self.target, "target_spot": self.spot[self.target]}
-
-
-ObjectRevisit.Expert = NavigationExpert

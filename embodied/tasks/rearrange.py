@@ -365,8 +365,3 @@ class Rearrange(DrawerRow, WorkcellEnv):
     def _shut_pose(self, p: int, o: int) -> np.ndarray:
         x, y = self.unit_xy(p - N_SPOTS)
         return np.array([x + IN_DRAWER_X, y, TRAY_TOP + self._half[o]])
-
-
-from embodied.tasks.rearrange_expert import RearrangeExpert
-
-Rearrange.Expert = RearrangeExpert

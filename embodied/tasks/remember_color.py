@@ -21,9 +21,6 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS, NEUTRAL, WorkcellEnv
-from embodied.experts.calls import object_call
-from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint, tag
-from embodied.planner.calls import SkillCall
 
 # Left of the arm from the scene camera's view, beyond the blocks and clear of
 # the arm's path to them; turned to face that camera.
@@ -31,7 +28,6 @@ PANEL_XY = np.array([0.18, -0.42])
 PANEL_YAW = float(np.arctan2(0.0 - PANEL_XY[1], 1.0 - PANEL_XY[0]))
 SPOT_LOW, SPOT_HIGH = np.array([0.32, -0.26]), np.array([0.62, 0.26])
 MIN_GAP = 0.08  # centre to centre: two block widths, room for the fingers between
-TOUCH_Z = 2 * BLOCK_HALF + 0.002  # TCP height that puts the fingertips 1 cm into the block's top
 OPTION_COUNTS = (3, 5, 9)
 
 
@@ -173,30 +169,3 @@ def spread_spots(rng: np.random.Generator, n: int, low=SPOT_LOW, high=SPOT_HIGH,
                 if len(spots) == n:
                     return np.array(spots)
     raise RuntimeError(f"could not place {n} blocks {MIN_GAP} m apart in {low}..{high}")
-
-
-class RememberColorExpert(ScriptedExpert):
-    block_override: int | None = None  # tests touch a wrong block
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        if phase != "recall":
-            return []
-        info = self.env.privileged()
-        block = info["target"] if self.block_override is None else self.block_override
-        x, y, _ = info["block_pos"][block]
-        call = object_call(self.env, "touch", f"block{block}", yaw=0.0, note="block of the cue colour")
-        return touch_from_above(x, y, TOUCH_Z, call=call)
-
-
-def touch_from_above(x: float, y: float, z: float, high: float = 0.12, call: SkillCall | None = None) -> list[Waypoint]:
-    """Closed fingers over the point, then straight down onto it (the ``call``: touch)."""
-    return tag(
-        [
-            Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
-            Waypoint(np.array([x, y, z]), CLOSED, 0.0, tol=0.004, speed=0.5),
-        ],
-        call,
-    )
-
-
-RememberColor.Expert = RememberColorExpert

@@ -11,8 +11,9 @@ any other drawer opens by more than 0.04 m.
 Chance: a memoryless agent that opens one drawer at random succeeds with
 probability 1 / n_drawers.
 
-The drawer row helpers (``DrawerRow``) and the hook-and-pull waypoints are
-shared with HiddenObject.
+The drawer row helpers (``DrawerRow``) are shared with HiddenObject and
+Rearrange; the expert and its hook-and-pull waypoints are in
+:mod:`embodied.experts.reopen_drawer`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, NEUTRAL, WorkcellEnv
-from embodied.experts.calls import PULL_YAW, object_call
-from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint, tag
-from embodied.planner.calls import SkillCall
 
 FRONT_X = 0.58  # drawer fronts (housing front edge) when the row is not jittered
 SPACING = 0.19  # housings are 18 cm wide: 1 cm between neighbours
@@ -39,7 +37,6 @@ WRONG_OPEN = 0.04
 # bar (z 0.05-0.06) while the hand (4.8 cm above the TCP) clears the housing top.
 # The arm settles ~5 mm above low targets, so aim a little below the bar's middle.
 HOOK_DX, HOOK_Z = -0.03, 0.046
-SAFE_Z = 0.15
 
 
 class DrawerRow:
@@ -108,35 +105,6 @@ class DrawerRow:
 def row_offsets(n: int) -> np.ndarray:
     """y of ``n`` units side by side, centred on the robot's axis."""
     return (np.arange(n) - (n - 1) / 2) * SPACING
-
-
-def pull_open(hook: np.ndarray, amount: float, call: SkillCall | None = None) -> list[Waypoint]:
-    """Hook the handle from above with closed fingers and pull it ``amount`` toward the robot (``call``: open)."""
-    end = hook + np.array([-amount, 0.0, 0.0])
-    return tag([
-        Waypoint(np.array([hook[0], hook[1], SAFE_Z]), CLOSED, 0.0, tol=0.008),
-        Waypoint(hook, CLOSED, 0.0, tol=0.008, hold=1, speed=0.8),
-        Waypoint(end, CLOSED, 0.0, tol=0.008, hold=3, speed=0.5, timeout=80),
-        Waypoint(np.array([end[0], end[1], SAFE_Z]), CLOSED, 0.0, tol=0.01),
-    ], call)
-
-
-def push_shut(hook: np.ndarray, amount: float, call: SkillCall | None = None) -> list[Waypoint]:
-    """From behind the handle of an open drawer, push its front ``amount`` back in (``call``: close)."""
-    # The fingers start 1 cm off the front face: travel that far plus the opening.
-    end = hook + np.array([amount + 0.01, 0.0, 0.0])
-    return tag([
-        Waypoint(np.array([hook[0], hook[1], SAFE_Z]), CLOSED, 0.0, tol=0.008),
-        Waypoint(hook, CLOSED, 0.0, tol=0.008, hold=1, speed=0.8),
-        Waypoint(end, CLOSED, 0.0, tol=0.008, hold=2, speed=0.6, timeout=30),
-        # Straight up: backing off toward the robot would catch the bar again.
-        Waypoint(np.array([end[0], end[1], SAFE_Z]), CLOSED, 0.0, tol=0.01),
-    ], call)
-
-
-def drawer_call(env, skill: str, k: int, note: str = "") -> SkillCall:
-    """open/close call on drawer ``k``: its box centre, the pull direction's heading."""
-    return object_call(env, skill, f"drawer{k}", yaw=PULL_YAW, note=note)
 
 
 @dataclass
@@ -229,20 +197,3 @@ class ReopenDrawer(DrawerRow, WorkcellEnv):
             "openings": self.openings(),
             "unit_xy": np.array([self.unit_xy(k) for k in range(self.n_units)]),
         }
-
-
-class ReopenDrawerExpert(ScriptedExpert):
-    drawer_override: int | None = None  # tests send the expert to a wrong drawer
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        env: ReopenDrawer = self.env
-        cue = env.privileged()["cue_drawer"]
-        if phase == "observe":
-            return push_shut(env.hook_point(cue), env.opening(cue), drawer_call(env, "close", cue, "the open drawer"))
-        if phase == "recall":
-            k = cue if self.drawer_override is None else self.drawer_override
-            return pull_open(env.hook_point(k), CUE_OPEN, drawer_call(env, "open", k, "the drawer that was open"))
-        return []
-
-
-ReopenDrawer.Expert = ReopenDrawerExpert

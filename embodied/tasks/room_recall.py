@@ -30,7 +30,6 @@ import numpy as np
 from embodied.envs.apartment import NavigationEnv, NavOptions
 from embodied.envs.nav_presets import nav_presets
 from embodied.envs.nav_layout import ROOMS, room_of
-from embodied.experts.room_recall import RoomExpert
 
 MARGIN = 0.3  # m inside the room's wall centre lines
 DWELL = 5  # still steps that count as stopping
@@ -119,6 +118,3 @@ class RoomRecall(NavigationEnv):
         return {**super().privileged(), "target": self.target, "target_spot": int(self.cue),
                 "target_room": self.target_room, "room_box": [float(v) for v in (x0, y0, x1, y1)],
                 "room_theme": self.apartment.themes[self.target_room]}
-
-
-RoomRecall.Expert = RoomExpert

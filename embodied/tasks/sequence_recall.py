@@ -22,21 +22,15 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, WorkcellEnv
-from embodied.experts.calls import object_call
-from embodied.experts.motion import CLOSED, ScriptedExpert, Waypoint, tag
-from embodied.planner.calls import SkillCall
 
 ROW_X = 0.45
 SPACING = 0.10  # 7 cm bases with 3 cm between them
-CAP_TOP = 0.036
+CAP_TOP = 0.036  # m: top of a cap at rest (the expert aims its press from here)
 PRESSED, RELEASED = 0.006, 0.003  # cap travel in metres
 DARK = (0.12, 0.12, 0.14)
 LIT_COLOURS = ("yellow", "white", "cyan", "orange")  # bright enough to read as "lit"
 LEAD_STEPS, GAP_STEPS = 3, 2
 PRESS_BUDGET = 80  # horizon steps per press beyond the default length (the agent needs ~35)
-# Fingertips reach 12 mm below the TCP; the arm settles ~5 mm above a target
-# this low, so aiming 14 mm into the cap presses it ~9 mm.
-PRESS_Z = CAP_TOP + 0.012 - 0.014
 
 
 @dataclass
@@ -171,30 +165,3 @@ def rising_presses(down: np.ndarray, travel: np.ndarray) -> tuple[np.ndarray, np
     counts when a cap passes ``PRESSED`` and again only after it came back above ``RELEASED``."""
     rising = np.flatnonzero(~down & (travel >= PRESSED))
     return rising, (down | (travel >= PRESSED)) & (travel >= RELEASED)
-
-
-class SequenceRecallExpert(ScriptedExpert):
-    sequence_override: tuple[int, ...] | None = None  # tests press a wrong order
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        if phase != "recall":
-            return []
-        info = self.env.privileged()
-        order = info["sequence"] if self.sequence_override is None else self.sequence_override
-        plan: list[Waypoint] = []
-        for i, button in enumerate(order):
-            call = object_call(self.env, "press", f"button{button}", yaw=0.0, note=f"button {i + 1} of the sequence")
-            plan += press(*info["button_xy"][button], call=call)
-        return plan
-
-
-def press(x: float, y: float, high: float = 0.07, call: SkillCall | None = None) -> list[Waypoint]:
-    """Closed fingers over the cap, down past the press point, back up to release (``call``: press)."""
-    return tag([
-        Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
-        Waypoint(np.array([x, y, PRESS_Z]), CLOSED, 0.0, tol=0.007, hold=1, timeout=20, speed=0.5),
-        Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01),
-    ], call)
-
-
-SequenceRecall.Expert = SequenceRecallExpert

@@ -21,9 +21,6 @@ import numpy as np
 
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import COLORS, WorkcellEnv
-from embodied.experts.calls import object_call
-from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint, tag
-from embodied.planner.calls import SkillCall
 
 ROW_X = 0.45
 SPACING = 0.12  # 8 cm cups with a 4 cm gap: a gripper finger fits between them
@@ -34,7 +31,6 @@ SHOW_STEPS, LOWER_STEPS, SWAP_STEPS, SETTLE_STEPS = 6, 8, 14, 2
 # cups between them (and each other) without touching.
 SIDESTEP = 0.09
 LIFTED, DISTURBED = 0.05, 0.03
-KNOB_GRASP_Z = 0.085  # the arm settles ~4 mm short of a low target; the fingertips stay above the cup top
 FOOT_R = 0.0025
 CUP_COLOURS = tuple(c for c in COLORS if c != "yellow")  # the ball is yellow
 
@@ -210,29 +206,3 @@ class ShellGame(WorkcellEnv):
             "ball_pos": self.data.xpos[self._ball_id].copy(),
             "swaps": list(self.swaps),
         }
-
-
-class ShellGameExpert(ScriptedExpert):
-    cup_override: int | None = None  # tests lift a wrong cup
-
-    def plan(self, phase: str) -> list[Waypoint]:
-        if phase != "recall":
-            return []
-        info = self.env.privileged()
-        cup = info["ball_cup"] if self.cup_override is None else self.cup_override
-        x, y, _ = info["cup_pos"][cup]
-        call = object_call(self.env, "lift", f"cup{cup}", yaw=0.0, note=f"{self.env.colour} cup hiding the ball")
-        return lift_knob(x, y, call=call)
-
-
-def lift_knob(x: float, y: float, high: float = 0.2, call: SkillCall | None = None) -> list[Waypoint]:
-    """Grasp a cup's knob from above (fingers closing along the row, over the cup tops) and lift (``call``)."""
-    return tag([
-        Waypoint(np.array([x, y, high]), OPEN, 0.0, tol=0.01),
-        Waypoint(np.array([x, y, KNOB_GRASP_Z]), OPEN, 0.0, tol=0.006, hold=2, speed=0.6),
-        Waypoint(np.array([x, y, KNOB_GRASP_Z]), CLOSED, 0.0, tol=1.0, hold=6),
-        Waypoint(np.array([x, y, high]), CLOSED, 0.0, tol=0.01, speed=0.6),
-    ], call)
-
-
-ShellGame.Expert = ShellGameExpert

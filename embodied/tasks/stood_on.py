@@ -26,7 +26,7 @@ import numpy as np
 from embodied.envs.scene import SceneBuilder
 from embodied.envs.workcell import BLOCK_HALF, COLORS
 from embodied.tasks.hidden_object import arc
-from embodied.tasks.remember_color import RememberColor, RememberColorExpert, spread_spots
+from embodied.tasks.remember_color import RememberColor, spread_spots
 
 SHOW, SLOT, CARRY_Z = 8, 20, 0.12  # steps before the first move, steps per move, carry height (m)
 PAD_X, PAD_GAP = 0.6, 0.11  # the pads' row (m from the robot base) and centre-to-centre spacing
@@ -155,6 +155,3 @@ class StoodOn(RememberColor):
     def privileged(self) -> dict:
         return {**super().privileged(), "pad_of": dict(self.pad_of), "pad_xy": self.pad_xy.copy(),
                 "pad_colours": list(self.pad_colours)}
-
-
-StoodOn.Expert = RememberColorExpert

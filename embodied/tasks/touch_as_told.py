@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from embodied.envs.workcell import NEUTRAL
-from embodied.tasks.remember_color import OPTION_COUNTS, RememberColor, RememberColorExpert
+from embodied.tasks.remember_color import OPTION_COUNTS, RememberColor
 
 TOLD_TEXT = "do what you were told at the start"
 GAP_STEPS = 2  # "wait" between two lines
@@ -86,6 +86,3 @@ class TouchAsTold(RememberColor):
 
     def privileged(self) -> dict:
         return {**super().privileged(), "decoys": [self._named(k) for k in range(1, 1 + self.options.distractors)]}
-
-
-TouchAsTold.Expert = RememberColorExpert

@@ -18,8 +18,10 @@ import numpy as np
 
 from embodied.envs.workcell import BLOCK_HALF
 from embodied.experts.motion import CLOSED, OPEN, ScriptedExpert, Waypoint
-from embodied.tasks.reopen_drawer import pull_open, push_shut
-from embodied.tasks.shell_game import BALL_R, KNOB_GRASP_Z, lift_knob
+from embodied.experts.reopen_drawer import pull_open, push_shut
+from embodied.experts.shell_game import KNOB_GRASP_Z, lift_knob
+from embodied.tasks.rearrange import N_DRAWERS, N_SPOTS, is_cup, is_drawer, place_index, place_name
+from embodied.tasks.shell_game import BALL_R
 
 # How far the expert pulls a drawer (it opens ~1 cm less: the fingers start off
 # the bar). Enough to expose an object 6 cm behind the front; more would bring
@@ -101,8 +103,6 @@ class RearrangeExpert(ScriptedExpert):
         self.skill_names: list[str] = []
         if phase != "recall":
             return []
-        from embodied.tasks.rearrange import place_index  # the env module imports this one
-
         overrides = self.goal_override or {}
         for o, obj in enumerate(self.env.privileged()["objects"]):
             goal = place_index(overrides.get(obj["name"], obj["start_place"]))
@@ -121,8 +121,6 @@ class RearrangeExpert(ScriptedExpert):
     # --- skills --------------------------------------------------------------
     def _restore(self, o: int, here: int, goal: int) -> list[Skill]:
         """Skills that bring object ``o`` from place ``here`` back to ``goal``; names go to ``skill_names``."""
-        from embodied.tasks.rearrange import N_DRAWERS, N_SPOTS, is_cup, is_drawer, place_name
-
         env, obj = self.env, self.env.object_names[o]
         before, after, names = [], [], []
         for p in (here, goal):
