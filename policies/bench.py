@@ -7,8 +7,9 @@ import time
 
 import numpy as np
 import torch
+from policies.export import load_run
 
-from policies.registry import HEADS, build_head, load_run
+from policies.registry import HEADS, build_head
 
 TARGET_MS = {"diffusion": 15.0, "act": 5.0}  # DDIM-10 chunk; transformer chunk
 

@@ -35,6 +35,7 @@ from safetensors.torch import save as st_save
 
 from policies.checkpoint import CheckpointError, atomic_folder, read_json, sha256_file
 from policies.head import HeadBase
+from policies.registry import build_head, config_from_dict, head_classes, load_trained
 
 FORMAT = "embodied-head-export/1"
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
@@ -93,12 +94,10 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
     :data:`INFERENCE_OPTIONS` to ship instead of the run's (e.g. ACT's temporal ensembling:
     ``{"n_action_steps": 1, "temporal_ensemble_coeff": 0.01}``). Returns a summary (files, bytes, params).
     """
-    from policies.registry import config_from_dict, head_classes, load_run  # registry imports this module
-
     if dtype not in ("float16", "float32"):
         raise ValueError(f"dtype must be float16 or float32, got {dtype!r}")
     run, out = Path(run), Path(out)
-    model = load_run(run, weights=weights)
+    model = load_trained(run, weights=weights)
     cfg = read_json(run / "config.json")
     latest = read_json(run / "latest.json")
     params = {name for name, _ in model.named_parameters()}
@@ -138,11 +137,20 @@ def export_run(run: str | os.PathLike, out: str | os.PathLike, weights: str = "e
             "files": sizes, "params": sum(p.numel() for p in model.parameters())}
 
 
+def load_run(run: str | os.PathLike, weights: str = "ema") -> HeadBase:
+    """The head of a training run (its latest checkpoint; ``weights`` "ema" or "model") or of an
+    exported head folder, in eval mode."""
+    run = Path(run)
+    if not run.is_dir():
+        raise ValueError(f"run folder {run} does not exist")
+    if is_exported(run):  # a shipped head: weights only, no training state
+        return load_exported(run)
+    return load_trained(run, weights)
+
+
 def load_exported(path: str | os.PathLike) -> HeadBase:
     """The head of an exported folder, float32, in eval mode; a missing or altered file raises
     :class:`CheckpointError` naming it."""
-    from policies.registry import build_head, config_from_dict, head_classes
-
     path = Path(path)
     manifest = read_json(path / "manifest.json")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "sha256" not in manifest:

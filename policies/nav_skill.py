@@ -1,9 +1,9 @@
 """A learned navigate skill: the agent's own planner says *where*, the head decides *how to move*.
 
 A head conditioned only on the goal's pose cannot know the walls. So the
-learned navigate skill keeps the scripted skill's route half
-(:class:`embodied.agent.skills.navigate.NavigateSkill`, run on the agent's own
-free-space map built from head depth): the stand-off point near the target,
+learned navigate skill keeps a route that the agent lends it (:class:`Route`;
+the agent's is its scripted navigate skill run on its own free-space map
+built from head depth): the stand-off point near the target,
 the A* path to it on the map, replanning when stuck, the step and replan
 budgets, and the depth safety check (an obstacle in the swept corridor
 stops the base, backs it off and replans). Each step it hands the head the
@@ -15,7 +15,10 @@ done channel, when the skill is over (the scripted rule, within reach and
 facing the target, is not used).
 
     skills = load_head("act:policies/checkpoints/act_nav")   # {"navigate": LearnedNavigateSkill}
-    agent = MemoryAgent(labels, skills=skills)                # the agent lends it its map (use_map)
+    agent = MemoryAgent(labels, skills=skills)                # the agent lends it a route (use_route)
+
+This module imports nothing from the agent or the memory: the route comes in
+through :class:`Route`, built by the agent with ``route_options``.
 
 While the route overrides the head (backing off, a replan step) the head's
 queues are reset, so it does not continue a plan made before the override.
@@ -23,19 +26,46 @@ queues are reset, so it does not continue a plan made before the override.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from embodied.agent.skills.navigate import GUIDE_DIM, NavigateSkill
-from embodied.memory.freespace import FreeSpaceMap
 from embodied.planner.calls import SkillCall
-from policies.skill_head import LearnedSkill
+
+if TYPE_CHECKING:
+    from policies.skill_head import LearnedSkill
 
 # The route counts the path's end as reached within 8 cm (the scripted controller: 4 cm): a learned driver
 # that circles the last few centimetres then turns to face the target instead. At the path's end out of
 # reach, the route adds a waypoint toward the target (the scripted controller creeps there by itself).
 ROUTE_DEFAULTS: dict[str, Any] = {"last_tol": 0.08, "creep_waypoint": True}
+
+
+class Route(Protocol):
+    """The route half of a navigate skill, lent by the agent (its ``NavigateSkill`` on its own map).
+
+    ``guide`` is the (G,) float32 route features of the last step in the base frame (G = the head's
+    ``guide_dim``); ``guide_step`` plans this step and returns the base pose (x, y, yaw) with either None
+    (the head drives) or the route's own ``[forward, yaw rate]`` action (backing off, a replan);
+    ``drive`` turns the head's speeds into the base action with the route's safety checks.
+    """
+
+    guide: np.ndarray
+    steps: int
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def failed(self) -> bool: ...
+
+    def start(self, call: SkillCall, obs: dict[str, Any]) -> None: ...
+
+    def act(self, obs: dict[str, Any]) -> np.ndarray: ...
+
+    def guide_step(self, obs: dict[str, Any], scripted_done: bool = True) -> tuple[np.ndarray, np.ndarray | None]: ...
+
+    def drive(self, obs: dict[str, Any], pose: np.ndarray, v: float, w: float) -> np.ndarray: ...
 
 
 class LearnedNavigateSkill:
@@ -46,20 +76,22 @@ class LearnedNavigateSkill:
     def __init__(self, head: LearnedSkill, **route_options):
         if head.name != "navigate":
             raise ValueError(f"LearnedNavigateSkill drives with a navigate head, got a {head.name!r} head")
-        dim = head.policy.config.guide_dim
-        if dim != GUIDE_DIM:
-            raise ValueError(f"the navigate head takes {dim} route features; the route gives {GUIDE_DIM}")
+        if not head.policy.config.guide_dim:
+            raise ValueError("LearnedNavigateSkill needs a navigate head trained on route features (guide_dim > 0)")
         self.head = head
         self.head.budget = 10**9  # the route's step budget (max_steps) bounds the skill
-        self.route_options = {**ROUTE_DEFAULTS, **route_options}
-        self.route: NavigateSkill | None = None
+        self.route_options = {**ROUTE_DEFAULTS, **route_options}  # how the agent builds the route it lends
+        self.route: Route | None = None
         self._done = False
         self.overrides = 0  # steps the route acted instead of the head (back-off, replans) since start
         self.scripted = False  # this call runs on the route's scripted driver (see start)
 
-    def use_map(self, freespace: FreeSpaceMap) -> None:
-        """The agent's free-space map (called by the agent at its first step and when it renews the map)."""
-        self.route = NavigateSkill(freespace, **self.route_options)
+    def use_route(self, route: Route) -> None:
+        """The agent's route on its own map (lent at its first step and whenever it renews the map)."""
+        dim = self.head.policy.config.guide_dim
+        if len(route.guide) != dim:
+            raise ValueError(f"the navigate head takes {dim} route features; the route gives {len(route.guide)}")
+        self.route = route
 
     @property
     def policy(self):
@@ -76,12 +108,15 @@ class LearnedNavigateSkill:
 
     @property
     def guide(self) -> np.ndarray:
-        """(GUIDE_DIM,) route features of the last step (zeros before the first)."""
-        return self.route.guide if self.route is not None else np.zeros(GUIDE_DIM, dtype=np.float32)
+        """(guide_dim,) route features of the last step (zeros before the first)."""
+        if self.route is None:
+            return np.zeros(self.head.policy.config.guide_dim, dtype=np.float32)
+        return self.route.guide
 
     def start(self, call: SkillCall, obs: dict[str, Any]) -> None:
         if self.route is None:
-            raise RuntimeError("LearnedNavigateSkill has no map: the agent lends it one (use_map) before start")
+            raise RuntimeError("LearnedNavigateSkill has no route: the agent lends it one on its map (use_route) "
+                               "before start")
         self.route.start(call, obs)
         self.head.start(call, obs)
         self._done = False
@@ -92,7 +127,7 @@ class LearnedNavigateSkill:
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         if self.route is None:
-            raise RuntimeError("LearnedNavigateSkill: act() before use_map() and start()")
+            raise RuntimeError("LearnedNavigateSkill: act() before use_route() and start()")
         if self._done or self.failed:
             return np.zeros(2, dtype=np.float32)
         if self.scripted:

@@ -1,4 +1,7 @@
-"""Head names -> (config class, model class); configs to and from JSON; loading a trained run."""
+"""Head names -> (config class, model class); configs to and from JSON; loading a training run.
+
+A run *or* an exported head folder loads through :func:`policies.export.load_run`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from policies.act import ACTConfig, ACTHead
 from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
 from policies.config_json import config_from_dict, config_to_dict  # noqa: F401  (imported from here too)
 from policies.diffusion import DiffusionConfig, DiffusionHead
-from policies.export import is_exported, load_exported
 from policies.head import HeadBase, HeadConfig
 from policies.memory_policy.configuration import MemoryPolicyConfig
 from policies.memory_policy.modeling import MemoryPolicy
@@ -67,14 +69,11 @@ def build_head(name: str, config: HeadConfig | dict, stats: dict[str, dict]) -> 
     return model_cls(config, stats)
 
 
-def load_run(run: str | Path, weights: str = "ema") -> HeadBase:
-    """The head of a training run (its latest checkpoint; ``weights`` "ema" or "model") or of an
-    exported head folder (:mod:`policies.export`), in eval mode."""
+def load_trained(run: str | Path, weights: str = "ema") -> HeadBase:
+    """The head of a training run (its latest checkpoint; ``weights`` "ema" or "model"), in eval mode."""
     run = Path(run)
     if not run.is_dir():
         raise ValueError(f"run folder {run} does not exist")
-    if is_exported(run):  # a shipped head (policies/export.py): weights only, no training state
-        return load_exported(run)
     cfg = read_json(run / "config.json")
     if "head" not in cfg or "head_config" not in cfg:
         raise CheckpointError(run / "config.json", "lacks 'head' or 'head_config'")

@@ -35,9 +35,9 @@ import numpy as np
 import torch
 
 from embodied.planner.calls import SKILL_IDS, SkillCall
-from policies.export import resolve_run
+from policies.export import load_run, resolve_run
 from policies.head import IMAGE_PREFIX, HeadBase
-from policies.registry import HEADS, load_run
+from policies.registry import HEADS
 
 
 class LearnedSkill:

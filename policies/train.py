@@ -38,7 +38,8 @@ from policies.loop import (  # noqa: F401  (TrainConfig and the loop's names are
     restore,
     start_run,
 )
-from policies.registry import build_head, config_to_dict, head_classes, load_run
+from policies.export import load_run
+from policies.registry import build_head, config_to_dict, head_classes
 
 
 def _open_dataset(cfg: TrainConfig, obs_horizon: int, horizon: int):

@@ -10,6 +10,9 @@ against the file's package, and ``importlib.import_module("x")`` /
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,9 +110,110 @@ def test_memory_never_imports_viz():
     assert not found, _report("embodied.memory must not import embodied.viz", found)
 
 
-def test_policies_never_import_envs_or_tasks():
-    found = violations(("policies",), ("embodied.envs", "embodied.tasks"))
-    assert not found, _report("policies/ must not import embodied.envs or embodied.tasks", found)
+def test_policies_never_import_the_agent_memory_envs_or_tasks():
+    found = violations(("policies",), ("embodied.agent", "embodied.memory", "embodied.envs", "embodied.tasks"))
+    assert not found, _report(
+        "policies/ must not import embodied.agent, embodied.memory, embodied.envs or embodied.tasks "
+        "(the agent uses the heads, not the reverse; the learned navigate skill gets its route from the agent)",
+        found,
+    )
+
+
+def test_the_viewer_never_imports_the_agent():
+    found = violations(("embodied/viz",), ("embodied.agent",))
+    assert not found, _report("embodied/viz reads recordings (embodied.data.recording), not the agent", found)
+
+
+def runtime_imports(source: str, current: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """Like :func:`imported_modules`, without the bodies of ``if TYPE_CHECKING:`` (not run at import)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = [ast.Pass()]
+    return imported_modules(ast.unparse(tree), current, is_package)
+
+
+def import_graph(folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """module -> the project modules it imports at run time (an imported name resolves to its module)."""
+    files = {module_name(p): p for p in python_files(folders)}
+    modules = {name for name, _ in files}
+
+    def owner(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for (name, is_package), path in files.items():
+        found = runtime_imports(path.read_text(encoding="utf-8"), name, is_package)
+        graph[name] = {owner(m) for _, m in found if owner(m) and owner(m) != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph(("embodied", "policies")))
+    assert not found, "modules that import each other (directly or around a loop):\n  " + "\n  ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_cycle_finder_finds_a_loop_and_skips_type_checking():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    lazy = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from x import y\ndef f():\n    import z\n"
+    assert [m for _, m in runtime_imports(lazy, "m")] == ["typing.TYPE_CHECKING", "z"]
+
+
+def _modules_loaded_by(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stdout.split())
+
+
+def test_importing_the_data_layer_loads_no_simulator():
+    """Training code reads demonstrations without MuJoCo: the data layer, the recording format and the
+    heads' training entry point load neither mujoco nor an env, task or expert module."""
+    loaded = _modules_loaded_by("import embodied.data, embodied.data.reader, embodied.data.recording, policies.train")
+    simulator = sorted(m for m in loaded if m == "mujoco" or m.startswith(("mujoco.", "embodied.envs",
+                                                                             "embodied.experts", "embodied.tasks.")))
+    assert not simulator, f"importing the data layer loaded the simulator: {simulator[:8]}"
+    assert "embodied.data.reader" in loaded  # the statement ran
 
 
 def test_walk_covers_the_agent_side():

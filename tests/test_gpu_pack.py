@@ -13,10 +13,9 @@ import pytest
 import torch
 
 from embodied.cli.main import main
-from policies.export import export_run, load_exported
+from policies.export import export_run, load_exported, load_run
 from policies.memory_policy import MemoryPolicyConfig
 from policies.memory_policy.data import DecisionData
-from policies.registry import load_run
 from tests.heads_helpers import one_torch_thread, run_without  # noqa: F401 (autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]

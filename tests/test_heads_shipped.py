@@ -14,8 +14,7 @@ from embodied.cli.main import main
 from embodied.tasks import get_task
 from policies.checkpoint import CheckpointError
 from policies.data import SkillWindows
-from policies.export import SHIPPED, export_run, load_exported, resolve_run, shipped_heads
-from policies.registry import load_run
+from policies.export import SHIPPED, export_run, load_exported, load_run, resolve_run, shipped_heads
 from policies.skill_head import load_head
 from policies.train import TrainConfig, train
 from tests.heads_helpers import TINY_ACT, one_torch_thread, tiny_dataset  # noqa: F401

@@ -19,7 +19,7 @@ from embodied.cli.main import main
 from embodied.planner.calls import SKILL_IDS
 from policies.checkpoint import CheckpointError, latest_checkpoint
 from policies.data import SkillWindows
-from policies.registry import load_run
+from policies.export import load_run
 from policies.train import TrainConfig, train
 from tests.heads_helpers import (  # noqa: F401 (one_torch_thread: autouse fixture)
     TINY_ACT, TINY_DIFFUSION, one_torch_thread, run_without, tiny_dataset, weights)

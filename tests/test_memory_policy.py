@@ -19,12 +19,11 @@ from embodied.memory.tokens import TOKEN_FIELDS, field_slice, node_tokens
 from embodied.planner.calls import SkillCall
 from embodied.tasks import TASKS
 from policies.checkpoint import CheckpointError
-from policies.export import export_run, load_exported
+from policies.export import export_run, load_exported, load_run
 from policies.memory_policy import MemoryPolicyConfig
 from policies.memory_policy.data import DecisionData
 from policies.memory_policy.inputs import history_indices
 from policies.memory_policy.train import train_memory_policy
-from policies.registry import load_run
 from policies.train import TrainConfig
 from tests.heads_helpers import one_torch_thread  # noqa: F401
 

@@ -84,8 +84,9 @@ def test_learned_navigate_skill_needs_the_agents_map():
                                           skills=("navigate",)),
                                 {**nav_stats(), "skill.guide": {s: [0.0] * 3 for s in ("mean", "std", "min", "max")}}),
                          "navigate")
-    with pytest.raises(ValueError, match="route features"):
-        LearnedNavigateSkill(head)
+    three = LearnedNavigateSkill(head)
+    with pytest.raises(ValueError, match="route features"):  # the agent's route gives GUIDE_DIM features
+        three.use_route(NavigateSkill(FreeSpaceMap(), **three.route_options))
 
 
 EPISODE_TASK, EPISODE_SEED = "ObjectRevisit-v0", 7000  # a short episode of the evaluation seeds

@@ -10,7 +10,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from embodied.agent.record import load_recording
+from embodied.data.recording import load_recording
 from embodied.agent.ride import MemoryRider
 from embodied.cli.main import main
 from embodied.memory import SpatialMemory

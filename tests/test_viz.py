@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from embodied.agent.record import load_recording
+from embodied.data.recording import load_recording
 from embodied.cli.main import main
 from embodied.viz.browser import find_chromium, open_page, show_stop, trace_points
 from embodied.viz.html import _plotly_js, register_lazily

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from embodied.agent.memory_agent import MemoryAgent
-from embodied.agent.record import load_recording
+from embodied.data.recording import load_recording
 from embodied.cli.main import main
 from embodied.planner.calls import SkillCall
 from embodied.viz.browser import find_chromium, open_page, trace_points

@@ -23,7 +23,8 @@ import torch
 from diffusers import DDIMScheduler
 
 from policies.bench import example_batch, synthetic_stats
-from policies.registry import HEADS, build_head, load_run
+from policies.export import load_run
+from policies.registry import HEADS, build_head
 
 
 def per_step_loop(head, cond: torch.Tensor, x: torch.Tensor):

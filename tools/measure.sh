@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reproduce every number in the README's "Measured" section (about 2 hours on 2 cores).
+# Reproduce the numbers of docs/results.md that it lists (about 2 hours on 2 cores).
 #   bash tools/measure.sh [OUT_DIR]      # JSON per measurement in OUT_DIR (default out/measure)
-#   python3 tools/report.py OUT_DIR      # the README tables, as markdown
+#   python3 tools/report.py OUT_DIR      # the tables of docs/results.md, as markdown
 # Timing benchmarks run first and one at a time, so nothing else shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Reproduce the README's "The memory agent" numbers: the ablation table over 100 seeds per task
+# Reproduce the "memory agent" numbers of docs/results.md: the ablation table over 100 seeds per task
 # that no test uses (1000-1099), and the agent at 10x each task's default delay (seeds 2000-2099).
 #   bash tools/measure_agent.sh [OUT_DIR]       # JSON per task in OUT_DIR (default out/agent)
-#   python3 tools/report_agent.py OUT_DIR       # the README tables, as markdown
+#   python3 tools/report_agent.py OUT_DIR       # the tables of docs/results.md, as markdown
 # At 100 seeds everywhere this takes 4-5 h on 2 cores; TASKS="A-v0 B-v0" limits the run, and
 # ABLATION_EPISODES / DELAY_EPISODES shorten the slow columns. An extra_<task>.json (ablate --column
 # agent on the following seeds) is pooled into the agent column by report_agent.py.

@@ -1,4 +1,4 @@
-"""Turn the JSON written by ``tools/measure.sh`` into the README's "Measured" tables.
+"""Turn the JSON written by ``tools/measure.sh`` into the tables of docs/results.md.
 
     python3 tools/report.py out/measure > measured.md
 

@@ -1,4 +1,4 @@
-"""Print the README's agent tables from ``tools/measure_agent.sh`` output.
+"""Print the agent tables of docs/results.md from ``tools/measure_agent.sh`` output.
 
     python3 tools/report_agent.py out/agent
 """

@@ -31,7 +31,7 @@ def decision_ms(policy_dir: Path, data_roots: list[str], n: int = 50) -> float:
 
     from policies.memory_policy.data import DecisionData
     from policies.memory_policy.inputs import pad_state
-    from policies.registry import load_run
+    from policies.export import load_run
 
     torch.set_num_threads(1)
     policy = load_run(policy_dir)

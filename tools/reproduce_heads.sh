@@ -5,7 +5,7 @@
 #
 # Knobs (environment): EPISODES (demos per task; default: MANIP_DEMOS below), STEPS (train steps), EVAL_EPISODES (seeds per task,
 # from EVAL_SEED), EXPORT=1 to overwrite the shipped checkpoint in policies/checkpoints/.
-# Runs on CPU with one torch thread and `nice`, as measured in the README ("Learned heads").
+# Runs on CPU with one torch thread and `nice`, as measured in docs/heads.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUITE=${1:-all}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce the navigation head (README "Learned heads" > "Navigation head"): record the agent's demos on the
+# Reproduce the navigation head (docs/heads.md, "Navigation head"): record the agent's demos on the
 # three apartment tasks, train the ACT head on its navigate calls, ship the EMA weights, evaluate the agent with it.
 #   bash tools/reproduce_nav_head.sh [OUT_DIR]      # default out/nav_head
 # EPISODES (demos per task, default 20), STEPS (default 3000), EVAL_EPISODES (per task, default 40) and

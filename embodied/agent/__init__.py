@@ -6,7 +6,6 @@ simulator's truth is ``embodied.eval``.
 
     embodied.agent.memory_agent   MemoryAgent: perceive -> remember -> plan -> act
     embodied.agent.ride     MemoryRider: perception + memory fed each episode's observations
-    embodied.agent.record   the recording format for the viewer: Recorder, load_recording
     embodied.agent.skills   the Skill protocol
     embodied.agent.decisions   DecisionLog: what the agent saw and chose at each decision point
     embodied.agent.learned     LearnedDecider: a learned high-level policy choosing every call

@@ -200,12 +200,13 @@ class MemoryAgent:
         self._lend_map()
 
     def _lend_map(self) -> None:
-        """Skills that plan on the robot's own map (a learned navigate head's route) get this episode's."""
+        """Skills that drive along a route on the robot's own map (a learned navigate head) get one on this
+        episode's map: the scripted navigate skill built with the options the skill asks for."""
         if self.freespace is None:
             return
         for skill in self.skills.values():
-            if hasattr(skill, "use_map"):
-                skill.use_map(self.freespace)
+            if hasattr(skill, "use_route"):
+                skill.use_route(NavigateSkill(self.freespace, **getattr(skill, "route_options", {})))
 
     @property
     def current_guide(self) -> np.ndarray | None:

@@ -31,7 +31,7 @@ from embodied.perception import Perceiver, PerceptionConfig
 BASE_PROPRIO = 5  # the mobile base's proprio width
 
 if TYPE_CHECKING:
-    from embodied.agent.record import EpisodeOutcome, Recorder
+    from embodied.data.recording import EpisodeOutcome, Recorder
 
 
 class MemoryRider:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from embodied.agent.record import Recorder, load_recording
+from embodied.data.recording import Recorder, load_recording
 from embodied.agent.ride import MemoryRider
 from embodied.envs.base import options_from
 from embodied.envs.visual import check_visual

@@ -62,7 +62,7 @@ def bench_drift(args: argparse.Namespace) -> dict | None:
 
 
 def table(summary: list[dict]) -> str:
-    """The README's markdown table."""
+    """The markdown table of docs/results.md."""
     header = ("| task | odom_noise | correction | episodes | odometry drift (m) | pose error (m) | object error, "
               "median / p90 (cm) | recall | success |")
     lines = [header, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -4,7 +4,11 @@
     DemoDataset(root, obs_horizon, action_horizon)  -> torch windows
     check_dataset(root), dataset_info(root), render_episode(root, e, out)
 
-See README.md ("Demonstrations") for the layout and the columns.
+And the viewer's recording of a run (``embodied run --record DIR``):
+``embodied.data.recording`` (Recorder, load_recording). Importing this package
+loads neither the simulator nor torch.
+
+See docs/data.md for the layout and the columns.
 """
 
 from __future__ import annotations

@@ -102,8 +102,7 @@ def learned_policy(run: str):
     if run not in _DECIDERS:
         import torch
 
-        from policies.export import resolve_run
-        from policies.registry import load_run
+        from policies.export import load_run, resolve_run
 
         torch.set_num_threads(1)
         policy = load_run(resolve_run("memory", run))

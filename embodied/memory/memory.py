@@ -32,6 +32,7 @@ import numpy as np
 
 from embodied.memory.agent import AGENT, AgentTracking
 from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
+from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
@@ -259,20 +260,14 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
 
     # --- persistence (see embodied.memory.persistence) ----------------------------------
     def save(self, path) -> Path:
-        from embodied.memory.persistence import save
-
-        return save(self, path)
+        return persistence.save(self, path)
 
     @classmethod
     def load(cls, path) -> SpatialMemory:
-        from embodied.memory.persistence import load
-
-        return load(path)
+        return persistence.load(path, cls)
 
     def export_graphml(self, path, t: int | None = None):
-        from embodied.memory.persistence import export_graphml
-
-        return export_graphml(self, path, t)
+        return persistence.export_graphml(self, path, t)
 
     # --- time travel -----------------------------------------------------------------
     def snapshot(self, t: int) -> nx.MultiDiGraph:

@@ -3,6 +3,9 @@
 Files are written atomically (a temporary file in the same folder, fsync,
 ``os.replace``), so a crash never leaves a half-written file under the final
 name. A corrupt or truncated file raises ``ValueError`` naming the file.
+
+This module does not import :mod:`embodied.memory.memory` (which calls it):
+loading takes the class to build, ``SpatialMemory.load`` passes itself.
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 
 from embodied.memory.config import MemoryConfig
 from embodied.memory.events import EventLog, _frozen
-from embodied.memory.memory import SpatialMemory
 from embodied.memory.tracks import Track
+
+if TYPE_CHECKING:
+    from embodied.memory.memory import SpatialMemory
 
 FORMAT = "embodied.memory"
 VERSION = 1
@@ -67,7 +74,8 @@ def to_json(memory: SpatialMemory) -> dict:
     }
 
 
-def from_json(doc: dict) -> SpatialMemory:
+def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> SpatialMemory:
+    """The memory ``doc`` describes, built as ``make(config)`` (the SpatialMemory class) and then filled."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(
             f"not an {FORMAT} document (format field: {doc.get('format') if isinstance(doc, dict) else None!r})"
@@ -75,7 +83,7 @@ def from_json(doc: dict) -> SpatialMemory:
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
     config = MemoryConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc["config"].items()})
-    memory = SpatialMemory(config)
+    memory = make(config)
     memory.t = int(doc["t"])
     memory.frames = int(doc["frames"])
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
@@ -101,8 +109,9 @@ def save(memory: SpatialMemory, path: str | os.PathLike) -> Path:
     return path
 
 
-def load(path: str | os.PathLike) -> SpatialMemory:
-    """Read a memory saved by :func:`save`; a corrupt or truncated file raises ValueError naming it."""
+def load(path: str | os.PathLike, make: Callable[[MemoryConfig], SpatialMemory]) -> SpatialMemory:
+    """Read a memory saved by :func:`save` (built by ``make``, the SpatialMemory class); a corrupt or
+    truncated file raises ValueError naming it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -117,7 +126,7 @@ def load(path: str | os.PathLike) -> SpatialMemory:
             f"memory file {path} is corrupt or truncated: {e.msg} at line {e.lineno} column {e.colno}"
         ) from None
     try:
-        return from_json(doc)
+        return from_json(doc, make)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise ValueError(f"memory file {path} is not a valid memory: {type(e).__name__}: {e}") from None
 

@@ -3,7 +3,7 @@
 The default solver (``registration.planar_icp``) estimates (x, y, yaw) only.
 open3d's estimates all six degrees of freedom; on these views it buys a
 better fit with a little pitch or roll (a few mrad) that the planar cut then
-drops, leaving the translation that went with it (measured in the README's
+drops, leaving the translation that went with it (measured in docs/results.md's
 drift table).
 """
 

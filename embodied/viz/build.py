@@ -7,7 +7,7 @@ stops) and half evenly in time (quiet stretches still get some). Each stop
 is the memory's own ``snapshot(t)``, so what the page shows at a stop is
 exactly what the memory would have answered then.
 
-A planning agent's ``plan.json`` (see ``embodied.agent.record``) adds the
+A planning agent's ``plan.json`` (see ``embodied.data.recording``) adds the
 plan: every plan/replan, the outcomes and the running skill call over time
 (:func:`plan_data`); its times become slider stops too, so the slider stops
 where a skill starts or ends.
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from embodied.agent.record import Recording
+from embodied.data.recording import Recording
 from embodied.viz.timeline import Event, Frame, Keyframe, NodeInfo, NodeState, Timeline
 
 # Relations drawn in the 3D view; in_room would tie every object to a room centre.

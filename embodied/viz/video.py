@@ -15,15 +15,29 @@ what is drawn is the memory at that very step.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 from PIL import Image, ImageDraw
 
-from embodied.agent.ride import MemoryRider
 from embodied.viz.overlay import OverlayNode, draw_graph, draw_map
 
 # Drawn over camera views; in_room and connects (the place graph) would only clutter them.
 OVERLAY_RELATIONS = ("on", "in", "near", "part_of")
 DRAWN_KINDS = ("object", "container", "articulated", "surface")
+
+
+class MemorySource(Protocol):
+    """What the overlay reads each frame (``embodied.agent.ride.MemoryRider`` provides it): the memory after
+    this step, the step's observation, the camera names, each camera's (K (3,3) px, cam_to_world (4,4) m),
+    and the env (for its ``image_size``)."""
+
+    memory: Any
+    obs: dict | None
+    cameras: tuple[str, ...]
+    env: Any
+
+    def camera(self, cam: str) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def scale_intrinsics(K: np.ndarray, from_size: int, to_size: int) -> np.ndarray:
@@ -63,7 +77,7 @@ def memory_nodes(memory, kinds=DRAWN_KINDS) -> list[OverlayNode]:
 class OverlayVideo:
     """A VideoWriter stand-in: overlays the rider's memory, then passes frames on."""
 
-    def __init__(self, writer, rider: MemoryRider, navigation: bool = False, bounds=None):
+    def __init__(self, writer, rider: MemorySource, navigation: bool = False, bounds=None):
         self.writer = writer
         self.rider = rider
         self.navigation = navigation

@@ -26,7 +26,7 @@ import numpy as np
 from embodied.planner.calls import SkillCall
 
 OPEN, CLOSED = 1.0, -1.0
-POS_STEP, YAW_STEP = 0.02, 0.15  # the workcell's ee_delta scale (README, "Control")
+POS_STEP, YAW_STEP = 0.02, 0.15  # the workcell's ee_delta scale (docs/tasks.md, "Control")
 SAFE_Z = 0.15  # m: carrying height, clear of drawer fronts and handles
 HOOK_BELOW_TOP = 0.034  # m: closed fingertips between a drawer's handle bar and its front
 HOOK_INSIDE = 0.026  # m: from the handle's outer edge back toward the front
