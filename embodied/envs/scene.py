@@ -16,7 +16,10 @@ import numpy as np
 
 from embodied.envs.visual import add_textures
 
-SCENES_DIR = Path(__file__).resolve().parents[2] / "scenes"
+# An installed wheel carries the scenes inside the package (setup.py copies them there); a source checkout
+# keeps them at the repository's top level.
+_PACKAGED = Path(__file__).resolve().parents[1] / "_scenes"
+SCENES_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "scenes"
 
 
 def scene_path(*parts: str) -> Path:

@@ -1,6 +1,6 @@
 """Per-object cloud processing: voxel downsampling, statistical outlier removal, boxes.
 
-All objects of a camera go through open3d's ``voxel_down_sample`` in one
+All objects of a camera go through one voxel down-sampling (open3d's grid, in numpy) in one
 call: each object is shifted and scaled into its own normalised frame (its
 voxel becomes 1 unit, objects 1000 units apart), so every object gets its own
 adaptive voxel, and averaging within a voxel is linear, so mapping back is
@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import open3d as o3d
 
 from embodied.perception.colour import colour_name
 from embodied.perception.geometry import shape_class
@@ -71,6 +70,23 @@ def grid_inliers(points: np.ndarray, owner: np.ndarray, n_groups: int, std_ratio
     return (count > 0) & (count >= mean[owner] - std_ratio * np.sqrt(var)[owner])
 
 
+def voxel_down_sample(points: np.ndarray, size: float = 1.0) -> np.ndarray:
+    """The mean of the points (N,3) in each occupied voxel of edge ``size``, on the grid open3d's
+    ``voxel_down_sample`` uses (anchored half a voxel below the cloud's minimum), so the two give the same
+    points; here they come sorted by voxel. Numpy only: the masks path needs no open3d."""
+    if not len(points):
+        return np.zeros((0, 3))
+    lo = points.min(axis=0) - 0.5 * size
+    idx = np.floor((points - lo) / size).astype(np.int64)
+    span = idx.max(axis=0) + 1
+    keys = (idx[:, 0] * span[1] + idx[:, 1]) * span[2] + idx[:, 2]
+    cells, inverse = np.unique(keys, return_inverse=True)
+    inverse = inverse.ravel()
+    counts = np.bincount(inverse, minlength=len(cells))
+    sums = np.stack([np.bincount(inverse, points[:, d], len(cells)) for d in range(3)], axis=1)
+    return sums / counts[:, None]
+
+
 def describe_batch(
     points: np.ndarray,
     colours: np.ndarray,
@@ -94,12 +110,14 @@ def describe_batch(
     offset = np.zeros((n, 3))
     offset[:, 0] = np.arange(n) * _SPACING
     normalised = (points - lo[member]) / voxel[member, None] + offset[member]
-    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(normalised))
-    cloud = cloud.voxel_down_sample(1.0)
-    use_o3d = cfg.outlier_std > 0 and cfg.outlier_impl == "open3d" and len(cloud.points) > 2 * cfg.outlier_neighbors
-    if use_o3d:
+    down = voxel_down_sample(normalised, 1.0)
+    use_o3d = cfg.outlier_std > 0 and cfg.outlier_impl == "open3d" and len(down) > 2 * cfg.outlier_neighbors
+    if use_o3d:  # the ablation: open3d's k-NN statistic (needs the perception extra)
+        import open3d as o3d
+
+        cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(down))
         cloud, _ = cloud.remove_statistical_outlier(cfg.outlier_neighbors, cfg.outlier_std)
-    down = np.asarray(cloud.points)
+        down = np.asarray(cloud.points)
     owner = np.floor(down[:, 0] / _SPACING + 0.5).astype(np.int64)
     order = np.argsort(owner, kind="stable")
     owner, down = owner[order], down[order]

@@ -17,7 +17,6 @@ The support itself is reported with the label ``surface``.
 from __future__ import annotations
 
 import numpy as np
-import open3d as o3d
 
 from embodied.perception.clouds import Group, describe_batch
 from embodied.perception.geometric_shapes import label_parts
@@ -29,6 +28,16 @@ _WIDE = 0.15  # m; a cluster this wide that touches the fingers is furniture the
 _SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
 
 
+def open3d():
+    """The open3d module; geometric mode needs it (the ``perception`` extra), the masks path does not."""
+    try:
+        import open3d as o3d
+    except ImportError as exc:
+        raise ImportError("perception mode 'geometric' needs open3d: pip install 'embodied[perception]' "
+                          f"(and apt libusb-1.0-0); importing it failed: {exc}") from None
+    return o3d
+
+
 def detect_geometric(
     arrays: dict[str, np.ndarray],
     camera: str,
@@ -37,6 +46,7 @@ def detect_geometric(
     tcp: np.ndarray | None = None,
 ) -> tuple[list[ObjectObservation], list[float]]:
     """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None."""
+    o3d = open3d()
     depth = arrays["depth"]
     w = depth.shape[1]
     flat = np.flatnonzero((depth > cfg.min_depth) & (depth < cfg.max_depth))
@@ -132,6 +142,7 @@ def _small_things(
     """Clusters of a few points that DBSCAN left as noise, resting on the support and clear of every
     bigger cluster (not a sliver of one): a small object far from the camera (a 3 cm ball a metre
     away is about 3 pixels across)."""
+    o3d = open3d()
     if len(noise) < cfg.small_min_points:
         return []
     if big:
