@@ -8,8 +8,8 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from embodied.data.recording import Recorder, load_recording
 from embodied.agent.ride import MemoryRider
+from embodied.data.recording import Recorder, load_recording
 from embodied.envs.base import options_from
 from embodied.envs.visual import check_visual
 from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
@@ -160,8 +160,9 @@ def demo(args: argparse.Namespace) -> dict | None:
     heads = _demo_heads(getattr(args, "head", None)) if agent else []
     video = VideoWriter(args.video, fps=20) if args.video else None
     rows = []
+    entries = [get_task(name) for name in args.task] if getattr(args, "task", None) else list(TASKS.values())
     try:
-        for entry in TASKS.values():
+        for entry in entries:
             env = gym.make(entry.env_id, images=agent, render_mode="rgb_array" if video else None)
             try:
                 head = head_for(env, heads) if heads else None

@@ -164,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="the memory agent (or the expert) on every memory task, with a video")
     p.add_argument("--episodes", type=int, default=3)
+    p.add_argument("--task", action="append", help="only this task (repeatable; default: every task)")
     p.add_argument("--policy", default="agent", help="agent (the planner deciding), expert, or learned:RUN (a "
                    "learned high-level policy deciding every call, e.g. learned:explicit)")
     p.add_argument("--video", default="demo.mp4")
