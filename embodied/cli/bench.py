@@ -8,6 +8,7 @@ import time
 import gymnasium as gym
 import numpy as np
 
+from embodied.cli.options import task_knobs
 from embodied.tasks import TASKS, get_task
 
 
@@ -24,12 +25,14 @@ def _steps_per_second(env: gym.Env, steps: int, seed: int = 0) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def measure_env(name: str, steps: int = 600, image_size: int = 128) -> dict:
+def measure_env(name: str, steps: int = 600, image_size: int = 128, options: dict | None = None) -> dict:
+    """Steps/s of ``name`` blind and rendering; ``options`` (task knobs) time a scene other than the default."""
     entry = get_task(name)
-    blind = gym.make(entry.env_id, images=False).unwrapped
+    options = dict(options or {})
+    blind = gym.make(entry.env_id, images=False, **options).unwrapped
     no_render = _steps_per_second(blind, steps)
     blind.close()
-    seeing = gym.make(entry.env_id, images=True, image_size=image_size).unwrapped
+    seeing = gym.make(entry.env_id, images=True, image_size=image_size, **options).unwrapped
     render_steps = max(50, steps // 6)
     with_render = _steps_per_second(seeing, render_steps)
     seeing.reset(seed=0)
@@ -49,14 +52,16 @@ def measure_env(name: str, steps: int = 600, image_size: int = 128) -> dict:
         "render_ms": round(bare_ms, 2),
         "step_ms_render": round(step_ms, 2),
         "step_over_render": round(step_ms / bare_ms, 3),
+        "options": options,
     }
 
 
 def env(args: argparse.Namespace) -> list[dict] | None:
-    names = args.task or list(TASKS)
+    names = [get_task(name).name for name in args.task] if args.task else list(TASKS)
+    options = task_knobs(args.option, names)
     rows = []
     for name in names:
-        row = measure_env(name, steps=args.steps)
+        row = measure_env(name, steps=args.steps, options=options)
         rows.append(row)
         if not args.json:
             print(
@@ -71,8 +76,9 @@ def env(args: argparse.Namespace) -> list[dict] | None:
 def perception(args: argparse.Namespace) -> list[dict] | None:
     from embodied.eval.perception_bench import MODES, bench_perception
 
-    rows = bench_perception(tuple(args.task or ("ShellGame-v0", "ObjectRevisit-v0")), args.frames,
-                            modes=tuple(args.mode or MODES))
+    tasks = tuple(args.task or ("ShellGame-v0", "ObjectRevisit-v0"))
+    rows = bench_perception(tasks, args.frames, modes=tuple(args.mode or MODES),
+                            options=task_knobs(args.option, tasks))
     if args.json:
         return rows
     print(f"{'task':18s} {'mode':10s} {'ms/camera':>10s} {'segment':>8s}  objects")

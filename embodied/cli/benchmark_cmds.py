@@ -2,12 +2,14 @@
 
     embodied benchmark --policy agent [--policy agent:wiped ...] [--preset easy ...] [--suite S]
                        [--task NAME ...] [--episodes N] [--split test|dev] [--out DIR] [--json]
+                       [--option KEY=VALUE ...]   (knobs on top of each preset: not the standard protocol)
 """
 
 from __future__ import annotations
 
 import argparse
 
+from embodied.cli.options import add_option_argument, task_knobs
 from embodied.envs.base import PRESET_NAMES
 from embodied.eval.benchmark import PROTOCOL, SPLITS, SUITES, BenchmarkConfig, run_benchmark
 
@@ -29,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
     p.add_argument("--out", default="runs/benchmark", help="results.json, leaderboard.md, difficulty.png "
                    "(a rerun into the same folder resumes)")
+    add_option_argument(p, help="task knob on top of each preset's, repeatable: KEY=VALUE (e.g. delay=60, "
+                        "visual=randomized); results and leaderboard then say: not the standard protocol")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=benchmark)
 
@@ -37,12 +41,16 @@ def benchmark(args: argparse.Namespace) -> dict | None:
     config = BenchmarkConfig(policies=tuple(args.policy or ["agent"]), presets=tuple(args.preset or PRESET_NAMES),
                              suite=args.suite, tasks=tuple(args.task), episodes=args.episodes, split=args.split,
                              head=args.head, image_size=args.image_size)
+    config.validate()
+    config.options = task_knobs(args.option, config.task_names(), reserved={"preset": "--preset"})
 
     def report(cell) -> None:
         if not args.json:
             print(f"{cell.policy:<16} {cell.task:<20} {cell.preset:<8} success {cell.success_rate:6.1%} "
                   f"(chance {cell.chance:5.1%}) over {cell.episodes} episodes, {cell.seconds:.0f} s", flush=True)
 
+    if not config.standard and not args.json:
+        print(f"not the standard protocol: {config.options} on top of each preset's knobs", flush=True)
     result = run_benchmark(config, out=args.out, progress=not args.json, on_cell=report)
     if args.json:
         return result

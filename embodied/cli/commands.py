@@ -10,8 +10,7 @@ import gymnasium as gym
 
 from embodied.agent.ride import MemoryRider
 from embodied.data.recording import Recorder, load_recording
-from embodied.envs.base import options_from
-from embodied.envs.visual import check_visual
+from embodied.cli.options import task_knobs, task_options
 from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
@@ -42,8 +41,9 @@ def tasks(args: argparse.Namespace) -> list[dict] | None:
 def run(args: argparse.Namespace) -> dict | None:
     entry = get_task(args.task)
     cls = entry.env_class()
-    visual = check_visual(args.option.pop("visual", "default"))  # the look of the scenery, not a task knob
-    options = options_from(cls.Options, args.option, entry.name)  # validates before building the scene
+    knobs = task_knobs(args.option, [entry.name])  # validates before building the scene
+    visual = knobs.get("visual", "default")  # the look of the scenery, not a task knob
+    options = task_options(knobs, entry.name)
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     overlay = getattr(args, "overlay", None)
@@ -158,12 +158,13 @@ def demo(args: argparse.Namespace) -> dict | None:
     policy = getattr(args, "policy", "agent")
     agent = policy.startswith(("agent", "learned:"))  # learned: the agent with a learned policy deciding its calls
     heads = _demo_heads(getattr(args, "head", None)) if agent else []
-    video = VideoWriter(args.video, fps=20) if args.video else None
     rows = []
     entries = [get_task(name) for name in args.task] if getattr(args, "task", None) else list(TASKS.values())
+    knobs = task_knobs(getattr(args, "option", {}), [e.name for e in entries])  # before the first scene
+    video = VideoWriter(args.video, fps=20) if args.video else None
     try:
         for entry in entries:
-            env = gym.make(entry.env_id, images=agent, render_mode="rgb_array" if video else None)
+            env = gym.make(entry.env_id, images=agent, render_mode="rgb_array" if video else None, **knobs)
             try:
                 head = head_for(env, heads) if heads else None
                 label = _head_label(head)
@@ -182,7 +183,8 @@ def demo(args: argparse.Namespace) -> dict | None:
             finally:
                 env.close()
             summary = summarize(first + rest)
-            summary.update(task=entry.name, policy=policy, chance_rate=entry.env_class().default_chance_rate(),
+            chance = entry.env_class().chance_rate(task_options(knobs, entry.name))  # at the knobs run
+            summary.update(task=entry.name, policy=policy, chance_rate=chance, options=knobs,
                            head=head, skills=label if agent else "expert")
             rows.append(summary)
             if not args.json:
@@ -198,7 +200,7 @@ def demo(args: argparse.Namespace) -> dict | None:
         if video is not None:
             print(f"video: {args.video}")
         return None
-    return {"tasks": rows, "video": args.video}
+    return {"tasks": rows, "video": args.video, "options": knobs}
 
 
 def _demo_heads(given: list[str] | None) -> list[str]:
@@ -249,17 +251,11 @@ def ablate(args: argparse.Namespace) -> dict | None:
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     tasks = [get_task(name).name for name in args.task] or None
-    visual = check_visual(args.option.pop("visual", "default"))  # the scenery's look: any task takes it
-    if args.option and (not tasks or len(tasks) != 1):
-        raise ValueError("--option sets a knob of one task: give exactly one --task with it")
-    options = {}
-    if args.option:
-        entry = get_task(tasks[0])
-        options = dataclasses.asdict(options_from(entry.env_class().Options, args.option, entry.name))
-    options["visual"] = visual
+    options = task_knobs(args.option, tasks or list(TASKS))  # checked against every task the table runs
     columns = tuple(args.column) or COLUMNS
     report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=True,
                         ablation_episodes=args.ablation_episodes, head=args.head, perception=args.perception)
+    report["options"] = options
     columns = tuple(report["columns"])
     if args.json:
         return report

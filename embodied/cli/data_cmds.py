@@ -6,13 +6,15 @@
     embodied data info DIR [--json]
     embodied data check DIR [--decode] [--json]
     embodied data video DIR --episode E -o out.mp4 [--json]
-    embodied bench data [--task NAME] [--episodes N] [--workers 1,2] [--json]
+    embodied bench data [--task NAME] [--episodes N] [--workers 1,2] [--option key=value ...] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from embodied.cli.options import add_option_argument, task_knobs
 
 
 def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAction) -> None:
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--cameras", help="comma-separated camera names (default: the task's cameras)")
     p.add_argument("--depth", action="store_true", help="also store depth (uint16 mm) in the data rows")
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i of a task uses seed+i")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
+    add_option_argument(p)
     p.add_argument("--resume", action="store_true", help="append to DIR, recording only the (task, seed) pairs it lacks")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=record_demos)
@@ -59,6 +61,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     b.add_argument("--workers", default="1,2", help="comma-separated worker counts to time")
     b.add_argument("--image-size", type=int, default=96)
     b.add_argument("--keep", help="keep the recorded datasets under this folder")
+    add_option_argument(b)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench_data)
 
@@ -77,11 +80,12 @@ def record_demos(args) -> dict:
         depth=args.depth,
         seed=args.seed,
         resume=args.resume,
-        options=args.option,
+        options=task_knobs(args.option, args.task),  # checked here, before any worker starts
         ray=args.ray is not None,
         ray_address=args.ray or None,
     )
     summary = record(cfg, progress=True)
+    summary["options"] = cfg.options
     if not args.json:
         print(f"{summary['episodes_recorded']} episodes ({summary['frames_recorded']} frames) -> {summary['dataset']}: "
               f"{summary['frames_per_s']:.0f} frames/s, success {summary['success_rate']:.0%}; "
@@ -138,7 +142,8 @@ def bench_data(args) -> dict:
     from embodied.data.bench import BenchConfig, run_bench
 
     workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
-    result = run_bench(BenchConfig(args.task, args.episodes, workers, args.image_size, args.keep))
+    options = task_knobs(args.option, [args.task])
+    result = run_bench(BenchConfig(args.task, args.episodes, workers, args.image_size, args.keep, options))
     if not args.json:
         print(f"{args.task}, {args.episodes} episodes at {args.image_size}px:")
         print(f"  bare rollout (1 process): {result['bare_frames_per_s']:.0f} frames/s, "

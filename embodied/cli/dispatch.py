@@ -6,15 +6,7 @@ import argparse
 import json
 import sys
 
-
-def parse_options(pairs: list[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--option expects key=value, got {pair!r}")
-        options[key.strip()] = value.strip()
-    return options
+from embodied.cli.options import parse_options
 
 
 def execute(args: argparse.Namespace, prog: str = "embodied") -> int:

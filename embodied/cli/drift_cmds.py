@@ -1,6 +1,6 @@
 """``embodied bench drift``: odometry drift, the corrected pose and memory accuracy against ``odom_noise``.
 
-    embodied bench drift --noise 0 0.02 0.05 0.1 --episodes 5 --seed 2000 --out out/drift/sweep [--json]
+    embodied bench drift --noise 0 0.02 0.05 0.1 --episodes 5 --seed 2000 --out out/drift/sweep [--option K=V] [--json]
     embodied bench drift --noise 0.05 --episodes 20 --seed 2000 --out out/drift/main --pool out/drift/sweep/drift.json
 
 Writes ``OUT/drift.json`` (every episode's row and the per-setting summary,
@@ -16,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from embodied.cli.options import add_option_argument, task_knobs
 from embodied.eval.drift import NAV_TASKS, drift_sweep, summarise
 
 
@@ -28,6 +29,7 @@ def register(bench_sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mode", choices=["both", "on", "off"], default="both", help="drift correction on, off or both")
     b.add_argument("--out", default="out/drift", help="folder for drift.json and drift.png")
     b.add_argument("--pool", nargs="*", default=[], help="earlier drift.json files whose rows join this run's")
+    add_option_argument(b, help="other task knob, repeatable: KEY=VALUE, e.g. delay=300 (odom_noise: --noise)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench_drift)
 
@@ -36,6 +38,7 @@ def bench_drift(args: argparse.Namespace) -> dict | None:
     if args.episodes < 0 or (args.episodes == 0 and not args.pool):
         raise ValueError("--episodes must be >= 1 (or 0 with --pool: only pool earlier runs)")
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.mode]
+    options = task_knobs(args.option, args.task or NAV_TASKS, reserved={"odom_noise": "--noise"})
     pooled = []
     for path in args.pool:
         if not Path(path).exists():
@@ -46,16 +49,18 @@ def bench_drift(args: argparse.Namespace) -> dict | None:
 
     def save(rows: list[dict]) -> dict:
         """drift.json after every episode (a cut-short run keeps what it measured)."""
-        out = {"command": "embodied bench drift", "rows": rows + pooled, "summary": summarise(rows + pooled)}
+        out = {"command": "embodied bench drift", "options": options, "rows": rows + pooled,
+               "summary": summarise(rows + pooled)}
         _write_atomic(folder / "drift.json", json.dumps(out, indent=1).encode())
         return out
 
     seeds = range(args.seed, args.seed + args.episodes) if args.episodes > 0 else range(0)
-    report = drift_sweep(args.task or NAV_TASKS, args.noise, seeds, modes, progress=True, on_row=save)
+    report = drift_sweep(args.task or NAV_TASKS, args.noise, seeds, modes, progress=True, on_row=save,
+                         options=options)
     out = save(report["rows"])
     plot(out["summary"], folder / "drift.png")
     if args.json:
-        return {"out": str(folder), "summary": out["summary"]}
+        return {"out": str(folder), "options": options, "summary": out["summary"]}
     print(table(out["summary"]))
     print(f"wrote {folder / 'drift.json'} and {folder / 'drift.png'}")
     return None

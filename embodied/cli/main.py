@@ -1,26 +1,34 @@
 """``embodied``: list tasks, run policies, benchmark, demo.
 
+Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodied/cli/options.py).
+
     embodied tasks [--json]
     embodied run --task NAME --policy expert|random|memoryless [--episodes N] [--seed S]
                  [--option key=value ...] [--video out.mp4 [--overlay graph]]
                  [--record DIR [--keyframe-every N]] [--image-size PX] [--render-every K] [--json]
     embodied viz DIR [-o out.html] [--episode K] [--json]
-    embodied bench env [--task NAME] [--json]
-    embodied bench memory [--task NAME] [--json]
-    embodied bench perception [--task NAME ...] [--mode masks|learned|geometric ...] [--json]
+    embodied bench env [--task NAME] [--option key=value ...] [--json]
+    embodied bench memory [--task NAME] [--option key=value ...] [--json]
+    embodied bench perception [--task NAME ...] [--mode masks|learned|geometric ...] [--option key=value ...]
+                              [--json]
     embodied bench viz [--steps N] [--objects N] [--json]
-    embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--json]
-    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric] [--json]
-    embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--json]
+    embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--option key=value ...]
+                    [--json]
+    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric]
+                         [--option key=value ...] [--json]
+    embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--option key=value ...] [--json]
     embodied benchmark [--policy P ...] [--preset easy|medium|hard|extreme ...] [--suite S] [--episodes N]
                        [--out DIR] [--json]   (see embodied/eval/benchmark.py)
+                       [--option key=value ...]   (knobs on top of each preset: not the standard protocol)
     embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4] [--head KIND:RUN|none ...]
+                  [--option key=value ...] [--json]
     embodied record-demos --task NAME --episodes N --out DIR [...]   (see embodied/cli/data_cmds.py)
     embodied data info|check|video DIR ...
-    embodied bench data [--json]
+    embodied bench data [--option key=value ...] [--json]
     embodied train --head diffusion|act --data DIR --out RUN [...]   (see embodied/cli/train_cmds.py)
+    embodied eval-head --head KIND:RUN --task NAME [--episodes N] [--option key=value ...] [--json]
     embodied bench head [--json]
-    embodied bench drift [--noise ...] [--episodes N] [--out DIR] [--json]
+    embodied bench drift [--noise ...] [--episodes N] [--out DIR] [--option key=value ...] [--json]
     embodied perception make-data|train|eval|export ...   (see embodied/cli/perception_cmds.py)
 """
 
@@ -39,7 +47,8 @@ from embodied.cli import (
     perception_cmds,
     train_cmds,
 )
-from embodied.cli.dispatch import execute, parse_options  # noqa: F401  (parse_options: imported from here too)
+from embodied.cli.dispatch import execute
+from embodied.cli.options import add_option_argument, parse_options  # noqa: F401  (parse_options: imported from here)
 from embodied.eval.rollout import POLICIES
 
 
@@ -66,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(diffusion:RUN or act:RUN) in place of the scripted ones; with --policy learned:RUN the "
                    "skill head (default: the shipped one for the robot; none: scripted skills)")
     p.add_argument("--seed", type=int, default=0, help="first seed; episode i uses seed+i")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
+    add_option_argument(p)
     p.add_argument("--video", help="write an mp4 of the episodes")
     p.add_argument(
         "--overlay",
@@ -97,12 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench_sub.add_parser("env", help="control steps/s with and without rendering, and render cost")
     b.add_argument("--task", action="append", help="task to measure (repeatable; default: all)")
     b.add_argument("--steps", type=int, default=600)
+    add_option_argument(b)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench.env)
     b = bench_sub.add_parser("perception", help="ms per camera frame of masks, learned and geometric perception")
     b.add_argument("--task", action="append", help="task (repeatable; default: ShellGame-v0 and ObjectRevisit-v0)")
     b.add_argument("--frames", type=int, default=40)
     b.add_argument("--mode", action="append", choices=["masks", "learned", "geometric"], help="default: all three")
+    add_option_argument(b)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench.perception)
     b = bench_sub.add_parser("memory", help="perception + memory update cost, query latency, snapshots, size")
@@ -111,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, default=10_000, help="length of the synthetic long run")
     b.add_argument("--objects", type=int, default=50, help="objects in the synthetic long run")
     b.add_argument("--seed", type=int, default=0)
+    add_option_argument(b)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=memory_cmds.bench_memory)
     b = bench_sub.add_parser("viz", help="viewer page size and time to interactive (headless Chromium)")
@@ -133,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", action="append", default=[], help="only these columns (expert, agent, "
                    "agent:wiped, agent:blank, agent:noaim; with --head also agent:head, agent:head:noaim); "
                    "default: the first four, and agent:head with --head")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="difficulty knob")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
                    help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
@@ -151,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=0.0, help="fraction of depth pixels dropped")
     p.add_argument("--mask-erosion", type=int, default=0, help="pixels eroded from each mask")
     p.add_argument("--no-accuracy", action="store_true", help="skip ground-truth accuracy; stop at the question")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=memory_cmds.eval_memory)
 
@@ -159,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=30)
     p.add_argument("--seed", type=int, default=3000, help="first seed; episode i uses seed+i")
     p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=memory_cmds.eval_rooms)
 
@@ -173,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "policies/checkpoints, each on its robot's tasks; 'none': scripted skills only)")
     p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
                    help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.demo)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from embodied.tasks import get_task
+from embodied.cli.options import task_knobs
+from embodied.tasks import TASKS, get_task
 
 
 def eval_memory(args: argparse.Namespace) -> dict | None:
@@ -13,6 +14,7 @@ def eval_memory(args: argparse.Namespace) -> dict | None:
     tasks = [get_task(name).name for name in args.task] if args.task else None
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    options = task_knobs(args.option, tasks or list(TASKS))
     perception = {}
     if args.depth_noise:
         perception["depth_noise"] = args.depth_noise
@@ -30,6 +32,7 @@ def eval_memory(args: argparse.Namespace) -> dict | None:
         accuracy=not args.no_accuracy,
         perception=perception,
         stop_at_recall=args.no_accuracy,
+        options=options,
     )
     if args.json:
         return report
@@ -51,7 +54,10 @@ def eval_rooms(args: argparse.Namespace) -> dict | None:
 
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
-    report = run_eval(args.task, episodes=args.episodes, seed=args.seed, image_size=args.image_size)
+    names = [get_task(t).name for t in args.task] if args.task else [n for n, e in TASKS.items()
+                                                                    if e.suite == "navigation"]
+    options = task_knobs(args.option, names)
+    report = run_eval(names, episodes=args.episodes, seed=args.seed, image_size=args.image_size, options=options)
     if args.json:
         return report
     print(f"{'task':<18} {'assigned right':>15} {'min':>6} {'4 rooms':>8} {'doors':>6} {'names right':>12}")
@@ -69,9 +75,9 @@ def _fmt(value, width: int = 7, digits: int = 3) -> str:
 def bench_memory(args: argparse.Namespace) -> dict | None:
     from embodied.eval.bench import bench_memory as run_bench
 
-    report = run_bench(
-        task=get_task(args.task).name, frames=args.frames, steps=args.steps, objects=args.objects, seed=args.seed
-    )
+    task = get_task(args.task).name
+    report = run_bench(task=task, frames=args.frames, steps=args.steps, objects=args.objects, seed=args.seed,
+                       options=task_knobs(args.option, [task]))
     if args.json:
         return report
     up, lr, q, snap, size = (report[k] for k in ("update", "long_run", "queries", "snapshot", "size"))

@@ -1,6 +1,6 @@
 """``embodied perception make-data|train|eval|export``: the learned segmenter's jobs.
 
-    embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S]
+    embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S] [--option K=V ...]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
     embodied perception eval [--weights RUN|FILE] --data DIR [--json]
     embodied perception export --run RUN --out FILE.safetensors
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from embodied.cli.options import add_option_argument, task_knobs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--max-frames", type=int, default=24, help="per episode and camera")
     d.add_argument("--seed", type=int, default=None, help="first seed (default 700000; held-out frames: 800000)")
     d.add_argument("--image-size", type=int, default=128)
-    d.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="task knob, e.g. preset=hard")
+    add_option_argument(d)
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=make_data)
 
@@ -64,11 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def make_data(args) -> dict:
     from embodied.data.seg_frames import DATA_SEED, FrameJob, make_frames
+    from embodied.tasks import TASKS
 
+    options = task_knobs(args.option, args.task or list(TASKS))  # checked before the first frame is rendered
     job = FrameJob(out=args.out, episodes=args.episodes, tasks=tuple(args.task), every=args.every,
                    max_frames=args.max_frames, seed=DATA_SEED if args.seed is None else args.seed,
-                   image_size=args.image_size, options=dict(args.option) or None)
+                   image_size=args.image_size, options=options or None)
     result = make_frames(job, progress=not args.json)
+    result["options"] = options
     if not args.json:
         print(f"{result['episodes']} episodes in {result['out']} ({result['new_frames']} new frames, "
               f"{len(result['classes'])} classes)")

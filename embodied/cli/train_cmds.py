@@ -9,7 +9,7 @@
     python -m embodied.cli.train_cmds train --data PACK --out RUN ...  (a machine with torch, no simulator)
     embodied bench head [--head diffusion|act ...] [--run RUN] [--repeats N] [--json]
     embodied eval-head --head diffusion:RUN --task NAME [--episodes N] [--seed S] [--done-threshold P]
-                       [--patience K] [--json]
+                       [--patience K] [--option key=value ...] [--json]
     embodied export-head --run RUN --out policies/checkpoints/act_manip [--weights ema] [--dtype float16]
                          [--agent-skills touch,lift] [--json]
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from embodied.cli.options import add_option_argument, task_knobs
 
 
 def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAction) -> None:
@@ -85,6 +87,7 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
                    "(default: the run's config)")
     p.add_argument("--patience", type=int, help="steps in a row above the threshold (default: the run's config)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (batch-1 inference is fastest on 1)")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=eval_head)
 
@@ -230,19 +233,21 @@ def bench_head(args: argparse.Namespace) -> list[dict] | None:
 
 
 def eval_head(args: argparse.Namespace) -> dict | None:
+    if args.episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    options = task_knobs(args.option, [args.task])  # before torch loads and the head with it
     from embodied.eval.skill_rollout import handover_success
     from policies.skill_head import load_head
 
-    if args.episodes < 1:
-        raise ValueError("--episodes must be >= 1")
     if args.threads > 0:
         import torch
 
         torch.set_num_threads(args.threads)
     skills = load_head(args.head, done_threshold=args.done_threshold, patience=args.patience)
     result = handover_success(args.task, list(range(args.seed, args.seed + args.episodes)), skills,
-                              progress=not args.json, image_size=args.image_size)
+                              progress=not args.json, image_size=args.image_size, **options)
     result["head"] = args.head
+    result["options"] = options
     if not args.json:
         print(f"{args.head} on {args.task}: success {result['success_rate']:.0%} over {result['episodes']} episodes "
               f"(skill said done in {result['skill_done_rate']:.0%})")

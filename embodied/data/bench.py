@@ -32,14 +32,15 @@ class BenchConfig:
     workers: list[int] = field(default_factory=lambda: [1, 2])
     image_size: int = 96
     keep: str | None = None
+    options: dict = field(default_factory=dict)  # task knobs of every env (bare rollout and recording alike)
 
 
-def bare_rollout(task: str, episodes: int, image_size: int) -> tuple[float, float]:
+def bare_rollout(task: str, episodes: int, image_size: int, options: dict | None = None) -> tuple[float, float]:
     """(frames per wall second, frames per CPU second) of the expert without recording (first episode left out)."""
     from embodied.experts import make_expert
     from embodied.tasks import make
 
-    env = make(task, image_size=image_size)
+    env = make(task, image_size=image_size, **(options or {}))
     frames = 0
     elapsed = cpu = 0.0
     for seed in range(episodes):
@@ -64,7 +65,8 @@ def timed_record(cfg: BenchConfig, workers: int, out: Path) -> dict:
 
     stamps: list[tuple[float, float, list[int]]] = []
     summary = record(
-        RecordConfig([cfg.task], cfg.episodes, out, workers=workers, image_size=cfg.image_size),
+        RecordConfig([cfg.task], cfg.episodes, out, workers=workers, image_size=cfg.image_size,
+                     options=dict(cfg.options)),
         progress=False,
         on_commit=lambda idx: stamps.append((time.perf_counter(), time.process_time(), idx)),
     )
@@ -82,7 +84,7 @@ def run_bench(cfg: BenchConfig) -> dict:
         raise ValueError(f"--episodes must be >= 3 to time steady state, got {cfg.episodes}")
     base = Path(cfg.keep) if cfg.keep else Path(tempfile.mkdtemp(prefix="embodied-bench-data-"))
     try:
-        bare, bare_cpu = bare_rollout(cfg.task, cfg.episodes, cfg.image_size)
+        bare, bare_cpu = bare_rollout(cfg.task, cfg.episodes, cfg.image_size, cfg.options)
         results: dict[str, dict] = {}
         size_mb = episodes = 0.0
         for w in cfg.workers:
@@ -100,6 +102,7 @@ def run_bench(cfg: BenchConfig) -> dict:
             "task": cfg.task,
             "episodes": cfg.episodes,
             "image_size": cfg.image_size,
+            "options": dict(cfg.options),
             "bare_frames_per_s": bare,
             "bare_frames_per_cpu_s": bare_cpu,
             "record": results,

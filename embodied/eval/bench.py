@@ -35,10 +35,12 @@ def _stats(ms: list[float]) -> dict:
 
 
 def bench_update(
-    task: str = "PutBlockBack-v0", frames: int = 200, image_size: int = 128, seed: int = 0, shuffle_ids: bool = True
+    task: str = "PutBlockBack-v0", frames: int = 200, image_size: int = 128, seed: int = 0, shuffle_ids: bool = True,
+    options: dict | None = None,
 ) -> dict:
-    """Per-frame cost of perception and memory update on an expert episode (rendering excluded)."""
-    env = gym.make(get_task(task).env_id, image_size=image_size)
+    """Per-frame cost of perception and memory update on an expert episode (rendering excluded);
+    ``options``: task knobs (more objects, a preset) to time a fuller scene."""
+    env = gym.make(get_task(task).env_id, image_size=image_size, **(options or {}))
     obs, _ = env.reset(seed=seed)
     expert = make_expert(env)
     recorded = []
@@ -207,9 +209,10 @@ def bench_memory(
     objects: int = 50,
     queries: int = 2000,
     seed: int = 0,
+    options: dict | None = None,
 ) -> dict:
-    """Every memory benchmark; JSON-ready."""
-    update = bench_update(task, frames, image_size, seed)
+    """Every memory benchmark; JSON-ready. ``options``: task knobs of the expert episode's env."""
+    update = bench_update(task, frames, image_size, seed, options=options)
     memory, update_ms = synthetic_run(steps, objects, seed)
     size = deep_size(memory)
     return {
@@ -225,4 +228,5 @@ def bench_memory(
         "queries": bench_queries(memory, queries, seed),
         "snapshot": bench_snapshot(memory, seed=seed),
         "size": {"bytes": size, "mb": round(size / 2**20, 2), "target_mb": 10.0},
+        "options": dict(options or {}),
     }

@@ -9,6 +9,10 @@ Protocol ``embodied-memory-v1``:
   every family, preset and policy. No test, demo or tuning run in this repository uses them;
 - success is the env's own (``info["is_success"]``); chance is the family's formula at the preset's knobs.
 
+``BenchmarkConfig.options`` (``embodied benchmark --option KEY=VALUE``) adds knobs on top of every
+preset's: such a run is not the standard protocol, and its results (``"standard": false``,
+``"options"``), resume key and leaderboard say so.
+
 A policy is any name ``embodied run --policy`` takes, or ``import:module:factory`` for one of your own
 (see :mod:`embodied.eval.external`). Results go to ``out/results.json`` after every (policy, family,
 preset) cell, so a killed run keeps every finished cell and a rerun with the same ``out`` resumes.
@@ -46,6 +50,9 @@ class BenchmarkConfig:
     split: str = "test"
     head: str | None = None  # learned skills for agent / learned policies (KIND:RUN)
     image_size: int | None = None  # None: the task's own (128)
+    # Task knobs on top of every preset's (``visual`` too). Any at all: not the standard protocol, and
+    # the results, their resume key and the leaderboard say so.
+    options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         if not self.policies:
@@ -59,6 +66,13 @@ class BenchmarkConfig:
             raise ValueError(f"unknown split {self.split!r}; splits: {', '.join(SPLITS)}")
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+        if "preset" in self.options:
+            raise ValueError("the protocol fixes the presets: choose them with --preset; --option adds knobs on top")
+
+    @property
+    def standard(self) -> bool:
+        """The protocol as published: every preset's knobs and nothing else."""
+        return not self.options
 
     def task_names(self) -> list[str]:
         names = [get_task(t).name for t in self.tasks] if self.tasks else list(TASKS)
@@ -69,8 +83,10 @@ class BenchmarkConfig:
 
     def key(self) -> dict:
         """What a saved result must match to be resumed."""
-        return {"protocol": PROTOCOL, "split": self.split, "episodes": self.episodes, "head": self.head,
-                "image_size": self.image_size}
+        key = {"protocol": PROTOCOL, "split": self.split, "episodes": self.episodes, "head": self.head,
+               "image_size": self.image_size}
+        # Only when given: results of the standard protocol saved before options existed still resume.
+        return key | ({"options": dict(self.options)} if self.options else {})
 
 
 @dataclass
@@ -98,10 +114,12 @@ class Cell:
 def run_cell(policy: str, task: str, preset: str, config: BenchmarkConfig, progress: bool = True) -> Cell:
     entry = get_task(task)
     cls = entry.env_class()
-    options = options_from(cls.Options, {"preset": preset}, entry.name)
+    extra = dict(config.options)
+    visual = {"visual": extra.pop("visual")} if "visual" in extra else {}  # the scenery's look: no task knob
+    options = options_from(cls.Options, {"preset": preset, **extra}, entry.name)  # extra knobs beat the preset's
     needs_images = policy != "expert" and policy != "memoryless"
     size = {} if config.image_size is None else {"image_size": config.image_size}
-    env = gym.make(entry.env_id, images=needs_images, **size, **dataclasses.asdict(options))
+    env = gym.make(entry.env_id, images=needs_images, **size, **visual, **dataclasses.asdict(options))
     t0 = time.perf_counter()
     try:
         results = run_episodes(env, policy, config.seeds(), progress=progress, head=config.head)
@@ -173,5 +191,6 @@ def _merged(cells: list[Cell], done: dict[tuple, Cell]) -> list[Cell]:
 def _result(config: BenchmarkConfig, cells: list[Cell]) -> dict:
     policies = list(dict.fromkeys(c.policy for c in cells))
     presets = [p for p in PRESET_NAMES if any(c.preset == p for c in cells)]
-    return {"protocol": PROTOCOL, "key": config.key(), "policies": policies, "presets": presets,
-            "seeds": [config.seeds()[0], config.seeds()[-1]], "cells": [dataclasses.asdict(c) for c in cells]}
+    return {"protocol": PROTOCOL, "key": config.key(), "standard": config.standard, "options": dict(config.options),
+            "policies": policies, "presets": presets, "seeds": [config.seeds()[0], config.seeds()[-1]],
+            "cells": [dataclasses.asdict(c) for c in cells]}

@@ -42,12 +42,14 @@ def _xy_error(T_a, T_b) -> float:
     return float(np.linalg.norm(np.asarray(T_a)[:2, 3] - np.asarray(T_b)[:2, 3]))
 
 
-def drift_episode(task: str, seed: int, noise: float, correct: bool = True, image_size: int | None = None) -> dict:
-    """One agent episode of ``task`` at ``odom_noise=noise``; the measurements listed in the module doc."""
+def drift_episode(task: str, seed: int, noise: float, correct: bool = True, image_size: int | None = None,
+                  options: dict | None = None) -> dict:
+    """One agent episode of ``task`` at ``odom_noise=noise``; the measurements listed in the module doc.
+    ``options``: other task knobs (``delay``, ``preset``: ``noise`` overrides the preset's odom_noise)."""
     entry = get_task(task)
     if entry.env_class().Options.__dataclass_fields__.get("odom_noise") is None:
         raise ValueError(f"{task} has no odom_noise knob: drift is measured on the navigation tasks {NAV_TASKS}")
-    kwargs = {"odom_noise": float(noise)} | ({"image_size": image_size} if image_size else {})
+    kwargs = dict(options or {}) | {"odom_noise": float(noise)} | ({"image_size": image_size} if image_size else {})
     env = gym.make(entry.env_id, **kwargs)
     try:
         agent = make_agent(env, seed, **({} if correct else {"localise": None}))
@@ -132,13 +134,15 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 def drift_sweep(tasks: Iterable[str] = NAV_TASKS, noises: Iterable[float] = (0.0, 0.02, 0.05, 0.1),
                 seeds: Iterable[int] = range(2000, 2010), modes: Iterable[bool] = (True, False),
-                image_size: int | None = None, progress: bool = True, on_row=None) -> dict:
+                image_size: int | None = None, progress: bool = True, on_row=None,
+                options: dict | None = None) -> dict:
     """Every (task, noise, correction on/off, seed), seeds outermost (a cut-short run covers every setting);
-    ``on_row(rows)`` after each episode. Returns ``{"rows": [...], "summary": [...]}``."""
+    ``on_row(rows)`` after each episode; ``options``: other task knobs of every env.
+    Returns ``{"rows": [...], "summary": [...]}``."""
     jobs = [(t, n, c, s) for s in seeds for t in tasks for n in noises for c in modes]
     rows = []
     for task, noise, correct, seed in tqdm(jobs, desc="drift", disable=not progress):
-        rows.append(drift_episode(task, seed, noise, correct, image_size))
+        rows.append(drift_episode(task, seed, noise, correct, image_size, options))
         if on_row is not None:
             on_row(rows)
     return {"rows": rows, "summary": summarise(rows)}

@@ -166,6 +166,7 @@ def eval_memory(
     perception: dict | None = None,
     stop_at_recall: bool = False,
     progress: bool = True,
+    options: dict | None = None,
 ) -> dict:
     """Recall-question success and memory accuracy per task (JSON-ready).
 
@@ -174,7 +175,8 @@ def eval_memory(
     :class:`PerceptionConfig` knobs for robustness runs, e.g.
     ``{"depth_noise": 0.004, "dropout": 0.1, "mask_erosion": 1}``.
     ``stop_at_recall`` skips the rest of each episode (faster; accuracy then
-    covers the episode up to the question).
+    covers the episode up to the question). ``options``: task knobs for every env (``delay``,
+    ``preset``, ``visual``; the same for every task), so memory can be scored away from the defaults.
     """
     if tasks is None:
         tasks = list(TASKS)
@@ -200,6 +202,7 @@ def eval_memory(
                     mem_cfg,
                     image_size,
                     render_every,
+                    options=options,
                     accuracy=accuracy,
                     stop_at_recall=stop_at_recall,
                 )
@@ -216,6 +219,7 @@ def eval_memory(
             "shuffle_ids": shuffle_ids,
             "mode": mode,
             "perception": dict(perception or {}),
+            "options": dict(options or {}),
         },
         "tasks": rows,
         "skipped": skipped,

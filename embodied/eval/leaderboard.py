@@ -34,6 +34,9 @@ def markdown(result: dict) -> str:
     lines = [f"# Benchmark: {result['protocol']}", "",
              f"Split `{result['key']['split']}`, seeds {lo}-{hi}, {result['key']['episodes']} episodes per family "
              "and preset. Each cell: success rate (chance at that preset's knobs), in percent.", ""]
+    if result.get("options"):  # knobs beyond the presets': these numbers are not comparable with the protocol's
+        knobs = " ".join(f"`--option {k}={v}`" for k, v in result["options"].items())
+        lines += [f"**Not the standard protocol**: {knobs} on top of each preset's knobs.", ""]
     for policy in result["policies"]:
         lines += [f"## `{policy}`", "", "| family | suite | " + " | ".join(presets) + " |",
                   "| --- | --- | " + " | ".join("---:" for _ in presets) + " |"]

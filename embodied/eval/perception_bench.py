@@ -20,8 +20,9 @@ from embodied.tasks import get_task
 MODES = ("masks", "learned", "geometric")
 
 
-def _observations(task: str, frames: int, seed: int, every: int) -> tuple[list[dict], dict]:
-    env = gym.make(get_task(task).env_id, render_every=every)
+def _observations(task: str, frames: int, seed: int, every: int,
+                  options: dict | None = None) -> tuple[list[dict], dict]:
+    env = gym.make(get_task(task).env_id, render_every=every, **(options or {}))
     try:
         obs, _ = env.reset(seed=seed)
         expert = make_expert(env)
@@ -40,17 +41,21 @@ def _observations(task: str, frames: int, seed: int, every: int) -> tuple[list[d
 
 
 def bench_perception(tasks: tuple[str, ...] = ("ShellGame-v0", "ObjectRevisit-v0"), frames: int = 40,
-                     seed: int = 0, every: int = 10, modes: tuple[str, ...] = MODES) -> list[dict]:
+                     seed: int = 0, every: int = 10, modes: tuple[str, ...] = MODES,
+                     options: dict | None = None) -> list[dict]:
+    """One row per (task, mode); ``options``: task knobs of the envs the frames come from (a fuller scene
+    costs more per frame), recorded in every row."""
     import torch
 
     torch.set_num_threads(1)
     rows = []
     for task in tasks:
-        observations, labels = _observations(task, frames, seed, every)
+        observations, labels = _observations(task, frames, seed, every, options)
         cams = sum(1 for k in observations[0] if k.startswith("depth/"))
         for mode in modes:
             if mode == "geometric" and get_task(task).suite != "manipulation":
-                rows.append({"task": task, "mode": mode, "ms_per_camera": None, "note": "workcell only"})
+                rows.append({"task": task, "mode": mode, "ms_per_camera": None, "note": "workcell only",
+                             "options": dict(options or {})})
                 continue
             perceive = Perceiver(labels, PerceptionConfig(mode=mode))
             perceive(observations[0], 0)  # warm up (lazy imports, first allocation)
@@ -65,5 +70,5 @@ def bench_perception(tasks: tuple[str, ...] = ("ShellGame-v0", "ObjectRevisit-v0
             rows.append({"task": task, "mode": mode, "cameras": cams, "frames": len(observations),
                          "ms_per_camera": round(float(np.median(total)), 2),
                          "segment_ms": round(float(np.median(seg)), 2) if mode == "learned" else None,
-                         "objects_last_frame": len(frame.objects)})
+                         "objects_last_frame": len(frame.objects), "options": dict(options or {})})
     return rows

@@ -99,8 +99,9 @@ def tour_memory(task: str, seed: int, image_size: int | None = None, options: di
 
 
 def eval_rooms(tasks: list[str] | None = None, episodes: int = 30, seed: int = 3000, image_size: int | None = None,
-               progress: bool = True) -> dict:
-    """Room assignment accuracy at the first recall step, per navigation task (JSON-ready)."""
+               progress: bool = True, options: dict | None = None) -> dict:
+    """Room assignment accuracy at the first recall step, per navigation task (JSON-ready).
+    ``options``: task knobs for every env (e.g. ``odom_noise``), to score rooms away from the defaults."""
     from embodied.tasks import TASKS
 
     names = [get_task(t).name for t in tasks] if tasks else [n for n, e in TASKS.items() if e.suite == "navigation"]
@@ -110,7 +111,7 @@ def eval_rooms(tasks: list[str] | None = None, episodes: int = 30, seed: int = 3
             raise ValueError(f"{name} is not a navigation task; rooms exist in the apartment only")
         reports, t0 = [], time.perf_counter()
         for k in tqdm(range(episodes), desc=f"eval-rooms {name}", disable=not progress, leave=False):
-            agent, env = tour_memory(name, seed + k, image_size)
+            agent, env = tour_memory(name, seed + k, image_size, options)
             try:
                 reports.append({"seed": seed + k, **room_accuracy(agent.memory, env)})
             finally:
@@ -131,4 +132,4 @@ def eval_rooms(tasks: list[str] | None = None, episodes: int = 30, seed: int = 3
             "imperfect": [{k: r[k] for k in ("seed", "rooms", "accuracy", "wrong", "doors_right")}
                           for r in reports if r["accuracy"] < 1 or not r["doors_right"]],
         })
-    return {"seed": seed, "episodes": episodes, "tasks": rows}
+    return {"seed": seed, "episodes": episodes, "options": dict(options or {}), "tasks": rows}
