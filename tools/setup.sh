@@ -28,7 +28,7 @@ PY=${PYTHON:-python3}
 if ! $PY -c "import torch" 2>/dev/null; then
   $PY -m pip install -q "torch==2.13.0"
 fi
-$PY -m pip install -q -e ".[perception,viz,dev,data,ray,heads]"
+$PY -m pip install -q -e ".[perception,viz,dev,data,ray,heads,rerun]"
 
 # LeRobot's own reader, for the compatibility test (tests/test_data_lerobot.py). Everything that
 # depends on torch goes in with --no-deps so pip can never swap the CPU torch for a CUDA build:

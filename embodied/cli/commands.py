@@ -119,8 +119,10 @@ def run(args: argparse.Namespace) -> dict | None:
 
 
 def viz(args: argparse.Namespace) -> dict | None:
-    """A recording (``run --record DIR``) as one self-contained HTML page."""
+    """A recording (``run --record DIR``) as one self-contained HTML page, or a rerun .rrd (``--format rrd``)."""
     recording = load_recording(args.dir, args.episode)
+    if getattr(args, "format", "html") == "rrd":
+        return _viz_rrd(args, recording)
     timeline = build_timeline(recording, max_stops=args.max_stops, max_keyframes=args.max_keyframes)
     out = Path(args.output) if args.output else recording.path / "viewer.html"
     write_page(timeline, out)
@@ -137,6 +139,25 @@ def viz(args: argparse.Namespace) -> dict | None:
         print(
             f"viewer: {out} ({result['mb']:.2f} MB; {result['stops']} stops, {result['nodes']} nodes, "
             f"{result['events']} events, {result['keyframes']} keyframes) from {recording.path}"
+        )
+        return None
+    return result
+
+
+def _viz_rrd(args: argparse.Namespace, recording) -> dict | None:
+    from embodied.viz.rerun_export import export_rrd  # rerun loads only when asked for
+
+    out = Path(args.output) if args.output else recording.path / "episode.rrd"
+    try:
+        result = export_rrd(recording, out)
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    if not args.json:
+        print(
+            f"rerun recording: {out} ({result['mb']:.2f} MB; steps {result['steps'][0]}..{result['steps'][1]}, "
+            f"{result['stops']} memory stops, {result['nodes']} nodes, {result['events']} events, "
+            f"{result['keyframes']} keyframes{'' if result['depth'] else ', no depth'}) from {recording.path}; "
+            f"open it with: rerun {out}"
         )
         return None
     return result

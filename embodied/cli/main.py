@@ -7,6 +7,7 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
                  [--option key=value ...] [--video out.mp4 [--overlay graph]]
                  [--record DIR [--keyframe-every N]] [--image-size PX] [--render-every K] [--json]
     embodied viz DIR [-o out.html] [--episode K] [--json]
+    embodied viz DIR --format rrd [-o episode.rrd] [--episode K] [--json]   (a rerun recording)
     embodied bench env [--task NAME] [--option key=value ...] [--json]
     embodied bench memory [--task NAME] [--option key=value ...] [--json]
     embodied bench perception [--task NAME ...] [--mode masks|learned|geometric ...] [--option key=value ...]
@@ -92,12 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)
 
-    p = sub.add_parser("viz", help="a recording (run --record DIR) as one offline HTML scene-graph viewer")
+    p = sub.add_parser("viz", help="a recording (run --record DIR) as one offline HTML scene-graph viewer "
+                       "(or, with --format rrd, a rerun recording)")
     p.add_argument("dir", help="recording folder (or one of its episode_NNN folders)")
-    p.add_argument("-o", "--output", help="HTML file to write (default: the episode folder's viewer.html)")
+    p.add_argument("--format", choices=["html", "rrd"], default="html",
+                   help="html: the offline viewer page; rrd: a rerun recording (rerun episode.rrd; needs the "
+                        "rerun extra)")
+    p.add_argument("-o", "--output", help="file to write (default: the episode folder's viewer.html, or "
+                   "episode.rrd with --format rrd)")
     p.add_argument("--episode", type=int, default=0, help="which episode of a multi-episode recording")
-    p.add_argument("--max-stops", type=int, default=300, help="most slider stops (sampled at event times)")
-    p.add_argument("--max-keyframes", type=int, default=240, help="most camera images embedded in the page")
+    p.add_argument("--max-stops", type=int, default=300, help="most slider stops (sampled at event times; "
+                   "html only: the rrd has a memory snapshot at every step it changed)")
+    p.add_argument("--max-keyframes", type=int, default=240, help="most camera images embedded in the page "
+                   "(html only: the rrd has them all)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.viz)
 

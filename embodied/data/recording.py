@@ -10,14 +10,18 @@ Directory layout (one subdirectory per episode, even for a single episode)::
                                 render_every, keyframe_every, steps, complete,
                                 success; cameras {name: {width, height, K}} with
                                 K the 3x3 pinhole intrinsics in pixels; keyframes
-                                [{t, camera, file, cam_to_world}] with
+                                [{t, camera, file, depth_file, cam_to_world}] with
                                 cam_to_world the 4x4 camera-to-world pose
-                                (OpenCV axes: x right, y down, z forward), metres
+                                (OpenCV axes: x right, y down, z forward), metres;
+                                depth_file only where the observation had depth
+                                (recordings made before depth was kept lack it)
         memory.json             the SpatialMemory (graph, event log, tracks) as
                                 written by ``SpatialMemory.save``
         events.jsonl            the memory's event log, one JSON object a line:
                                 {"t", "op", "node", "tag", "data"}
         keyframes/000040_scene.jpg   camera RGB at step 40 (JPEG), per camera
+        keyframes/000040_scene_depth.png   its depth: 16-bit PNG, millimetres
+                                (0: no depth, e.g. beyond 65.5 m or not finite)
         plan.json               only for policies that plan (the memory agent,
                                 ``MemoryAgent.plan_record``): {"goal", "plan",
                                 "done", "log": [{"t", "tag", "text"}], "trace":
@@ -122,6 +126,26 @@ def _plain(value):
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def encode_depth_png(depth: np.ndarray) -> bytes:
+    """Depth (H, W) in metres as a 16-bit greyscale PNG in millimetres (0 where unknown or out of range)."""
+    from PIL import Image
+
+    z = np.asarray(depth, dtype=np.float64)
+    mm = np.where(np.isfinite(z) & (z > 0), np.round(z * 1000.0), 0.0)
+    mm = np.where(mm > np.iinfo(np.uint16).max, 0.0, mm).astype(np.uint16)
+    buf = io.BytesIO()
+    Image.fromarray(mm).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def decode_depth_png(path: str | os.PathLike) -> np.ndarray:
+    """A depth keyframe back as (H, W) float32 metres (0 where the recording had no depth)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image, dtype=np.uint16).astype(np.float32) / 1000.0
+
+
 def encode_jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
     from PIL import Image
 
@@ -211,10 +235,13 @@ class Recorder:
             for cam in self.cameras:
                 name = f"keyframes/{t:06d}_{cam}.jpg"
                 atomic_write(self.dir / name, encode_jpeg(obs[f"rgb/{cam}"], self.quality))
+                entry = {"t": int(t), "camera": cam, "file": name}
+                depth = obs.get(f"depth/{cam}")
+                if depth is not None:
+                    entry["depth_file"] = f"keyframes/{t:06d}_{cam}_depth.png"
+                    atomic_write(self.dir / entry["depth_file"], encode_depth_png(depth))
                 pose = np.asarray(obs[f"extrinsics/{cam}"], dtype=np.float64)
-                self.meta["keyframes"].append(
-                    {"t": int(t), "camera": cam, "file": name, "cam_to_world": np.round(pose, 6).tolist()}
-                )
+                self.meta["keyframes"].append({**entry, "cam_to_world": np.round(pose, 6).tolist()})
         if t - self._last_flush >= self.flush_every:
             self.flush()
 
@@ -274,7 +301,7 @@ class Recording:
     meta: dict
     memory: SpatialMemory
     events: list[dict]  # events.jsonl
-    keyframes: list[dict]  # meta's keyframes, each with "path" (absolute) added
+    keyframes: list[dict]  # meta's keyframes, each with "path" (absolute) added, and "depth_path" with depth_file
     plan: dict | None = None  # plan.json (a planning agent's goal, plan log and skill trace); None if absent
 
 
@@ -357,7 +384,13 @@ def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
         image = folder / k["file"]
         if not image.is_file():
             raise ValueError(f"keyframe image not found: {image} (listed in {folder / 'meta.json'})")
-        keyframes.append({**k, "path": image})
+        extra = {}
+        if k.get("depth_file"):
+            extra["depth_path"] = folder / k["depth_file"]
+            if not extra["depth_path"].is_file():
+                raise ValueError(f"keyframe depth image not found: {extra['depth_path']} "
+                                 f"(listed in {folder / 'meta.json'})")
+        keyframes.append({**k, "path": image, **extra})
     return Recording(folder, meta, memory, events, keyframes, _read_plan(folder / meta["files"].get("plan", "plan.json")))
 
 
