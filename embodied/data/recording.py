@@ -49,19 +49,19 @@ folders; any other non-empty folder is refused.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import shutil
-import signal
 import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from embodied.data.commit import sigint_held
+from embodied.data.images import encode_depth_png, encode_jpeg, shared_file_mode
 
 if TYPE_CHECKING:
     from embodied.memory import SpatialMemory
@@ -78,18 +78,12 @@ class EpisodeOutcome(Protocol):
     success: bool
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync, rename into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a recording is meant to be shared
+        os.fchmod(fd, shared_file_mode())  # mkstemp makes 0600; a recording is meant to be shared
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
@@ -98,20 +92,6 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-@contextmanager
-def _sigint_held():
-    """Delay Ctrl-C until the block is done (it is delivered right after)."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, ValueError, OSError):  # not POSIX, or not the main thread
-        old = None
-    try:
-        yield
-    finally:
-        if old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _dumps(doc) -> str:
@@ -124,34 +104,6 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def encode_depth_png(depth: np.ndarray) -> bytes:
-    """Depth (H, W) in metres as a 16-bit greyscale PNG in millimetres (0 where unknown or out of range)."""
-    from PIL import Image
-
-    z = np.asarray(depth, dtype=np.float64)
-    mm = np.where(np.isfinite(z) & (z > 0), np.round(z * 1000.0), 0.0)
-    mm = np.where(mm > np.iinfo(np.uint16).max, 0.0, mm).astype(np.uint16)
-    buf = io.BytesIO()
-    Image.fromarray(mm).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def decode_depth_png(path: str | os.PathLike) -> np.ndarray:
-    """A depth keyframe back as (H, W) float32 metres (0 where the recording had no depth)."""
-    from PIL import Image
-
-    with Image.open(path) as image:
-        return np.asarray(image, dtype=np.uint16).astype(np.float32) / 1000.0
-
-
-def encode_jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(rgb, dtype=np.uint8)).save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
 
 
 class Recorder:
@@ -259,7 +211,7 @@ class Recorder:
             self.flush()
             self.open = False
         self.run["complete"] = all(e["complete"] for e in self.run["episodes"])
-        with _sigint_held():
+        with sigint_held():
             atomic_write(self.root / "run.json", _dumps(self.run))
 
     def flush(self) -> None:
@@ -269,7 +221,7 @@ class Recorder:
         self._last_flush = self.meta["steps"]
         entry = self.run["episodes"][-1]
         entry.update(steps=self.meta["steps"], complete=self.meta["complete"], success=self.meta["success"])
-        with _sigint_held():
+        with sigint_held():
             if hasattr(self.policy, "plan_record"):
                 atomic_write(self.dir / self.meta["files"]["plan"], _dumps(self.policy.plan_record()))
             save_episode(self.dir, self.memory, self.meta)

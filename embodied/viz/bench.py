@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from embodied.data.recording import FORMAT, VERSION, atomic_write, encode_jpeg, load_recording, save_episode
+from embodied.data.images import encode_jpeg
+from embodied.data.recording import FORMAT, VERSION, atomic_write, load_recording, save_episode
 from embodied.viz.build import build_timeline
 from embodied.viz.html import write_page
 

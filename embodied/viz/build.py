@@ -53,7 +53,8 @@ def sample_stops(times: Sequence[int], last_t: int, max_stops: int) -> list[int]
     return stops.tolist()
 
 
-def _label(node: str, a: dict) -> str:
+def node_label(node: str, a: dict) -> str:
+    """What the viewers call a node: "robot", a place's or room's name, else "<colour> <class>"."""
     kind = a.get("kind", "object")
     if kind == "agent":
         return "robot"
@@ -66,12 +67,12 @@ def _label(node: str, a: dict) -> str:
     return f"{colour} {cls}".strip()
 
 
-def _describe(event: dict) -> str:
+def describe_event(event: dict) -> str:
     """One line for the event list: why, and the attributes that changed."""
     data = event.get("data") or {}
     parts = [event["tag"]]
     if event["op"] == "ADD" and data.get("cls"):
-        parts.append(_label(event["node"], data))
+        parts.append(node_label(event["node"], data))
     if "position" in data:
         x, y, z = data["position"]
         parts.append(f"at ({x:.2f}, {y:.2f}, {z:.2f})")
@@ -83,7 +84,8 @@ def _describe(event: dict) -> str:
     return " ".join(parts)
 
 
-def _thin(path: list[tuple[int, tuple]], limit: int) -> list[tuple[int, float, float, float]]:
+def thin_path(path: list[tuple[int, tuple]], limit: int) -> list[tuple[int, float, float, float]]:
+    """At most ``limit`` (t, x, y, z) points of a (t, position) path, evenly spaced, first and last kept."""
     if len(path) > limit:
         keep = np.unique(np.linspace(0, len(path) - 1, limit).round().astype(int))
         path = [path[k] for k in keep]
@@ -211,7 +213,7 @@ def build_timeline(
                 continue
             rgb = a.get("rgb") or (0.6, 0.6, 0.6)
             # The latest description wins (colour estimates settle as more is seen).
-            infos[node] = NodeInfo(_label(node, a), str(a.get("kind", "object")), tuple(float(c) for c in rgb[:3]))
+            infos[node] = NodeInfo(node_label(node, a), str(a.get("kind", "object")), tuple(float(c) for c in rgb[:3]))
             status = str(a.get("status") or "")
             visible = bool(a.get("visible", status == "visible"))
             states[node] = NodeState(tuple(float(c) for c in a["position"]), visible, a.get("inside") or None, status)
@@ -238,8 +240,8 @@ def build_timeline(
         title=f"{meta.get('task', 'recording')} seed {meta.get('seed', '?')}",
         nodes=infos,
         frames=frames,
-        events=[Event(int(e["t"]), e["op"], e["node"], _describe(e)) for e in events],
-        path=_thin(memory.trajectory("agent") if "agent" in log.by_node else [], max_path),
+        events=[Event(int(e["t"]), e["op"], e["node"], describe_event(e)) for e in events],
+        path=thin_path(memory.trajectory("agent") if "agent" in log.by_node else [], max_path),
         keyframes=_keyframes(recording, max_keyframes),
         info=info,
         plan=plan,

@@ -34,8 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from embodied.data.recording import Recording, _umask, decode_depth_png
-from embodied.viz.build import _describe, _label, _thin, plan_data, sample_stops
+from embodied.data.images import decode_depth_png, shared_file_mode
+from embodied.data.recording import Recording
+from embodied.viz.build import describe_event, node_label, plan_data, sample_stops, thin_path
 
 EXTRA = "rerun"  # pip install 'embodied[rerun]'
 RELATIONS = ("on", "in", "near")  # drawn between node centres
@@ -94,7 +95,7 @@ def _log_memory(rr, rec, recording: Recording, stops: list[int]) -> set[str]:
             drawn.add(node)
             centres.append(box[0])
             halves.append(box[1])
-            labels.append(_label(node, a))
+            labels.append(node_label(node, a))
             colours.append(_rgb255(a))
         strips, rel_labels = [], []
         for u, v, k in sorted(graph.edges(keys=True)):
@@ -131,7 +132,7 @@ def _camera_path(recording: Recording) -> list[tuple[int, tuple]]:
 def _log_path(rr, rec, recording: Recording, max_path: int) -> str:
     memory = recording.memory
     source = "memory" if "agent" in memory.log.by_node and memory.trajectory("agent") else "cameras"
-    path = _thin(memory.trajectory("agent") if source == "memory" else _camera_path(recording), max_path)
+    path = thin_path(memory.trajectory("agent") if source == "memory" else _camera_path(recording), max_path)
     for i, (t, *_) in enumerate(path):
         rec.set_time("step", sequence=int(t))
         rec.log("world/robot/path", rr.LineStrips3D([[p[1:] for p in path[: i + 1]]], radii=0.004,
@@ -166,7 +167,7 @@ def _log_text(rr, rec, recording: Recording, max_events: int) -> tuple[int, int]
     for e in events:
         rec.set_time("step", sequence=int(e["t"]))
         node = f"{e['node']}: " if e.get("node") else ""
-        rec.log("events", rr.TextLog(f"{node}{e['op']} {_describe(e)}", level="INFO"))
+        rec.log("events", rr.TextLog(f"{node}{e['op']} {describe_event(e)}", level="INFO"))
     if recording.plan is None:
         return len(events), 0
     plan = plan_data(recording.plan, limit=max_events)
@@ -226,7 +227,7 @@ def export_rrd(
         rec.flush()
         rec.disconnect()  # closes the file sink: the file is whole before it is renamed into place
         closed = True
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a recording is meant to be shared
+        os.chmod(tmp, shared_file_mode())  # mkstemp makes 0600; a recording is meant to be shared
         os.replace(tmp, out)
     except BaseException:
         if not closed:
