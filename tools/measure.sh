@@ -2,6 +2,7 @@
 # Reproduce the numbers of docs/results.md that it lists (about 2 hours on 2 cores).
 #   bash tools/measure.sh [OUT_DIR]      # JSON per measurement in OUT_DIR (default out/measure)
 #   python3 tools/report.py OUT_DIR      # the tables of docs/results.md, as markdown
+# then python3 tools/report_results.py --measure OUT_DIR   # writes them into docs/results.md (--check: only compare)
 # Timing benchmarks run first and one at a time, so nothing else shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,3 +31,4 @@ GEOMETRIC_ARGS=()
 for task in $MANIPULATION; do GEOMETRIC_ARGS+=(--task "$task"); done
 save "$OUT/eval_memory_geometric.json" embodied eval-memory --mode geometric "${GEOMETRIC_ARGS[@]}" --episodes "$EPISODES" --json
 echo "measurements in $OUT; tables: python3 tools/report.py $OUT"
+echo "into docs/results.md: python3 tools/report_results.py --measure $OUT"

@@ -3,6 +3,7 @@
 # that no test uses (1000-1099), and the agent at 10x each task's default delay (seeds 2000-2099).
 #   bash tools/measure_agent.sh [OUT_DIR]       # JSON per task in OUT_DIR (default out/agent)
 #   python3 tools/report_agent.py OUT_DIR       # the tables of docs/results.md, as markdown
+# then python3 tools/report_results.py --agent OUT_DIR   # writes them into docs/results.md (--check: only compare)
 # At 100 seeds everywhere this takes 4-5 h on 2 cores; TASKS="A-v0 B-v0" limits the run, and
 # ABLATION_EPISODES / DELAY_EPISODES shorten the slow columns. An extra_<task>.json (ablate --column
 # agent on the following seeds) is pooled into the agent column by report_agent.py.
@@ -26,3 +27,4 @@ for task in $TASKS; do
     embodied ablate --task "$task" --episodes "$DELAY_EPISODES" --seed 2000 --column agent --option "delay=$delay" --json
 done
 echo "measurements in $OUT; tables: python3 tools/report_agent.py $OUT"
+echo "into docs/results.md: python3 tools/report_results.py --agent $OUT"

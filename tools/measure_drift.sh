@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The drift table of docs/results.md: the memory agent with drift correction on and off against odom_noise.
 #   bash tools/measure_drift.sh [OUT_DIR]     # default out/drift; OUT_DIR/all/drift.json + drift.png + the table
+# then python3 tools/report_results.py --drift OUT_DIR   # writes the table into docs/results.md (--check: only compare)
 # odom_noise 0.05: seeds 2000-2019 (20 per task and mode); 0, 0.02, 0.1: seeds 2000-2002. Five processes in
 # parallel (each episode renders, perceives and plans; about 10 s of CPU each).
 set -euo pipefail

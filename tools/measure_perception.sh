@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The numbers of docs/perception.md: segmenter quality on held-out frames, speed per mode, and the whole
 # agent on masks vs learned perception (default look and visual=randomized) on seeds 900000+ (no test uses them).
+#   bash tools/measure_perception.sh [OUT_DIR]   # default runs/seg; prints the tables (tools/report_perception.py)
+# then python3 tools/report_results.py --perception OUT_DIR   # writes them into docs/perception.md (--check: compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1

@@ -1,6 +1,8 @@
 """Print the agent tables of docs/results.md from ``tools/measure_agent.sh`` output.
 
     python3 tools/report_agent.py out/agent
+
+``markdown(root)`` returns the same text (``tools/report_results.py --agent`` writes it into docs/results.md).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import sys
 from pathlib import Path
 
 
-def main(root: str) -> None:
+def markdown(root: str | Path) -> str:
+    """The ablation table, the episode note and the mean; ValueError when ``root`` holds no ablate_*.json."""
     root_path = Path(root)
     rows = []
     for path in sorted(root_path.glob("ablate_*.json")):
@@ -30,9 +33,9 @@ def main(root: str) -> None:
             row["delay10"], row["delay10_n"] = delay["tasks"][0]["agent"], delay["episodes"]
         rows.append(row)
     if not rows:
-        sys.exit(f"no ablate_*.json in {root}")
-    print("| task | expert | agent | memory wiped at recall | blank cue | chance | agent, 10x delay | agent steps/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        raise ValueError(f"no ablate_*.json in {root}")
+    lines = ["| task | expert | agent | memory wiped at recall | blank cue | chance | agent, 10x delay "
+             "| agent steps/s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         cells = [
             f"{100 * r[c]:.0f}% ({r.get(f'{c}_episodes', r['episodes'])})" if c in r else "-"
@@ -40,10 +43,18 @@ def main(root: str) -> None:
         ]
         delay = f"{100 * r['delay10']:.0f}% ({r['delay10_n']})" if "delay10" in r else "-"
         speed = f"{r['agent_steps_per_s']:.0f}" if "agent_steps_per_s" in r else "-"
-        print(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
+        lines.append(f"| {r['task']} | " + " | ".join(cells) + f" | {100 * r['chance']:.1f}% | {delay} | {speed} |")
     agent = [r["agent"] for r in rows if "agent" in r]
-    print("\n(n): episodes, consecutive seeds from 1000 (10x delay: from 2000)")
-    print(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
+    lines.append("\n(n): episodes, consecutive seeds from 1000 (10x delay: from 2000)")
+    lines.append(f"\nmean agent success over {len(agent)} tasks: {100 * sum(agent) / len(agent):.1f}%")
+    return "\n".join(lines)
+
+
+def main(root: str) -> None:
+    try:
+        print(markdown(root))
+    except ValueError as exc:
+        sys.exit(str(exc))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 Reads every ``eval*.json`` (``embodied ablate --json`` reports) in the folders and merges them per task and
 column: reports over disjoint seed ranges add up (a 100-seed run split in halves); of overlapping ones the
 one with the most episodes is kept, so a 100-seed run of one column and a shorter ablation run of others
-make one table. Then ``train_*.json`` and ``train_*.time`` of the first
+make one table (``table_markdown``: what ``tools/report_results.py --memory-policies DIR`` writes into
+docs/learned-policy.md). Then ``train_*.json`` and ``train_*.time`` of the first
 folder, timing one decision of each exported policy (median over recorded decision points, one torch
 thread). Prints markdown.
 """
@@ -106,9 +107,10 @@ def _add(cell: dict | None, part: dict) -> dict:
             "failed": [f for q in parts for f in q["failed"]], "parts": parts}
 
 
-def table(rows: dict[str, dict], order: list[str]) -> None:
-    print("| task | " + " | ".join(order) + " | chance |")
-    print("| --- | " + " | ".join("---" for _ in order) + " | --- |")
+def table_markdown(rows: dict[str, dict], order: list[str]) -> str:
+    """The results table, its seeds line and the failed seeds worth reading (``table`` prints it)."""
+    lines = ["| task | " + " | ".join(order) + " | chance |",
+             "| --- | " + " | ".join("---" for _ in order) + " | --- |"]
     for suite in SUITES:
         tasks = [t for t in rows if rows[t]["suite"] == suite]
         for task in tasks:
@@ -120,22 +122,28 @@ def table(rows: dict[str, dict], order: list[str]) -> None:
                 else:
                     wins = round(cell["success"] * cell["episodes"])
                     cells.append(f"{100 * cell['success']:.0f}% ({wins}/{cell['episodes']})")
-            print(f"| {task} | " + " | ".join(cells) + f" | {100 * rows[task]['chance']:.1f}% |")
+            lines.append(f"| {task} | " + " | ".join(cells) + f" | {100 * rows[task]['chance']:.1f}% |")
         if tasks:
             means = []
             for c in order:
                 vals = [rows[t]["cells"][c]["success"] for t in tasks if c in rows[t]["cells"]]
                 means.append(f"{100 * np.mean(vals):.1f}%" if len(vals) == len(tasks) else "-")
             chance = np.mean([rows[t]["chance"] for t in tasks])
-            print(f"| **{suite} mean** | " + " | ".join(means) + f" | {100 * chance:.1f}% |")
+            lines.append(f"| **{suite} mean** | " + " | ".join(means) + f" | {100 * chance:.1f}% |")
     seeds = sorted({cell["seed"] for r in rows.values() for cell in r["cells"].values()})
-    print(f"\nSeeds from {', '.join(map(str, seeds))}; (wins/episodes) per cell.\n")
+    lines.append(f"\nSeeds from {', '.join(map(str, seeds))}; (wins/episodes) per cell.\n")
     for task, row in rows.items():
         # Failures worth reading: a column that mostly succeeds (the rest fail nearly everywhere).
         failed = {c: cell["failed"] for c, cell in row["cells"].items()
                   if 0 < len(cell["failed"]) <= cell["episodes"] // 4}
         if failed:
-            print(f"- {task} failed seeds: " + "; ".join(f"{c}: {', '.join(map(str, s))}" for c, s in failed.items()))
+            lines.append(f"- {task} failed seeds: "
+                         + "; ".join(f"{c}: {', '.join(map(str, s))}" for c, s in failed.items()))
+    return "\n".join(lines)
+
+
+def table(rows: dict[str, dict], order: list[str]) -> None:
+    print(table_markdown(rows, order))
 
 
 def training(work: Path, timing: bool) -> None:

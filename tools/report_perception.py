@@ -1,6 +1,8 @@
 """Markdown tables for docs/perception.md from tools/measure_perception.sh's JSON files.
 
     python3 tools/report_perception.py runs/seg
+
+``tools/report_results.py --perception DIR`` writes the same tables into docs/perception.md.
 """
 
 from __future__ import annotations
@@ -55,19 +57,28 @@ def agent(runs: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+# The held-out evaluations: file and title; the agent runs: file key and column label.
+QUALITY = (("eval_shipped.json", "Held-out frames, default look"),
+           ("eval_shipped_vis.json", "Held-out frames, visual=randomized"))
+AGENT_RUNS = (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"))
+
+
+def agent_runs(out: Path) -> dict[str, dict]:
+    """The ``agent_*.json`` reports present in ``out``, by column label."""
+    runs = {label: _load(out / f"agent_{key}.json") for key, label in AGENT_RUNS}
+    return {k: v for k, v in runs.items() if v}
+
+
 def main(root: str) -> None:
     out = Path(root)
-    for name, title in (("eval_shipped.json", "Held-out frames, default look"),
-                        ("eval_shipped_vis.json", "Held-out frames, visual=randomized")):
+    for name, title in QUALITY:
         result = _load(out / name)
         if result:
             print(quality(result, title), end="\n\n")
     rows = _load(out / "bench_perception.json")
     if rows:
         print(speed(rows), end="\n\n")
-    runs = {label: _load(out / f"agent_{key}.json") for key, label in
-            (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"))}
-    runs = {k: v for k, v in runs.items() if v}
+    runs = agent_runs(out)
     if runs:
         print(agent(runs))
 

@@ -5,6 +5,7 @@
 # with the shipped skill heads -> export.
 #
 #   bash tools/reproduce_memory_policies.sh [WORK_DIR]
+# then python3 tools/report_results.py --memory-policies WORK_DIR   # the results table into docs/learned-policy.md
 #
 # Knobs (environment): STEPS (every input's steps), or per input EXPLICIT_STEPS (8000, 24 min on one core),
 # NONE_STEPS (8000, 13 min) and IMPLICIT_STEPS (3000, 21 min); BATCH; EVAL_EPISODES and EVAL_SEED (held-out seeds,

@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from policies.checkpoint import atomic_write_bytes
-
 
 def _grid(result: dict) -> dict[tuple[str, str, str], dict]:
     return {(c["policy"], c["task"], c["preset"]): c for c in result["cells"]}
@@ -27,9 +25,7 @@ def _tasks(result: dict) -> list[dict]:
 
 
 def markdown(result: dict) -> str:
-    """One table per policy: a row per family, a column per preset, each cell ``success (chance)`` in
-    percent; the last row is the mean over families."""
-    grid, presets, tasks = _grid(result), result["presets"], _tasks(result)
+    """One table per policy (:func:`policy_table`) under a heading with the split and seeds."""
     lo, hi = result["seeds"]
     lines = [f"# Benchmark: {result['protocol']}", "",
              f"Split `{result['key']['split']}`, seeds {lo}-{hi}, {result['key']['episodes']} episodes per family "
@@ -38,22 +34,29 @@ def markdown(result: dict) -> str:
         knobs = " ".join(f"`--option {k}={v}`" for k, v in result["options"].items())
         lines += [f"**Not the standard protocol**: {knobs} on top of each preset's knobs.", ""]
     for policy in result["policies"]:
-        lines += [f"## `{policy}`", "", "| family | suite | " + " | ".join(presets) + " |",
-                  "| --- | --- | " + " | ".join("---:" for _ in presets) + " |"]
-        sums = {p: [] for p in presets}
-        for t in tasks:
-            row = []
-            for preset in presets:
-                cell = grid.get((policy, t["task"], preset))
-                if cell is None:
-                    row.append("—")
-                    continue
-                sums[preset].append(cell["success_rate"])
-                row.append(f"{100 * cell['success_rate']:.0f} ({100 * cell['chance']:.1f})")
-            lines.append(f"| {t['family']} | {t['suite']} | " + " | ".join(row) + " |")
-        means = [f"**{100 * sum(v) / len(v):.1f}**" if v else "—" for v in sums.values()]
-        lines += ["| mean | | " + " | ".join(means) + " |", ""]
+        lines += [f"## `{policy}`", "", *policy_table(result, policy), ""]
     return "\n".join(lines)
+
+
+def policy_table(result: dict, policy: str) -> list[str]:
+    """A row per family, a column per preset, each cell ``success (chance)`` in percent (``—``: not run);
+    the last row is the mean over families."""
+    grid, presets, tasks = _grid(result), result["presets"], _tasks(result)
+    lines = ["| family | suite | " + " | ".join(presets) + " |",
+             "| --- | --- | " + " | ".join("---:" for _ in presets) + " |"]
+    sums = {p: [] for p in presets}
+    for t in tasks:
+        row = []
+        for preset in presets:
+            cell = grid.get((policy, t["task"], preset))
+            if cell is None:
+                row.append("—")
+                continue
+            sums[preset].append(cell["success_rate"])
+            row.append(f"{100 * cell['success_rate']:.0f} ({100 * cell['chance']:.1f})")
+        lines.append(f"| {t['family']} | {t['suite']} | " + " | ".join(row) + " |")
+    means = [f"**{100 * sum(v) / len(v):.1f}**" if v else "—" for v in sums.values()]
+    return [*lines, "| mean | | " + " | ".join(means) + " |"]
 
 
 def plot(result: dict) -> bytes:
@@ -92,6 +95,8 @@ def plot(result: dict) -> bytes:
 
 
 def write_reports(result: dict, out: str | Path) -> dict[str, str]:
+    from policies.checkpoint import atomic_write_bytes  # torch: imported only to write, not to print a table
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     md, png = out / "leaderboard.md", out / "difficulty.png"
