@@ -3,15 +3,17 @@
     embodied benchmark --policy agent [--policy agent:wiped ...] [--preset easy ...] [--suite S]
                        [--task NAME ...] [--episodes N] [--split test|dev] [--out DIR] [--json]
                        [--option KEY=VALUE ...]   (knobs on top of each preset: not the standard protocol)
+                       [--workers K] [--ray [ADDRESS]]   (episodes on K local processes or Ray tasks; same results)
 """
 
 from __future__ import annotations
 
 import argparse
 
-from embodied.cli.options import add_option_argument, task_knobs
+from embodied.cli.options import add_option_argument, add_parallel_arguments, task_knobs
 from embodied.envs.base import PRESET_NAMES
 from embodied.eval.benchmark import PROTOCOL, SPLITS, SUITES, BenchmarkConfig, run_benchmark
+from embodied.eval.distributed import Parallel
 
 
 def register(sub) -> None:
@@ -33,6 +35,7 @@ def register(sub) -> None:
                    "(a rerun into the same folder resumes)")
     add_option_argument(p, help="task knob on top of each preset's, repeatable: KEY=VALUE (e.g. delay=60, "
                         "visual=randomized); results and leaderboard then say: not the standard protocol")
+    add_parallel_arguments(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=benchmark)
 
@@ -42,6 +45,7 @@ def benchmark(args: argparse.Namespace) -> dict | None:
                              suite=args.suite, tasks=tuple(args.task), episodes=args.episodes, split=args.split,
                              head=args.head, image_size=args.image_size)
     config.validate()
+    parallel = Parallel.from_args(args)
     config.options = task_knobs(args.option, config.task_names(), reserved={"preset": "--preset"})
 
     def report(cell) -> None:
@@ -51,7 +55,7 @@ def benchmark(args: argparse.Namespace) -> dict | None:
 
     if not config.standard and not args.json:
         print(f"not the standard protocol: {config.options} on top of each preset's knobs", flush=True)
-    result = run_benchmark(config, out=args.out, progress=not args.json, on_cell=report)
+    result = run_benchmark(config, out=args.out, progress=not args.json, on_cell=report, parallel=parallel)
     if args.json:
         return result
     print(f"results: {args.out}/results.json\nleaderboard: {result['reports']['leaderboard']}\n"

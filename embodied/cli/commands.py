@@ -11,6 +11,7 @@ import gymnasium as gym
 from embodied.agent.ride import MemoryRider
 from embodied.data.recording import Recorder, load_recording
 from embodied.cli.options import task_knobs, task_options
+from embodied.eval.distributed import Batch, Parallel, evaluate
 from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
 from embodied.viz.build import build_timeline
@@ -52,10 +53,11 @@ def run(args: argparse.Namespace) -> dict | None:
         raise ValueError("--overlay draws on the video: give --video out.mp4 too")
     if getattr(args, "keyframe_every", 1) < 1:
         raise ValueError(f"--keyframe-every must be >= 1, got {args.keyframe_every}")
+    parallel = Parallel.from_args(args)
+    parallel.refuse({"--video": args.video, "--record": record, "--overlay": overlay})
     ride = bool(record or overlay)  # perception + memory need the camera images
     agent = args.policy.startswith(("agent", "learned:"))
-    env = gym.make(
-        entry.env_id,
+    make = dict(
         images=ride or agent,
         **_image_size(getattr(args, "image_size", None), agent),
         render_every=getattr(args, "render_every", 1),
@@ -64,6 +66,12 @@ def run(args: argparse.Namespace) -> dict | None:
         **dataclasses.asdict(options),
     )
     seeds = range(args.seed, args.seed + args.episodes)
+    if parallel.distributed:  # episodes in workers; only their results come back
+        batch = Batch(entry.env_id, make, args.policy, tuple(seeds), getattr(args, "head", None),
+                      getattr(args, "perception", None))
+        results = evaluate([batch], parallel)[0][0]
+        return _run_summary(args, entry, cls, options, results)
+    env = gym.make(entry.env_id, **make)
     video = rider = recorder = None
     try:
         if record:
@@ -91,6 +99,11 @@ def run(args: argparse.Namespace) -> dict | None:
         if video is not None:
             video.close()
         env.close()
+    return _run_summary(args, entry, cls, options, results)
+
+
+def _run_summary(args: argparse.Namespace, entry, cls, options, results: list) -> dict | None:
+    record = getattr(args, "record", None)
     summary = summarize(results)
     summary.update(
         task=entry.name,
@@ -275,7 +288,8 @@ def ablate(args: argparse.Namespace) -> dict | None:
     options = task_knobs(args.option, tasks or list(TASKS))  # checked against every task the table runs
     columns = tuple(args.column) or COLUMNS
     report = run_ablate(tasks, args.episodes, args.seed, args.image_size, columns, options, progress=True,
-                        ablation_episodes=args.ablation_episodes, head=args.head, perception=args.perception)
+                        ablation_episodes=args.ablation_episodes, head=args.head, perception=args.perception,
+                        parallel=Parallel.from_args(args))
     report["options"] = options
     columns = tuple(report["columns"])
     if args.json:

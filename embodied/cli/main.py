@@ -6,6 +6,7 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
     embodied run --task NAME --policy expert|random|memoryless [--episodes N] [--seed S]
                  [--option key=value ...] [--video out.mp4 [--overlay graph]]
                  [--record DIR [--keyframe-every N]] [--image-size PX] [--render-every K] [--json]
+                 [--workers K] [--ray [ADDRESS]]   (episodes on K processes or Ray: not with --video/--record)
     embodied viz DIR [-o out.html] [--episode K] [--json]
     embodied viz DIR --format rrd [-o episode.rrd] [--episode K] [--json]   (a rerun recording)
     embodied bench env [--task NAME] [--option key=value ...] [--json]
@@ -14,12 +15,12 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
                               [--json]
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--option key=value ...]
-                    [--json]
+                    [--workers K] [--ray [ADDRESS]] [--json]
     embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric]
                          [--option key=value ...] [--json]
     embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--option key=value ...] [--json]
     embodied benchmark [--policy P ...] [--preset easy|medium|hard|extreme ...] [--suite S] [--episodes N]
-                       [--out DIR] [--json]   (see embodied/eval/benchmark.py)
+                       [--out DIR] [--workers K] [--ray [ADDRESS]] [--json]   (see embodied/eval/benchmark.py)
                        [--option key=value ...]   (knobs on top of each preset: not the standard protocol)
     embodied demo [--episodes N] [--policy agent|expert] [--video demo.mp4] [--head KIND:RUN|none ...]
                   [--option key=value ...] [--json]
@@ -49,7 +50,11 @@ from embodied.cli import (
     train_cmds,
 )
 from embodied.cli.dispatch import execute
-from embodied.cli.options import add_option_argument, parse_options  # noqa: F401  (parse_options: imported from here)
+from embodied.cli.options import (  # noqa: F401  (parse_options: imported from here)
+    add_option_argument,
+    add_parallel_arguments,
+    parse_options,
+)
 from embodied.eval.rollout import POLICIES
 
 
@@ -90,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--render-every", type=int, default=1, help="perceive every K-th step (--record/--overlay)")
     p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
                    help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
+    add_parallel_arguments(p)  # not with --video, --record, --overlay: they need the env here
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)
 
@@ -157,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
                    help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
+    add_parallel_arguments(p)
     p.set_defaults(func=commands.ablate)
 
     p = sub.add_parser("eval-memory", help="ask memory each task's recall question after expert episodes")

@@ -29,6 +29,17 @@ def add_option_argument(parser: argparse.ArgumentParser, help: str = OPTION_HELP
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help=help)
 
 
+def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workers K`` and ``--ray [ADDRESS]`` (as ``record-demos`` spells them): the episodes on K local
+    worker processes or as Ray tasks (embodied.eval.distributed); the results are the serial run's."""
+    parser.add_argument("--workers", type=int, default=1, metavar="K",
+                        help="episodes on K local worker processes (with --ray: the local Ray instance's CPUs); "
+                        "the same results as one")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="run episodes as Ray tasks on the cluster at ADDRESS (HOST:6379 or auto; none: a "
+                        "local instance of --workers CPUs)")
+
+
 def parse_options(pairs: list[str]) -> dict[str, str]:
     """``["k=v", ...]`` -> ``{"k": "v"}``; the values stay strings (``task_knobs`` types them per task)."""
     options = {}

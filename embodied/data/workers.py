@@ -74,14 +74,19 @@ class RecordConfig:
         ]
 
 
-def _worker_init(first: EpisodeJob | None, ready, go, recorder: int) -> None:
+def detach_worker(parent: int) -> None:
+    """In a local worker process: ignore SIGINT (the parent decides) and die with ``parent``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:  # die with the recorder (Linux): PR_SET_PDEATHSIG = 1
+    try:  # die with the parent (Linux): PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
-    if os.getppid() != recorder:  # the recorder died before prctl took effect: no signal will come
+    if os.getppid() != parent:  # the parent died before prctl took effect: no signal will come
         os._exit(1)
+
+
+def _worker_init(first: EpisodeJob | None, ready, go, recorder: int) -> None:
+    detach_worker(recorder)
     if first is not None:
         env_for(first)  # build the scene before the clock starts
     with ready.get_lock():
@@ -127,7 +132,9 @@ def _ray_record(job: EpisodeJob) -> tuple[bytes, bytes, dict[str, bytes], bytes]
     return blob.meta, blob.arrays, blob.videos, blob.decisions
 
 
-def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
+def ray_session(address: str | None, workers: int):
+    """Ray, connected: to the cluster at ``address`` (HOST:PORT or "auto"), else to the instance this
+    process already runs, else to a new local instance of ``workers`` CPUs."""
     try:
         import ray
     except ImportError:
@@ -136,6 +143,11 @@ def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Ca
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     elif not ray.is_initialized():
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
+    ray = ray_session(address, workers)
     remote = ray.remote(num_cpus=1)(_ray_record)
     on_ready()
     queue = list(reversed(jobs))

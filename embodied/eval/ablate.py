@@ -12,13 +12,11 @@ column runs without images.
 from __future__ import annotations
 
 import dataclasses
-import time
-
-import gymnasium as gym
 
 from embodied.envs.base import options_from
 from embodied.envs.visual import check_visual
-from embodied.eval.rollout import run_episodes, summarize
+from embodied.eval.distributed import Batch, Parallel, evaluate
+from embodied.eval.rollout import summarize
 from embodied.tasks import TASKS, get_task
 
 COLUMNS = ("expert", "agent", "agent:wiped", "agent:blank")
@@ -28,10 +26,12 @@ HEAD_COLUMNS = ("agent:head", "agent:head:noaim")
 
 def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000, image_size: int | None = None,
            columns: tuple[str, ...] = COLUMNS, options: dict | None = None, progress: bool = True,
-           ablation_episodes: int | None = None, head: str | None = None, perception: str | None = None) -> dict:
+           ablation_episodes: int | None = None, head: str | None = None, perception: str | None = None,
+           parallel: Parallel | None = None) -> dict:
     """``ablation_episodes`` (default ``episodes``) runs the wiped and blank columns on the first that
     many seeds only: a memoryless agent that finds nothing to do idles to the horizon, which is slow.
-    ``perception``: the agent columns' detector (masks, learned, geometric)."""
+    ``perception``: the agent columns' detector (masks, learned, geometric). ``parallel``: the
+    episodes on local worker processes or Ray (embodied.eval.distributed); the same results."""
     names = [get_task(t).name for t in tasks] if tasks else list(TASKS)
     if head and not any(c in HEAD_COLUMNS for c in columns):
         columns = (*columns, "agent:head")
@@ -43,39 +43,33 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             raise ValueError(f"column {column!r} runs a learned head: give --head KIND:RUN")
     options = dict(options or {})
     visual = check_visual(str(options.pop("visual", "default")))  # the scenery's look, not a task knob
-    rows = []
+    rows, cells, batches = [], [], []
     for name in names:
         entry = get_task(name)
         cls = entry.env_class()
         opts = options_from(cls.Options, options or {}, name)  # types the knobs, resolves preset=P
-        row = {"task": name, "suite": entry.suite, "chance": cls.chance_rate(opts), "episodes": episodes}
+        rows.append({"task": name, "suite": entry.suite, "chance": cls.chance_rate(opts), "episodes": episodes})
         for column in columns:
             ablation = column in ("agent:wiped", "agent:blank") or column.endswith(":wiped")
             n = ablation_episodes if ablation_episodes and ablation else episodes
-            seeds = range(seed, seed + n)
             size = {} if image_size is None else {"image_size": image_size}  # None: the task's default
-            env = gym.make(entry.env_id, images=column != "expert", visual=visual, **size, **dataclasses.asdict(opts))
-            t0 = time.perf_counter()
-            try:
-                if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
-                    variant = "agent" + column[len("agent:head"):]
-                    results = run_episodes(env, variant, seeds, progress=progress, head=head, perception=perception)
-                elif column.startswith("learned:"):  # the learned policy with the shipped (or --head) skill heads
-                    results = run_episodes(env, column, seeds, progress=progress, head=head, perception=perception)
-                else:
-                    agent = column.startswith("agent")
-                    results = run_episodes(env, column, seeds, progress=progress,
-                                           perception=perception if agent else None)
-            finally:
-                env.close()
-            elapsed = time.perf_counter() - t0
-            summary = summarize(results)
-            row[column] = summary["success_rate"]
-            row[f"{column}_episodes"] = n
-            row[f"{column}_steps"] = summary["mean_steps"]
-            row[f"{column}_steps_per_s"] = sum(r.steps for r in results) / max(elapsed, 1e-9)
-            row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
-        rows.append(row)
+            make = dict(images=column != "expert", visual=visual, **size, **dataclasses.asdict(opts))
+            if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
+                policy, knobs = "agent" + column[len("agent:head"):], {"head": head, "perception": perception}
+            elif column.startswith("learned:"):  # the learned policy with the shipped (or --head) skill heads
+                policy, knobs = column, {"head": head, "perception": perception}
+            else:
+                policy, knobs = column, {"perception": perception if column.startswith("agent") else None}
+            cells.append((rows[-1], column, n))
+            batches.append(Batch(entry.env_id, make, policy, tuple(range(seed, seed + n)), **knobs))
+    for (row, column, n), (results, elapsed) in zip(cells, evaluate(batches, parallel or Parallel(), progress)):
+        summary = summarize(results)
+        row[column] = summary["success_rate"]
+        row[f"{column}_episodes"] = n
+        row[f"{column}_steps"] = summary["mean_steps"]
+        # per worker: the steps over the seconds the episodes took, summed over the chunks that ran them
+        row[f"{column}_steps_per_s"] = sum(r.steps for r in results) / max(elapsed, 1e-9)
+        row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
     return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "head": head,
             "perception": perception or "masks", "visual": visual,
             "tasks": rows}

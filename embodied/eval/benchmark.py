@@ -26,10 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import gymnasium as gym
-
 from embodied.envs.base import PRESET_NAMES, options_from
-from embodied.eval.rollout import run_episodes, summarize
+from embodied.eval.distributed import Batch, Parallel, evaluate, run_batch
+from embodied.eval.rollout import summarize
 from embodied.tasks import TASKS, get_task
 from policies.checkpoint import atomic_write_json
 
@@ -111,7 +110,8 @@ class Cell:
         return self.policy, self.task, self.preset
 
 
-def run_cell(policy: str, task: str, preset: str, config: BenchmarkConfig, progress: bool = True) -> Cell:
+def cell_batch(policy: str, task: str, preset: str, config: BenchmarkConfig) -> tuple[Batch, object]:
+    """The episodes of one cell (env, policy, seeds) and the task's typed knobs at ``preset``."""
     entry = get_task(task)
     cls = entry.env_class()
     extra = dict(config.options)
@@ -119,17 +119,25 @@ def run_cell(policy: str, task: str, preset: str, config: BenchmarkConfig, progr
     options = options_from(cls.Options, {"preset": preset, **extra}, entry.name)  # extra knobs beat the preset's
     needs_images = policy != "expert" and policy != "memoryless"
     size = {} if config.image_size is None else {"image_size": config.image_size}
-    env = gym.make(entry.env_id, images=needs_images, **size, **visual, **dataclasses.asdict(options))
-    t0 = time.perf_counter()
-    try:
-        results = run_episodes(env, policy, config.seeds(), progress=progress, head=config.head)
-    finally:
-        env.close()
+    make = dict(images=needs_images, **size, **visual, **dataclasses.asdict(options))
+    return Batch(entry.env_id, make, policy, tuple(config.seeds()), head=config.head), options
+
+
+def make_cell(policy: str, task: str, preset: str, options, results: list, seconds: float) -> Cell:
+    entry = get_task(task)
+    cls = entry.env_class()
     summary = summarize(results)
     return Cell(policy=policy, task=entry.name, family=cls.family, suite=entry.suite, preset=preset,
                 knobs=dataclasses.asdict(options), chance=cls.chance_rate(options),
                 success_rate=summary["success_rate"], episodes=len(results), mean_steps=summary["mean_steps"],
-                failed_seeds=[r.seed for r in results if not r.success], seconds=time.perf_counter() - t0)
+                failed_seeds=[r.seed for r in results if not r.success], seconds=seconds)
+
+
+def run_cell(policy: str, task: str, preset: str, config: BenchmarkConfig, progress: bool = True) -> Cell:
+    batch, options = cell_batch(policy, task, preset, config)
+    t0 = time.perf_counter()
+    results, _ = run_batch(batch, progress)
+    return make_cell(policy, task, preset, options, results, time.perf_counter() - t0)
 
 
 def load_results(path: str | Path) -> dict:
@@ -148,9 +156,12 @@ def load_results(path: str | Path) -> dict:
 
 
 def run_benchmark(config: BenchmarkConfig, out: str | Path | None = None, progress: bool = True,
-                  on_cell=None) -> dict:
+                  on_cell=None, parallel: Parallel | None = None) -> dict:
     """Run every (policy, task, preset) cell not already in ``out/results.json`` (same protocol key);
-    write results, ``leaderboard.md`` and ``difficulty.png`` to ``out``. Returns the results dict."""
+    write results, ``leaderboard.md`` and ``difficulty.png`` to ``out``. Returns the results dict.
+    ``parallel``: the episodes on local worker processes or Ray (embodied.eval.distributed), every
+    cell's chunks in flight at once; the same results (``seconds``: the cell's episodes' seconds
+    summed over the workers that ran them), each cell saved as its last chunk finishes."""
     from embodied.eval.leaderboard import write_reports
 
     config.validate()
@@ -165,22 +176,50 @@ def run_benchmark(config: BenchmarkConfig, out: str | Path | None = None, progre
             raise ValueError(f"{out / 'results.json'} holds results run with {saved['key']}, not "
                              f"{config.key()}; give another output folder")
         done = {cell.id: cell for cell in (Cell(**c) for c in saved["cells"])}
-    cells = []
-    for policy in config.policies:
-        for task in names:
-            for preset in config.presets:
-                cell = done.get((policy, task, preset)) or run_cell(policy, task, preset, config, progress)
-                cells.append(cell)
-                if out is not None:
-                    out.mkdir(parents=True, exist_ok=True)
-                    atomic_write_json(out / "results.json", _result(config, _merged(cells, done)))
-                if on_cell is not None:
-                    on_cell(cell)
+    ids = [(policy, task, preset) for policy in config.policies for task in names for preset in config.presets]
+    if parallel is not None and parallel.distributed:
+        cells = _run_parallel(config, ids, done, out, progress, on_cell, parallel)
+    else:
+        cells = []
+        for policy, task, preset in ids:
+            cell = done.get((policy, task, preset)) or run_cell(policy, task, preset, config, progress)
+            cells.append(cell)
+            _save(config, out, cells, done)
+            if on_cell is not None:
+                on_cell(cell)
     # Cells of earlier runs into ``out`` (other policies or presets) stay in the file and the reports.
     result = _result(config, _merged(cells, done))
     if out is not None:
         result["reports"] = write_reports(result, out)
     return result
+
+
+def _run_parallel(config: BenchmarkConfig, ids: list[tuple], done: dict[tuple, Cell], out: Path | None,
+                  progress: bool, on_cell, parallel: Parallel) -> list[Cell]:
+    """Every missing cell's chunks at once; cells saved (in protocol order) as they finish."""
+    finished: dict[tuple, Cell] = {key: done[key] for key in ids if key in done}
+    todo = [key for key in ids if key not in done]
+    specs = [cell_batch(*key, config) for key in todo]
+    if on_cell is not None:
+        for key in ids:
+            if key in finished:
+                on_cell(finished[key])
+
+    def finish(i: int, results: list, seconds: float) -> None:
+        key = todo[i]
+        finished[key] = make_cell(*key, specs[i][1], results, seconds)
+        _save(config, out, [finished[k] for k in ids if k in finished], done)
+        if on_cell is not None:
+            on_cell(finished[key])
+
+    evaluate([batch for batch, _ in specs], parallel, progress, on_batch=finish)
+    return [finished[key] for key in ids]
+
+
+def _save(config: BenchmarkConfig, out: Path | None, cells: list[Cell], done: dict[tuple, Cell]) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "results.json", _result(config, _merged(cells, done)))
 
 
 def _merged(cells: list[Cell], done: dict[tuple, Cell]) -> list[Cell]:
