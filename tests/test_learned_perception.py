@@ -181,3 +181,20 @@ def test_learned_mode_finds_what_the_masks_find(task, camera, classes):
         near = [o for o in found.objects if o.camera == camera and o.label == obj.label
                 and np.linalg.norm(o.center[:2] - obj.center[:2]) < 0.1]
         assert near, f"{task}: the learned mode misses the {obj.colour} {obj.label} at {obj.center.round(2)}"
+
+
+def test_fragments_of_one_object_merge_unless_the_class_touches_itself():
+    from embodied.perception.learned.decode import merge_fragments, touching_classes
+
+    ids = np.zeros((8, 12), np.int32)
+    ids[1:6, 0:3], ids[1:6, 3:6] = 1, 2  # one bed split down the middle: 5 shared pixel edges
+    ids[1:6, 7:9], ids[1:6, 9:11] = 3, 4  # two drawers side by side
+    labels = {1: "bed", 2: "bed", 3: "drawer", 4: "drawer"}
+    merged, kept = merge_fragments(ids, labels, keep_apart=("drawer",), min_contact=3)
+    assert kept == {1: "bed", 3: "drawer", 4: "drawer"}
+    assert (merged[1:6, 0:6] == 1).all() and (merged[1:6, 7:9] == 3).all() and (merged[1:6, 9:11] == 4).all()
+    assert merge_fragments(ids, labels, keep_apart=("drawer",), min_contact=6)[1] == labels  # too little contact
+    # The measure: drawers touch each other in these labels, beds do not.
+    truth = ids.copy()
+    truth[truth == 2] = 1
+    assert touching_classes(truth[None], lambda i: labels, [0]) == ("drawer",)

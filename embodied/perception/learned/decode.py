@@ -5,6 +5,11 @@ centre peak; each instance takes the majority class of its pixels. Stuff
 classes (floor, walls, the table) are one instance per class, as the
 renderer's masks give them. Numpy only: a frame groups in well under a
 millisecond.
+
+A big object (a bed, a sofa) can get two centre peaks and come out in
+fragments. ``merge_fragments`` joins touching instances of one class unless
+that class's instances touch each other in the training labels (a drawer
+row, stacked blocks), which the training run measures (``touching_classes``).
 """
 
 from __future__ import annotations
@@ -58,3 +63,55 @@ def group_instances(sem: np.ndarray, heat: np.ndarray, offset: np.ndarray, class
         labels[int(ids[j])] = classes[k - 1]
     out[ty, tx] = ids[nearest]
     return out, labels
+
+
+def merge_fragments(ids: np.ndarray, labels: dict[int, str], keep_apart: tuple[str, ...], min_contact: int = 8
+                    ) -> tuple[np.ndarray, dict[int, str]]:
+    """Join instances of one class (not in ``keep_apart``) that share at least ``min_contact`` pixel edges."""
+    a = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+    b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+    edge = (a != b) & (a > 0) & (b > 0)
+    if not edge.any():
+        return ids, labels
+    n = int(ids.max()) + 1
+    contact = np.bincount(np.minimum(a, b)[edge] * n + np.maximum(a, b)[edge], minlength=n * n).reshape(n, n)
+    root = np.arange(n)
+    for p, q in zip(*np.nonzero(contact >= min_contact)):
+        cls = labels.get(int(p))
+        if cls is None or cls != labels.get(int(q)) or cls in keep_apart:
+            continue
+        rp, rq = _root(root, int(p)), _root(root, int(q))
+        root[max(rp, rq)] = min(rp, rq)
+    final = np.array([_root(root, k) for k in range(n)])
+    if (final == np.arange(n)).all():
+        return ids, labels
+    return final[ids], {k: c for k, c in labels.items() if final[k] == k}
+
+
+def _root(parent: np.ndarray, k: int) -> int:
+    while parent[k] != k:
+        parent[k] = parent[parent[k]]
+        k = int(parent[k])
+    return k
+
+
+def touching_classes(instance: np.ndarray, labels_of, frames: np.ndarray) -> tuple[str, ...]:
+    """Classes with two instances sharing a pixel edge in any of ``frames`` (indices into ``instance``
+    (N,H,W); ``labels_of(i)`` gives frame i's {id: class})."""
+    found: set[str] = set()
+    for i in frames:
+        ids = instance[i].astype(np.int64)
+        a = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+        b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+        edge = (a != b) & (a > 0) & (b > 0)
+        labels = labels_of(int(i))
+        for p, q in set(zip(a[edge].tolist(), b[edge].tolist())):
+            if labels.get(p) is not None and labels.get(p) == labels.get(q):
+                found.add(labels[p])
+    return tuple(sorted(found))
+
+
+def measure_touching(frames, sample: int = 3000, seed: int = 0) -> tuple[str, ...]:
+    """``touching_classes`` over a random sample of ``frames`` (a :class:`~.frames.Frames`)."""
+    idx = np.random.default_rng(seed).permutation(len(frames))[:sample]
+    return touching_classes(frames.instance, frames.labels, idx)

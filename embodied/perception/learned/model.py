@@ -40,6 +40,10 @@ class SegmenterConfig:
     small_weight: float = 4.0  # extra cross-entropy weight of pixels of small instances (< small_pixels)
     small_pixels: int = 200
     class_weights: tuple[float, ...] = ()  # per semantic index (background first); () = all 1
+    # Classes whose instances touch another of their class in the training labels (a drawer row, stacked
+    # blocks): the decoder never merges those. Fragments of the other classes that touch are one object.
+    # None: not measured (older weights), no merging.
+    touching: tuple[str, ...] | None = None
     options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -56,6 +60,7 @@ class SegmenterConfig:
     def to_json(self) -> dict:
         d = asdict(self)
         d["classes"], d["widths"], d["class_weights"] = list(self.classes), list(self.widths), list(self.class_weights)
+        d["touching"] = None if self.touching is None else list(self.touching)
         return d
 
     @classmethod
@@ -63,6 +68,7 @@ class SegmenterConfig:
         d = dict(d)
         d["classes"], d["widths"] = tuple(d["classes"]), tuple(d["widths"])
         d["class_weights"] = tuple(d.get("class_weights", ()))
+        d["touching"] = None if d.get("touching") is None else tuple(d["touching"])
         return cls(**d)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embodied.perception.learned.decode import group_instances
+from embodied.perception.learned.decode import group_instances, merge_fragments
 from embodied.perception.learned.weights import load_segmenter
 
 SHIPPED = Path(__file__).with_name("shipped") / "segmenter.safetensors"
@@ -51,7 +51,10 @@ class LearnedSegmenter:
             torch.set_num_threads(self.threads)
         try:
             sem, heat, offset = self.net.maps(np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32))
-            return group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
+            ids, labels = group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
+            if self.net.config.touching is not None:
+                ids, labels = merge_fragments(ids, labels, self.net.config.touching)
+            return ids, labels
         finally:
             if switch:
                 torch.set_num_threads(previous)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embodied.perception.learned.decode import measure_touching
 from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.model import SegmenterConfig, SegNet
 from embodied.perception.learned.targets import instance_targets
@@ -116,7 +117,8 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
         frames = load_frames(cfg.data, source.config.classes if source else None)
         base = dataclasses.asdict(source.config) if source else {"classes": frames.classes}
         base.update(cfg.model)
-        net_cfg = SegmenterConfig.from_json({**base, "class_weights": class_weights(frames, cfg.balance)})
+        net_cfg = SegmenterConfig.from_json({**base, "class_weights": class_weights(frames, cfg.balance),
+                                             "touching": list(measure_touching(frames))})
     torch.manual_seed(cfg.seed)
     model = SegNet(net_cfg)
     if ckpt is None and cfg.init_from:

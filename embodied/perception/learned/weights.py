@@ -7,6 +7,7 @@ folder's latest checkpoint loads the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -67,6 +68,12 @@ def load_segmenter(source: str | Path) -> SegNet:
 def export_weights(run: str | Path, path: str | Path) -> dict:
     """Write ``run``'s latest EMA weights as one safetensors file (atomically); returns its size."""
     config, state = _from_run(Path(run))
+    if config.touching is None:  # a run from before the measure: take it from the run's training frames now
+        from embodied.perception.learned.decode import measure_touching
+        from embodied.perception.learned.frames import load_frames
+
+        data = read_json(Path(run) / "config.json")["train"]["data"]
+        config = dataclasses.replace(config, touching=measure_touching(load_frames(data, config.classes)))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
