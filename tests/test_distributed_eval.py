@@ -106,3 +106,9 @@ def test_chunks_cover_every_seed_once_in_order():
     assert [len(c.seeds) for _, c in split(batches[:1], slots=1, per_slot=3)] == [5, 5, 5, 5]
     with pytest.raises(ValueError, match="--workers must be >= 1"):
         Parallel(workers=0)
+
+
+def test_a_ray_address_where_nothing_listens_fails_at_once(capsys):
+    pytest.importorskip("ray", reason="Ray is the optional 'ray' extra: pip install -e '.[ray]'")
+    assert main(["run", "--task", "ShellGame", "--episodes", "1", "--ray", "127.0.0.1:1"]) == 2
+    assert "--ray 127.0.0.1:1: nothing answers there" in capsys.readouterr().err

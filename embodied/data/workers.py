@@ -17,6 +17,7 @@ import ctypes
 import multiprocessing as mp
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -140,10 +141,28 @@ def ray_session(address: str | None, workers: int):
     except ImportError:
         raise ValueError("--ray needs Ray: pip install 'embodied[ray]'") from None
     if address:
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        _reachable(address)
+        try:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ValueError(f"--ray {address}: {exc}. Run the command on a node of that cluster (after `ray start "
+                             "--address=HEAD:6379` there); a cluster with token authentication (Ray >= 2.59's "
+                             "default for `ray start`) needs RAY_AUTH_MODE=token and its token here too") from None
     elif not ray.is_initialized():
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     return ray
+
+
+def _reachable(address: str) -> None:
+    """Fail fast where nothing listens at HOST:PORT (Ray itself waits on such an address for good)."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as exc:
+        raise ValueError(f"--ray {address}: nothing answers there ({exc}); start the cluster with "
+                         "`ray start --head --port=6379` on that node, or check the address") from None
 
 
 def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:
