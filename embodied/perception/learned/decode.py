@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 PEAK_WINDOW = 5  # px: a centre is the maximum of the heat within this window
+TOUCH_GAP = 4  # px: instances of a class this close in the training labels are never merged
 
 
 def centre_peaks(heat: np.ndarray, threshold: float, max_instances: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,14 +96,15 @@ def _root(parent: np.ndarray, k: int) -> int:
     return k
 
 
-def touching_classes(instance: np.ndarray, labels_of, frames: np.ndarray) -> tuple[str, ...]:
-    """Classes with two instances sharing a pixel edge in any of ``frames`` (indices into ``instance``
-    (N,H,W); ``labels_of(i)`` gives frame i's {id: class})."""
+def touching_classes(instance: np.ndarray, labels_of, frames: np.ndarray, gap: int = TOUCH_GAP) -> tuple[str, ...]:
+    """Classes with two instances at most ``gap`` px apart (1: sharing a pixel edge) in any of ``frames``
+    (indices into ``instance`` (N,H,W); ``labels_of(i)`` gives frame i's {id: class}). The margin covers
+    predicted masks a pixel or two wider than the true ones: buttons on a panel, pads on the table."""
     found: set[str] = set()
     for i in frames:
         ids = instance[i].astype(np.int64)
-        a = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
-        b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+        a = np.concatenate([x for d in range(1, gap + 1) for x in (ids[:, :-d].ravel(), ids[:-d, :].ravel())])
+        b = np.concatenate([x for d in range(1, gap + 1) for x in (ids[:, d:].ravel(), ids[d:, :].ravel())])
         edge = (a != b) & (a > 0) & (b > 0)
         labels = labels_of(int(i))
         for p, q in set(zip(a[edge].tolist(), b[edge].tolist())):
