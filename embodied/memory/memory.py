@@ -66,6 +66,9 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self.frames = 0
         self._eyes: dict[str, float] = {}  # camera -> height (m) in the current frame
         self._optics: dict[str, tuple[np.ndarray, float]] = {}  # camera -> (position (3,) m, focal length px)
+        # Ground cells the cameras have looked at (see Tracking._look); None: not kept (an old file).
+        self._looked: set[int] | None = set()
+        self._look_pose: dict[str, bytes] = {}
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -147,6 +150,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self._parts_dirty.clear()
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
+        self._look(frame.views)
 
     # --- articulation -----------------------------------------------------------------
     def _articulation(self, node: str, t: int) -> None:

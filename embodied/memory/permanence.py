@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.spatial import overlap, visibility
+from embodied.memory.spatial import overlap, visibility_many
 from embodied.memory.tracker import _confidence, _vec
 from embodied.perception.colour import same_colour
 from embodied.perception.types import CameraView
@@ -53,16 +53,22 @@ class Permanence:
         agree, and no camera ever saw both at once.
         """
         cfg = self.config
-        nodes = self._physical()
+        fresh = sorted(touched & self.changed)
+        if not fresh:
+            return
         by_cls: dict[str, list[str]] = {}
-        for n in nodes:
+        for n in self._physical():
             by_cls.setdefault(self._graph.nodes[n]["cls"], []).append(n)
-        for new in sorted(touched & self.changed):
+        for new in fresh:
             if new not in self._graph or len(by_cls.get(self._graph.nodes[new]["cls"], ())) < 2:
                 continue
             a = self._graph.nodes[new]
             tn = self.tracks[new]
-            for old in by_cls[a["cls"]]:
+            same_cls = by_cls[a["cls"]]
+            olds, k = self._within_reach(tn, same_cls), 0
+            while k < len(olds):
+                old = olds[k]
+                k += 1
                 if old == new or old not in self._graph or (min(old, new), max(old, new)) in self.together:
                     continue
                 b = self._graph.nodes[old]
@@ -87,6 +93,22 @@ class Permanence:
                     if drop == new:
                         break
                     a, tn = self._graph.nodes[new], self.tracks[new]
+                    # Its box grew with the merge: the rest of the class is culled again.
+                    olds, k = self._within_reach(tn, same_cls[same_cls.index(old) + 1 :]), 0
+
+    def _within_reach(self, track, nodes: list[str]) -> list[str]:
+        """The nodes (in order) a merge with ``track`` could join: boxes closer than two association
+        voxels (a point overlap, or furniture pieces that touch, needs that) or centres within the
+        hand-off gate. The merge test proper runs on these alone."""
+        nodes = [n for n in nodes if n in self.tracks]
+        if not nodes:
+            return nodes
+        lo = np.array([self.tracks[n].box_min for n in nodes])
+        hi = np.array([self.tracks[n].box_max for n in nodes])
+        gap = np.maximum(lo - track.box_max, track.box_min - hi).max(axis=1)
+        near = np.linalg.norm((lo + hi) / 2 - track.center, axis=1) < self.config.handoff_gate
+        keep = (gap < 2 * self.config.assoc_voxel + 1e-6) | near
+        return [n for n, k in zip(nodes, keep) if k]
 
     def _handoff(self, old: str, new: str, touched: set) -> bool:
         """A track lost and picked up again as a new node: ``old`` stopped being seen just before
@@ -124,31 +146,43 @@ class Permanence:
     def _permanence(self, views: list[CameraView], seen: set, t: int) -> None:
         """Unmatched nodes stay; their status says why they were not seen."""
         cfg = self.config
-        lost = [n for n in self._physical() if n not in seen]
+        physical = self._physical()
+        lost = [n for n in physical if n not in seen]
         if not lost or not views:
             return
-        containers = [n for n in self._physical() if self._graph.nodes[n]["kind"] == "container"]
-        for node in lost:
-            a = self._graph.nodes[node]
+        containers = [n for n in physical if self._graph.nodes[n]["kind"] == "container"]
+        # Every lost node's visibility and container at once (one projection per camera, one box test
+        # for all pairs): nothing below changes another node's inputs. Only the nodes whose status would
+        # change, or that a container holds, go through the loop.
+        attrs = [self._graph.nodes[n] for n in lost]
+        judged = [i for i, a in enumerate(attrs) if not (a["held"] or a["inside"])]
+        todo = [i for i, a in enumerate(attrs) if a["held"] or a["inside"]]
+        verdict: dict[str, str] = {}
+        if judged:
+            names = [lost[i] for i in judged]
+            totals, throughs, occludeds = visibility_many([self.tracks[n].samples for n in names], views, cfg)
+            statuses = np.select(
+                [totals == 0, throughs >= cfg.missing_fraction, occludeds >= 0.5],
+                ["out_of_view", "missing", "occluded"],
+                "unseen",
+            )
+            holders = self._holders(names, containers)
+            for k, i in enumerate(judged):
+                if holders[k] or statuses[k] != attrs[i]["status"]:
+                    verdict[lost[i]] = (str(statuses[k]), holders[k])
+                    todo.append(i)
+        for i in sorted(todo):
+            node, a = lost[i], attrs[i]
             track = self.tracks[node]
             if a["held"]:
                 status = "held"
             elif a["inside"]:
                 status = "hidden"
             else:
-                total, through, occluded = visibility(track.samples, views, cfg)
-                if total == 0:
-                    status = "out_of_view"
-                elif through >= cfg.missing_fraction:
-                    status = "missing"  # it should be visible there and it is not
-                elif occluded >= 0.5:
-                    status = "occluded"
-                else:
-                    status = "unseen"
+                status, holder = verdict[node]
             changes: dict = {}
             tag = status
             if status not in ("held", "hidden") and a["kind"] == "object":
-                holder = self._container_of(track.center, containers, node)
                 if holder:
                     status, tag = "hidden", "contained"
                     changes["inside"] = holder
@@ -165,6 +199,61 @@ class Permanence:
                     changes.update(visible=False, unseen_since=t, last_seen=a["last_seen"])
                 changes["confidence"] = _confidence(a["n_obs"], status)
                 self._set(node, t, tag, changes)
+
+    def _holders(self, nodes: list[str], containers: list[str]) -> list[str]:
+        """:meth:`_container_of` for many nodes at once (the same answers): pairs are first culled
+        on x, then the survivors tested in one go."""
+        out = [""] * len(nodes)
+        objects = [i for i, n in enumerate(nodes) if self._graph.nodes[n]["kind"] == "object"]
+        if not objects or not containers:
+            return out
+        m = self.config.contain_margin
+        names, lo, hi = [], [], []
+        for c in containers:
+            tr = self.tracks[c]
+            for box in [(tr.box_min, tr.box_max)] + ([tr.prev_box] if tr.prev_box is not None else []):
+                names.append(c)
+                lo.append(box[0])
+                hi.append(box[1])
+        lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+        vol = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
+        tracks = [self.tracks[nodes[i]] for i in objects]
+        own_lo = np.array([tr.box_min for tr in tracks], dtype=np.float64)
+        own_hi = np.array([tr.box_max for tr in tracks], dtype=np.float64)
+        centre = (own_lo + own_hi) / 2
+        # Pairs whose x could fit: boxes sorted by their low x; an object's centre x can only lie in the
+        # boxes starting at most ``widest`` before it (a few, found by bisection), then the exact test.
+        order = np.argsort(lo[:, 0], kind="stable")
+        start_x = lo[order, 0]
+        widest = float((hi[:, 0] - lo[:, 0]).max())
+        first = np.searchsorted(start_x, centre[:, 0] - widest - m, side="left")
+        count = np.searchsorted(start_x, centre[:, 0] + m, side="right") - first
+        i = np.repeat(np.arange(len(centre)), np.maximum(count, 0))
+        if len(i) == 0:
+            return out
+        j = order[np.repeat(first - np.cumsum(np.maximum(count, 0)) + np.maximum(count, 0), np.maximum(count, 0))
+                  + np.arange(len(i))]
+        fits = (centre[i, 0] >= lo[j, 0] - m) & (centre[i, 0] <= hi[j, 0] + m)
+        i, j = i[fits], j[fits]
+        if len(i) == 0:
+            return out
+        own_vol = np.prod(np.maximum(own_hi - own_lo, 1e-3), axis=1)
+        ok = (
+            (vol[j] > own_vol[i])
+            & (own_lo[i, 2] >= lo[j, 2] - 0.005)
+            & np.all(centre[i] >= lo[j] - m, axis=1)
+            & np.all(centre[i] <= hi[j] + m, axis=1)
+            & np.all(own_lo[i, :2] >= lo[j, :2] - m, axis=1)
+            & np.all(own_hi[i, :2] <= hi[j, :2] + m, axis=1)
+            & (np.array(names, dtype=object)[j] != np.array(nodes, dtype=object)[np.asarray(objects)[i]])
+        )
+        best: dict[int, tuple[float, int]] = {}
+        for a, b in zip(i[ok], j[ok]):  # the smallest box; on a tie the first container, as in the loop
+            if a not in best or (vol[b], b) < best[a]:
+                best[a] = (vol[b], b)
+        for a, (_, b) in best.items():
+            out[objects[a]] = names[b]
+        return out
 
     def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:
         """The container whose box (now or a frame ago) holds the object, smallest first.

@@ -71,6 +71,7 @@ def to_json(memory: SpatialMemory) -> dict:
         "edges": [[u, v, k] for u, v, k in memory.graph.edges(keys=True)],
         "log": memory.log.to_json(),
         "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
+        "looked": None if memory._looked is None else sorted(memory._looked),
     }
 
 
@@ -98,6 +99,10 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     memory.tracks = {
         n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()
     }
+    # Ground cells looked at; a file from before they were kept has none: re-identification then goes
+    # on as it did (anywhere).
+    looked = doc.get("looked")
+    memory._looked = None if looked is None else {int(k) for k in looked}
     memory._edges_dirty = False
     return memory
 

@@ -69,6 +69,37 @@ def visibility(points: np.ndarray, views: list[CameraView], cfg: MemoryConfig) -
     return total, through / total, occluded / total
 
 
+def visibility_many(
+    clouds: list[np.ndarray], views: list[CameraView], cfg: MemoryConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`visibility` of many remembered objects at once: one projection per camera for all
+    their points. Returns per object (K,) the count of points with a depth return in some image
+    and the seen-through and occluded fractions (0 where the count is 0)."""
+    k = len(clouds)
+    total, through, occluded = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
+    if k == 0:
+        return total, np.zeros(0), np.zeros(0)
+    owner = np.repeat(np.arange(k), [len(c) for c in clouds])
+    points = np.concatenate(clouds) if len(owner) else np.zeros((0, 3), np.float32)
+    for view in views:
+        h, w = view.depth.shape
+        u, v, z = project(points, view)
+        inside = (z > 0.05) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)
+        if not inside.any():
+            continue
+        # An object with fewer than min_projected points in this image gets no verdict from it.
+        inside &= (np.bincount(owner[inside], minlength=k) >= cfg.min_projected)[owner]
+        d = view.depth[np.rint(v[inside]).astype(np.int64), np.rint(u[inside]).astype(np.int64)]
+        z, who = z[inside], owner[inside]
+        ret = d > 0
+        tol = cfg.depth_tol + cfg.depth_tol_rel * z
+        total += np.bincount(who[ret], minlength=k)
+        through += np.bincount(who[ret & (d > z + tol)], minlength=k)
+        occluded += np.bincount(who[ret & (d < z - tol)], minlength=k)
+    seen = np.maximum(total, 1)
+    return total, through / seen, occluded / seen
+
+
 def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, str]]:
     """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
 

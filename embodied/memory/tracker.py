@@ -24,12 +24,15 @@ from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, SIZE_C
 from embodied.memory.gating import brightness_step, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.memory.tracks import Track, View
-from embodied.perception.colour import colour_distance, colour_name, same_colour
+from embodied.perception.colour import colour_distance, colour_name
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
+REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
+LOOK_CELL = 0.25  # m, cells of the ground the cameras have looked at (see Tracking._look)
+NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap and settled looks need it)
 
 
 def _vec(a) -> tuple[float, float, float]:
@@ -42,19 +45,33 @@ class Tracking:
     def _physical(self) -> list[str]:
         return [n for n, a in self._graph.nodes(data=True) if a["kind"] in PHYSICAL]
 
-    def _compatible(self, det: ObjectObservation, a: dict) -> tuple[bool, bool]:
-        """(class ok, colour ok)."""
-        cls_ok = det.label == a["cls"] or (not self.config.strict_class and det.label in SIZE_CLASSES)
-        return cls_ok, same_colour(det.colour, det.rgb, a["colour"], np.asarray(a["rgb"]), self.config.colour_tolerance)
-
-    def _table(self, camera: str) -> tuple:
+    def _table(self, camera: str, dets: list[ObjectObservation] = ()) -> tuple:
         """Per-node arrays for vectorised gating: ids, boxes, classes, colour names, RGB, surface flags,
-        and the centre and size of each node's last view from ``camera`` (inf / 0 if none)."""
+        and the centre and size of each node's last view from ``camera`` (inf / 0 if none).
+
+        With ``dets``, only the nodes one of them could pair with: boxes closer than 5 cm (touching,
+        which a node's last view, inside its box, also needs to settle a match) or a predicted centre
+        within the motion gate. The rest could never pair, so a frame costs the nodes near what the
+        camera sees, not every node remembered (re-identification at any distance looks at all)."""
         nodes = self._physical()
         tracks = [self.tracks[n] for n in nodes]
-        attrs = [self._graph.nodes[n] for n in nodes]
         lo = np.array([tr.box_min for tr in tracks]).reshape(-1, 3)
         hi = np.array([tr.box_max for tr in tracks]).reshape(-1, 3)
+        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
+        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
+        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
+        if len(dets) and nodes:
+            d_lo = np.array([d.box_min for d in dets])
+            d_hi = np.array([d.box_max for d in dets])
+            gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
+            centres = (lo + hi) / 2 + velocity * ahead[:, None]
+            gate = self.config.move_gate + 1.5 * np.sqrt((velocity**2).sum(axis=1))
+            dist = np.sqrt(((centres[None] - ((d_lo + d_hi) / 2)[:, None]) ** 2).sum(axis=2))
+            keep = np.nonzero(((gap < NEAR) | (dist < gate[None])).any(axis=0))[0]
+            if len(keep) < len(nodes):
+                nodes, tracks = [nodes[k] for k in keep], [tracks[k] for k in keep]
+                lo, hi, ahead, velocity = lo[keep], hi[keep], ahead[keep], velocity[keep]
+        attrs = [self._graph.nodes[n] for n in nodes]
         cls = np.array([a["cls"] for a in attrs], dtype=object)
         colour = np.array([a["colour"] for a in attrs], dtype=object)
         rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
@@ -66,9 +83,6 @@ class Tracking:
         seen_rgb = np.array(
             [v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views], dtype=np.float64
         ).reshape(-1, 3)
-        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
-        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
-        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
 
     def _associate(
@@ -77,7 +91,7 @@ class Tracking:
         """(detection, matched node or None, its overlap) for every detection of one camera."""
         cfg = self.config
         nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, drift, velocity = self._table(
-            dets[0].camera if dets else ""
+            dets[0].camera if dets else "", dets
         )
         pairs: list[tuple[float, int, str, float]] = []  # (score, detection, node, overlap)
         if nodes and dets:
@@ -105,7 +119,7 @@ class Tracking:
             col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
                 colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
             ) | as_before
-            touching = gap < 0.05
+            touching = gap < NEAR
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
             n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
@@ -143,23 +157,85 @@ class Tracking:
             overlaps[i] = ov
             taken_here.add(node)
         if cfg.reid_any_distance and len(match) < len(dets):
-            for i, det in enumerate(dets):
-                if i in match:
-                    continue
-                best, best_d = None, np.inf
-                for j, node in enumerate(nodes):
-                    a = self._graph.nodes[node]
-                    if node in taken_here or surface[j] or a["status"] not in UNSEEN_REID:
-                        continue
-                    if not all(self._compatible(det, a)):
-                        continue
-                    d = float(np.linalg.norm(centres[j] - det.center))
-                    if d < best_d:
-                        best, best_d = node, d
-                if best is not None:
-                    match[i] = best
-                    taken_here.add(best)
+            self._reidentify(dets, match, taken_here)
         return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
+
+    def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
+        """Re-identification at any distance for the detections left unmatched: an unseen node of the
+        same class and colour, those known to have left their place (missing, hidden) first, then the
+        nearest to the detection. Not for a detection on ground no camera had looked at before: an
+        object found on new ground is a discovery (the tenth white mug of the house), not a known one
+        that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
+        the better explanation (the hand-off merge joins them once every camera is in)."""
+        cfg = self.config
+        todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)]
+        nodes = self._physical()
+        if not todo or not nodes:
+            return
+        tracks = [self.tracks[n] for n in nodes]
+        attrs = [self._graph.nodes[n] for n in nodes]
+        surface = np.array([tr.surface for tr in tracks], dtype=bool)
+        rank = np.array([REID_RANK.get(a["status"], -1) for a in attrs])
+        free = (rank >= 0) & ~surface & np.array([n not in taken_here for n in nodes])
+        last = np.array([a["last_seen"] for a in attrs])
+        recent = (last < self.t) & (last >= self.t - cfg.handoff_steps) & ~surface
+        if not (free | recent).any():
+            return
+        cls = np.array([a["cls"] for a in attrs], dtype=object)
+        colour = np.array([a["colour"] for a in attrs], dtype=object)
+        rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
+        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
+        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
+        centres = np.array([tr.center for tr in tracks]).reshape(-1, 3) + velocity * ahead[:, None]
+        for i in todo:
+            det = dets[i]
+            ok = (cls == det.label) | (not cfg.strict_class and det.label in SIZE_CLASSES)
+            ok &= (colour == det.colour) | (
+                colour_distance_matrix(np.asarray(det.rgb, dtype=np.float64)[None], rgb)[0] < cfg.colour_tolerance
+            )
+            handoff = np.nonzero(recent & ok)[0]
+            if len(handoff) and np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
+                continue
+            cand = np.nonzero(free & ok)[0]
+            if not len(cand):
+                continue
+            d = np.linalg.norm(centres[cand] - det.center, axis=1)
+            j = cand[np.lexsort((d, rank[cand]))[0]]
+            match[i] = nodes[j]
+            taken_here.add(nodes[j])
+            free[j] = False
+
+    # --- what the cameras have looked at ---------------------------------------------
+    def _look(self, views) -> None:
+        """Note the ground cells (``LOOK_CELL`` m, xy) this frame's cameras see: a sparse grid of depth
+        pixels back-projected. A camera that has not moved since its last frame adds nothing new."""
+        if self._looked is None:
+            return
+        for view in views:
+            pose = view.cam_to_world.tobytes()
+            if self._look_pose.get(view.name) == pose:
+                continue
+            self._look_pose[view.name] = pose
+            h, w = view.depth.shape
+            vs, us = np.mgrid[0:h : max(1, h // 24), 0:w : max(1, w // 24)]
+            z = view.depth[vs, us]
+            hit = z > 0
+            if not hit.any():
+                continue
+            z, us, vs = z[hit].astype(np.float64), us[hit], vs[hit]
+            K = view.K
+            cam = np.stack([(us - K[0, 2]) * z / K[0, 0], (vs - K[1, 2]) * z / K[1, 1], z], axis=1)
+            world = cam @ view.cam_to_world[:3, :3].T + view.cam_to_world[:3, 3]
+            cells = np.floor(world[:, :2] / LOOK_CELL).astype(np.int64) + (1 << 20)
+            self._looked.update(np.unique((cells[:, 0] << 21) | cells[:, 1]).tolist())
+
+    def _looked_at(self, point) -> bool:
+        """Whether a camera looked at the ground within a cell of ``point`` before this frame (always
+        true for a memory that keeps no such record: one loaded from a file written before it did)."""
+        if self._looked is None:
+            return True
+        ix, iy = (int(np.floor(float(c) / LOOK_CELL)) + (1 << 20) for c in point[:2])
+        return any(((ix + dx) << 21) | (iy + dy) in self._looked for dx in (-1, 0, 1) for dy in (-1, 0, 1))
 
     # --- track updates ------------------------------------------------------
     def _pixel_size(self, camera: str, point: np.ndarray) -> float:
