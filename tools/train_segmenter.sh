@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the shipped segmenter (embodied/perception/learned/shipped/segmenter.safetensors) on a CPU:
 # render the frames, train in three legs exactly as the shipped weights were trained, export, evaluate.
-# About 3 h of training on one core (2026-11-27, 2 shared cores, 75 min for legs 1-3, 108 min for leg 4 under
-# load 2-4), plus ~10 min of rendering.
+# About 75 min of training on one core (2026-11-27, 2 shared cores), plus ~10 min of rendering.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1
@@ -20,10 +19,9 @@ $E perception train --data "$OUT/frames_train" --out "$OUT/run2" --init-from "$O
 # Leg 3: the randomized-look frames added, a full 7000-step schedule.
 $E perception train --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --out "$OUT/run3" \
     --init-from "$OUT/run2" --steps 7000 --model small_weight=2
-# Leg 4: from leg 3, both looks, a 12000-step schedule at lr 2e-3.
-$E perception train --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --out "$OUT/run4" \
-    --init-from "$OUT/run3" --steps 12000 --lr 2e-3 --model small_weight=2
 # The export measures which classes touch themselves in the training labels (the decoder keeps those apart).
-$E perception export --run "$OUT/run4" --out "$OUT/segmenter.safetensors"
+$E perception export --run "$OUT/run3" --out "$OUT/segmenter.safetensors"
+# Not shipped: a fourth leg (from run3, both looks, --steps 12000 --lr 2e-3, 108 min under load 2-4) scores
+# higher on the held-out frames but misses more cups and walls in tests/test_learned_perception.py's checks.
 $E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout" --json > "$OUT/eval_heldout.json"
 $E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_heldout_vis.json"
