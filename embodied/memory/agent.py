@@ -143,11 +143,11 @@ class AgentTracking:
         cfg = self.config
         xy = np.asarray(pos[:2], dtype=np.float64)
         near, near_d = "", np.inf
-        for node, a in self._graph.nodes(data=True):
-            if a["kind"] == "place":
-                d = float(np.hypot(a["position"][0] - xy[0], a["position"][1] - xy[1]))
-                if d < near_d:
-                    near, near_d = node, d
+        for node in self._kind_index()[2]:
+            a = self._graph.nodes[node]
+            d = float(np.hypot(a["position"][0] - xy[0], a["position"][1] - xy[1]))
+            if d < near_d:
+                near, near_d = node, d
         if near_d > cfg.place_spacing:
             near = self._new_id("place")
             self._add_node(

@@ -69,6 +69,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         # Ground cells the cameras have looked at (see Tracking._look); None: not kept (an old file).
         self._looked: set[int] | None = set()
         self._look_pose: dict[str, bytes] = {}
+        self._kinds: tuple[int, list[str], list[str]] | None = None  # see Tracking._kind_index
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -81,6 +82,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     @graph.setter
     def graph(self, value: nx.MultiDiGraph) -> None:
         self._graph = value
+        self._kinds = None
 
     # --- node bookkeeping -------------------------------------------------
     def _new_id(self, cls: str) -> str:
@@ -92,6 +94,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self.log.append(t, ADD, node, tag, _compact(attrs, {}))
         attrs["last_update"] = t  # the log derives it from the event time
         self._graph.add_node(node, **attrs)
+        self._kinds = None
         self._edges_dirty = True
 
     def _set(self, node: str, t: int, tag: str, changes: dict) -> None:
@@ -104,6 +107,8 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self.log.append(t, UPDATE, node, tag, _compact(diff, a))
         a.update(diff)
         a["last_update"] = t
+        if "kind" in diff:
+            self._kinds = None
         if any(k in diff for k in ("position", "box_min", "inside", "kind", "room", "held")):
             self._edges_dirty = True
 
@@ -113,6 +118,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
             raise KeyError(f"no node {node!r} in memory")
         t = self.t if t is None else t
         self._graph.remove_node(node)
+        self._kinds = None
         self.tracks.pop(node, None)
         self.log.append(t, DELETE, node, tag)
         self._edges_dirty = True

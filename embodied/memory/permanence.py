@@ -160,13 +160,15 @@ class Permanence:
         verdict: dict[str, str] = {}
         if judged:
             names = [lost[i] for i in judged]
-            totals, throughs, occludeds = visibility_many([self.tracks[n].samples for n in names], views, cfg)
+            tracks = [self.tracks[n] for n in names]
+            boxes = (np.array([tr.box_min for tr in tracks]), np.array([tr.box_max for tr in tracks]))
+            totals, throughs, occludeds = visibility_many([tr.samples for tr in tracks], views, cfg, boxes)
             statuses = np.select(
                 [totals == 0, throughs >= cfg.missing_fraction, occludeds >= 0.5],
                 ["out_of_view", "missing", "occluded"],
                 "unseen",
             )
-            holders = self._holders(names, containers)
+            holders = self._holders(names, containers, boxes)
             for k, i in enumerate(judged):
                 if holders[k] or statuses[k] != attrs[i]["status"]:
                     verdict[lost[i]] = (str(statuses[k]), holders[k])
@@ -200,26 +202,36 @@ class Permanence:
                 changes["confidence"] = _confidence(a["n_obs"], status)
                 self._set(node, t, tag, changes)
 
-    def _holders(self, nodes: list[str], containers: list[str]) -> list[str]:
+    def _holders(
+        self, nodes: list[str], containers: list[str], boxes: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> list[str]:
         """:meth:`_container_of` for many nodes at once (the same answers): pairs are first culled
-        on x, then the survivors tested in one go."""
+        on x, then the survivors tested in one go. ``boxes``: the nodes' (lo, hi) (K,3) if at hand."""
         out = [""] * len(nodes)
         objects = [i for i, n in enumerate(nodes) if self._graph.nodes[n]["kind"] == "object"]
         if not objects or not containers:
             return out
         m = self.config.contain_margin
-        names, lo, hi = [], [], []
+        row = {n: i for i, n in enumerate(nodes)}
+        names, owner, lo, hi = [], [], [], []
         for c in containers:
             tr = self.tracks[c]
-            for box in [(tr.box_min, tr.box_max)] + ([tr.prev_box] if tr.prev_box is not None else []):
+            lo.append(tr.box_min)
+            hi.append(tr.box_max)
+            names.append(c)
+            if tr.prev_box is not None:
+                lo.append(tr.prev_box[0])
+                hi.append(tr.prev_box[1])
                 names.append(c)
-                lo.append(box[0])
-                hi.append(box[1])
+        owner = np.array([row.get(c, -1) for c in names])  # the container's own row among the nodes
         lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
         vol = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
-        tracks = [self.tracks[nodes[i]] for i in objects]
-        own_lo = np.array([tr.box_min for tr in tracks], dtype=np.float64)
-        own_hi = np.array([tr.box_max for tr in tracks], dtype=np.float64)
+        if boxes is not None:
+            own_lo, own_hi = boxes[0][objects].astype(np.float64), boxes[1][objects].astype(np.float64)
+        else:
+            tracks = [self.tracks[nodes[i]] for i in objects]
+            own_lo = np.array([tr.box_min for tr in tracks], dtype=np.float64)
+            own_hi = np.array([tr.box_max for tr in tracks], dtype=np.float64)
         centre = (own_lo + own_hi) / 2
         # Pairs whose x could fit: boxes sorted by their low x; an object's centre x can only lie in the
         # boxes starting at most ``widest`` before it (a few, found by bisection), then the exact test.
@@ -245,7 +257,7 @@ class Permanence:
             & np.all(centre[i] <= hi[j] + m, axis=1)
             & np.all(own_lo[i, :2] >= lo[j, :2] - m, axis=1)
             & np.all(own_hi[i, :2] <= hi[j, :2] + m, axis=1)
-            & (np.array(names, dtype=object)[j] != np.array(nodes, dtype=object)[np.asarray(objects)[i]])
+            & (owner[j] != np.asarray(objects)[i])
         )
         best: dict[int, tuple[float, int]] = {}
         for a, b in zip(i[ok], j[ok]):  # the smallest box; on a tie the first container, as in the loop

@@ -109,7 +109,11 @@ class Queries:
     def when(self, tag: str, obj: str | None = None) -> list[int]:
         """Times of events tagged ``tag`` (grasp, release, opened, closed, pressed, moved, missing, ...)."""
         if obj is None:
-            return [e.t for e in self.log.of_tag(tag)]
+            index = self.log.by_tag.get(tag)
+            if not index:
+                return []
+            # Straight from the time column: no Event objects for a tag that may have 100k of them.
+            return np.frombuffer(self.log.times, dtype=np.int64)[np.frombuffer(index, dtype=np.int64)].tolist()
         node = self.resolve(obj)
         return [e.t for e in self.log.of_node(node) if e.tag == tag]
 
@@ -138,9 +142,12 @@ class Queries:
             kind = self.graph.nodes[node]["kind"] if node in self.graph else ""
             ends.append(node if kind == "place" else self.nearest_place(self.graph.nodes[node]["position"]))
         places = nx.Graph()
-        kinds = self.graph.nodes(data="kind")
-        for u, v, k in self.graph.edges(keys=True):
-            if k == "connects" and kinds[u] == "place" and kinds[v] == "place":
+        graph = self.graph
+        kinds = graph.nodes(data="kind")
+        # The places' own edges, in the order graph.edges() would give them (graph order, then each
+        # node's edges): the same graph and the same path on ties, without walking every edge.
+        for u, v, k in graph.out_edges([n for n, kind in kinds if kind == "place"], keys=True):
+            if k == "connects" and kinds[v] == "place":
                 pu, pv = (np.asarray(self.graph.nodes[n]["position"]) for n in (u, v))
                 places.add_edge(u, v, weight=float(np.linalg.norm(pu - pv)))
         places.add_nodes_from(ends)

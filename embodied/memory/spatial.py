@@ -69,19 +69,45 @@ def visibility(points: np.ndarray, views: list[CameraView], cfg: MemoryConfig) -
     return total, through / total, occluded / total
 
 
+def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float = 1e-4) -> np.ndarray:
+    """(K,) bool: boxes (K,3) no point of which can project into the image with z > 5 cm (every corner
+    behind that, or every corner in front and past one image edge: a box is convex and the
+    projection keeps that side of an edge). Conservative: False means it may be seen."""
+    lo, hi = lo - margin, hi + margin
+    corners = np.stack([np.where([(c >> a) & 1 for a in range(3)], hi, lo) for c in range(8)], axis=1)  # (K,8,3)
+    cam = corners @ view.world_to_cam[:3, :3].T + view.world_to_cam[:3, 3]
+    z = cam[..., 2]
+    behind = (z <= 0.05).all(axis=1)
+    front = (z > 0.05).all(axis=1)
+    safe = np.where(z > 1e-6, z, 1e-6)
+    u = view.K[0, 0] * cam[..., 0] / safe + view.K[0, 2]
+    v = view.K[1, 1] * cam[..., 1] / safe + view.K[1, 2]
+    h, w = view.depth.shape
+    past = (u < 0).all(axis=1) | (u > w - 1).all(axis=1) | (v < 0).all(axis=1) | (v > h - 1).all(axis=1)
+    return behind | (front & past)
+
+
 def visibility_many(
-    clouds: list[np.ndarray], views: list[CameraView], cfg: MemoryConfig
+    clouds: list[np.ndarray], views: list[CameraView], cfg: MemoryConfig,
+    boxes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`visibility` of many remembered objects at once: one projection per camera for all
     their points. Returns per object (K,) the count of points with a depth return in some image
-    and the seen-through and occluded fractions (0 where the count is 0)."""
+    and the seen-through and occluded fractions (0 where the count is 0). With ``boxes`` (lo, hi)
+    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image."""
     k = len(clouds)
     total, through, occluded = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
     if k == 0:
         return total, np.zeros(0), np.zeros(0)
-    owner = np.repeat(np.arange(k), [len(c) for c in clouds])
-    points = np.concatenate(clouds) if len(owner) else np.zeros((0, 3), np.float32)
+    everyone = np.arange(k)
     for view in views:
+        which = everyone if boxes is None else np.nonzero(~outside_view(boxes[0], boxes[1], view))[0]
+        if not len(which):
+            continue
+        owner = np.repeat(which, [len(clouds[i]) for i in which])
+        if not len(owner):
+            continue
+        points = np.concatenate([clouds[i] for i in which])
         h, w = view.depth.shape
         u, v, z = project(points, view)
         inside = (z > 0.05) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)

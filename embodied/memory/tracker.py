@@ -43,7 +43,23 @@ class Tracking:
     """Association, track updates, permanence and containment. Needs the SpatialMemory fields."""
 
     def _physical(self) -> list[str]:
-        return [n for n, a in self._graph.nodes(data=True) if a["kind"] in PHYSICAL]
+        """Physical node ids in graph order (kept between frames; do not modify the list)."""
+        return self._kind_index()[1]
+
+    def _kind_index(self) -> tuple[int, list[str], list[str]]:
+        """(node count, physical nodes, place nodes), in graph order: one pass over the graph, redone
+        when a node is added, deleted or changes kind (``_add_node``, ``delete``, ``_set`` drop it) or
+        the node count changed behind their back."""
+        index = self._kinds
+        if index is None or index[0] != len(self._graph):
+            physical, places = [], []
+            for n, a in self._graph.nodes(data=True):
+                if a["kind"] in PHYSICAL:
+                    physical.append(n)
+                elif a["kind"] == "place":
+                    places.append(n)
+            index = self._kinds = (len(self._graph), physical, places)
+        return index
 
     def _table(self, camera: str, dets: list[ObjectObservation] = ()) -> tuple:
         """Per-node arrays for vectorised gating: ids, boxes, classes, colour names, RGB, surface flags,
