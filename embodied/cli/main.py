@@ -130,11 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_option_argument(b)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=bench.perception)
-    b = bench_sub.add_parser("memory", help="perception + memory update cost, query latency, snapshots, size")
+    b = bench_sub.add_parser("memory", help="perception + memory update cost, query latency, snapshots, save/load, "
+                             "size; --grid: growth with steps and objects")
     b.add_argument("--task", default="PutBlockBack-v0", help="task whose expert episode feeds the update benchmark")
     b.add_argument("--frames", type=int, default=200)
-    b.add_argument("--steps", type=int, default=10_000, help="length of the synthetic long run")
-    b.add_argument("--objects", type=int, default=50, help="objects in the synthetic long run")
+    b.add_argument("--steps", type=memory_cmds.int_list, help="length of the synthetic house run, or a comma list "
+                   "for a grid (default 10000; with --grid 10000,30000,100000)")
+    b.add_argument("--objects", type=memory_cmds.int_list, help="objects in the synthetic house, or a comma list "
+                   "for a grid (default 50; with --grid 50,150,500)")
+    b.add_argument("--grid", action="store_true", help="run every steps x objects pair (one house per object "
+                   "count, measured at each step count): growth fits, results.json and growth.png")
+    b.add_argument("--out", metavar="DIR", help="grid: write results.json and growth.png here "
+                   "(default: runs/bench-memory)")
+    b.add_argument("--queries", type=int, default=100, help="timed calls of each query kind per measurement")
     b.add_argument("--seed", type=int, default=0)
     add_option_argument(b)
     b.add_argument("--json", action="store_true")

@@ -72,22 +72,79 @@ def _fmt(value, width: int = 7, digits: int = 3) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
+def int_list(text: str) -> list[int]:
+    """``--steps 10000,30000`` -> [10000, 30000] (an argparse type)."""
+    try:
+        values = [int(v.replace("_", "")) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
+
+
 def bench_memory(args: argparse.Namespace) -> dict | None:
+    steps, objects = args.steps, args.objects
+    if args.grid or len(steps or ()) > 1 or len(objects or ()) > 1:
+        return _bench_memory_grid(args)
     from embodied.eval.bench import bench_memory as run_bench
 
     task = get_task(args.task).name
-    report = run_bench(task=task, frames=args.frames, steps=args.steps, objects=args.objects, seed=args.seed,
-                       options=task_knobs(args.option, [task]))
+    report = run_bench(task=task, frames=args.frames, steps=(steps or [10_000])[0], objects=(objects or [50])[0],
+                       queries=args.queries, seed=args.seed, options=task_knobs(args.option, [task]))
     if args.json:
         return report
-    up, lr, q, snap, size = (report[k] for k in ("update", "long_run", "queries", "snapshot", "size"))
+    up, lr, q, snap, size, io = (report[k] for k in ("update", "long_run", "queries", "snapshot", "size", "save_load"))
     print(f"perception + update per frame ({args.task}): {_line(up.get('total', up))}")
-    print(f"long run: {lr['steps']} steps, {lr['objects']} objects, {lr['events']} events; update {_line(lr['update'])}")
+    print(f"synthetic house: {lr['steps']} steps, {lr['objects']} objects ({lr['objects_seen']} seen, {lr['nodes']} "
+          f"nodes, where_is right for {100 * lr['where_is_right']:.1f}%), {lr['events']} events")
+    print(f"  update (thread CPU) {_line(lr['update'])}; wall {_line(lr['update_wall'])}")
     for name, stats in q.items():
-        if isinstance(stats, dict) and "p99_ms" in stats:
-            print(f"query {name:<16} {_line(stats)}")
-    print(f"snapshot at a past time: {_line(snap)}")
-    print(f"memory size: {size['mb']} MB (target {size['target_mb']} MB)")
+        if isinstance(stats, dict) and "p99_ms" in stats and name not in ("worst", "all"):
+            print(f"  query {name:<16} {_line(stats)}")
+    print(f"  snapshot at a past time: {_line(snap)}")
+    print(f"  save {io['save_s']:.2f} s, load {io['load_s']:.2f} s, {io['disk_mb']} MB on disk")
+    print(f"  held: {size['mb']} MB (deep size), {size['traced_mb']} MB (tracemalloc of a load); target "
+          f"{size['target_mb']} MB at 100k steps x 500 objects")
+    return None
+
+
+def _bench_memory_grid(args: argparse.Namespace) -> dict | None:
+    from pathlib import Path
+
+    from embodied.eval.memory_scale import MEASURES, run_grid
+
+    if args.option:
+        raise ValueError("--option sets knobs of the expert episode's task; the grid runs no task (only the house)")
+
+    out = Path(args.out or "runs/bench-memory")
+    report = run_grid(args.steps or [10_000, 30_000, 100_000], args.objects or [50, 150, 500], seed=args.seed,
+                      out=out, queries=args.queries, progress=True)
+    if args.json:
+        return report
+    print(f"memory at scale (synthetic house; thread CPU times; load {report['machine_before']['load_avg_1_5_15']} "
+          f"-> {report['machine_after']['load_avg_1_5_15']} on {report['machine_after']['cpus']} CPUs)")
+    print(f"{'steps':>7} {'objects':>7} {'seen':>5} {'nodes':>5} {'events':>7} {'update':>7} {'p99':>7} "
+          f"{'query p99 (worst)':>28} {'snapshot':>8} {'save s':>6} {'load s':>6} {'held MB':>7} {'disk MB':>7}")
+    for p in report["grid"]:
+        w = p["queries"]["worst"]
+        print(f"{p['steps']:>7} {p['objects']:>7} {p['objects_seen']:>5} {p['nodes']:>5} {p['events']:>7} "
+              f"{p['update']['median_ms']:>7.3f} {p['update']['p99_ms']:>7.3f} "
+              f"{w['p99_ms']:>10.3f} {w['query']:>17} {p['snapshot']['median_ms']:>8.2f} {p['save_s']:>6.2f} "
+              f"{p['load_s']:>6.2f} {p['held_mb']:>7.1f} {p['disk_mb']:>7.1f}")
+    check = report["target_check"]
+    at = check["at"]
+    print(f"targets (set for 100000 steps x 500 objects; checked at {at['steps']} x {at['objects']}):")
+    for name, row in check.items():
+        if name != "at":
+            print(f"  {name:<20} {row['value']:>9} (target {row['target']}): {'met' if row['met'] else 'MISSED'}")
+    print("growth (log-log slope; 1 = linear):")
+    for name in MEASURES:
+        g = report["growth"][name]
+        vs_s = ", ".join(f"{k} obj {v}" for k, v in g["slope_vs_steps"].items() if v is not None) or "-"
+        vs_o = ", ".join(f"{k} steps {v}" for k, v in g["slope_vs_objects"].items() if v is not None) or "-"
+        print(f"  {name:<28} vs steps: {vs_s}; vs objects: {vs_o}")
+    print(f"wrote {report['files']['results']} and {report['files']['plot']}")
     return None
 
 
