@@ -4,17 +4,19 @@
 knobs, one policy) in one env, one episode after another. Here a cell is a :class:`Batch`: what to
 build (``gym.make``'s arguments), which policy, which seeds. :func:`evaluate` splits the batches
 into chunks of consecutive seeds and runs each chunk in a worker, a local process (``--workers K``)
-or a Ray task (``--ray``): the worker builds its own env, runs the chunk's seeds and hands back only
-the per-episode :class:`~embodied.eval.rollout.EpisodeResult` records and its seconds; no env or
-observation crosses a process boundary.
+or a Ray task (``--ray``): the worker builds its own env (and keeps it for its next chunk of the same
+cell), runs the chunk's seeds and hands back only the per-episode
+:class:`~embodied.eval.rollout.EpisodeResult` records and its seconds; no env or observation crosses
+a process boundary.
 
 The results are the serial run's, in seed order: an episode's result depends on its seed alone (a
 fresh policy per episode, ``env.reset(seed=...)``, a learned head's sampling seeded per episode),
-and every worker runs the same :func:`run_batch` that the serial commands run.
+and the workers run the episodes with the same :func:`~embodied.eval.rollout.run_episodes` as the
+serial commands' :func:`run_batch`.
 
-Chunk size: about four chunks per worker slot over all batches together (at least one seed each),
-so the env build (~0.03 s once a process has imported the simulator) is paid once per chunk while
-the last chunks still balance the load. Chunks never mix batches.
+Chunk size: about four chunks per worker slot over all batches together (at least one seed each):
+few enough that the env is built rarely, enough that the last chunks still balance the load.
+Chunks never mix batches.
 
 Local workers are forked from this process when it holds no thread but tqdm's monitor (Linux; the parent has
 imported the simulator already, so a worker starts in milliseconds; ``LP_NUM_THREADS=0`` from
@@ -25,6 +27,7 @@ Ray connects as ``record-demos --ray`` does (:func:`embodied.data.workers.ray_se
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import sys
@@ -90,16 +93,35 @@ class Batch:
 
 
 def run_batch(batch: Batch, progress: bool = False) -> tuple[list[EpisodeResult], float]:
-    """Build ``batch``'s env, run its seeds; the results and the seconds the episodes took (without the
-    env build). The serial commands and every worker run this."""
+    """Build ``batch``'s env, run its seeds, close it; the results and the seconds the episodes took
+    (without the env build). What the serial commands run."""
     env = gym.make(batch.env_id, **batch.make)
     try:
-        t0 = time.perf_counter()
-        results = run_episodes(env, batch.policy, batch.seeds, progress=progress, head=batch.head,
-                               perception=batch.perception)
-        return results, time.perf_counter() - t0
+        return _episodes(env, batch, progress)
     finally:
         env.close()
+
+
+def run_chunk(batch: Batch) -> tuple[list[EpisodeResult], float]:
+    """``run_batch`` in a worker, in the env this process kept from its last chunk where that env was made
+    the same way (the chunks of one cell mostly follow each other), as the serial run keeps one env for
+    a whole cell; else in a new one (the old one closed)."""
+    key = json.dumps([batch.env_id, batch.make], sort_keys=True, default=str)
+    if key not in _ENV:
+        while _ENV:
+            _ENV.popitem()[1].close()
+        _ENV[key] = gym.make(batch.env_id, **batch.make)
+    return _episodes(_ENV[key], batch, False)
+
+
+_ENV: dict[str, gym.Env] = {}  # a worker's env, kept between its chunks
+
+
+def _episodes(env: gym.Env, batch: Batch, progress: bool) -> tuple[list[EpisodeResult], float]:
+    t0 = time.perf_counter()
+    results = run_episodes(env, batch.policy, batch.seeds, progress=progress, head=batch.head,
+                           perception=batch.perception)
+    return results, time.perf_counter() - t0
 
 
 def split(batches: list[Batch], slots: int, per_slot: int = CHUNKS_PER_SLOT) -> list[tuple[int, Batch]]:
@@ -122,6 +144,8 @@ def evaluate(batches: list[Batch], parallel: Parallel = Parallel(), progress: bo
     """Run every batch; per batch, its results in seed order and the seconds its episodes took (summed
     over its chunks). ``on_batch(index, results, seconds)`` sees each batch as its last chunk
     finishes. Without workers or Ray the batches run here, one after another (``run_batch``)."""
+    if not batches:
+        return []
     if not parallel.distributed:
         out = []
         for i, batch in enumerate(batches):
@@ -176,7 +200,7 @@ def _local_chunks(chunks: list[Batch], workers: int) -> Iterator[tuple[int, tupl
     fork = _fork_safe()
     pool = ProcessPoolExecutor(min(workers, len(chunks)) or 1, mp_context=mp.get_context("fork" if fork else "spawn"),
                                initializer=_forked_worker_init if fork else detach_worker, initargs=(os.getpid(),))
-    futures = {pool.submit(run_batch, chunk): k for k, chunk in enumerate(chunks)}
+    futures = {pool.submit(run_chunk, chunk): k for k, chunk in enumerate(chunks)}
     return _drain(pool, futures)
 
 
@@ -200,7 +224,7 @@ def _drain(pool: ProcessPoolExecutor, futures: dict) -> Iterator[tuple[int, tupl
 
 
 def _ray_chunks(ray, chunks: list[Batch]) -> Iterator[tuple[int, tuple[list[EpisodeResult], float]]]:
-    remote = ray.remote(num_cpus=1)(run_batch)
+    remote = ray.remote(num_cpus=1)(run_chunk)
     refs = {remote.remote(chunk): k for k, chunk in enumerate(chunks)}
     return _ray_drain(ray, refs)
 
