@@ -22,6 +22,7 @@ import networkx as nx
 import numpy as np
 
 from embodied.memory.config import MemoryConfig
+from embodied.memory.document import check_built, check_document
 from embodied.memory.events import EventLog, _frozen
 from embodied.memory.tracks import Track
 
@@ -83,6 +84,7 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
         )
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
+    check_document(doc)  # every field typed, finite and in range before anything is built from it
     config = MemoryConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc["config"].items()})
     memory = make(config)
     memory.t = int(doc["t"])
@@ -104,6 +106,7 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     looked = doc.get("looked")
     memory._looked = None if looked is None else {int(k) for k in looked}
     memory._edges_dirty = False
+    check_built(memory)
     return memory
 
 
