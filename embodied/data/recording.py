@@ -307,9 +307,7 @@ def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
         raise ValueError(f"{folder / 'meta.json'} is not an {FORMAT} meta file (format: {meta.get('format')!r})")
     if meta.get("version") != VERSION:
         raise ValueError(f"{folder / 'meta.json'}: unsupported version {meta.get('version')!r}; this reads {VERSION}")
-    for key in ("task", "seed", "cameras", "keyframes", "files"):
-        if key not in meta:
-            raise ValueError(f"{folder / 'meta.json'} is missing the field {key!r}")
+    _check_meta(meta, folder / "meta.json")
     memory_file = folder / meta["files"]["memory"]
     try:
         memory = SpatialMemory.load(memory_file)
@@ -326,10 +324,11 @@ def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
     for number, line in enumerate(lines, 1):
         try:
             event = json.loads(line)
-            if not isinstance(event, dict) or not {"t", "op", "node", "tag"} <= event.keys():
-                raise ValueError("expected an object with t, op, node, tag")
         except ValueError as e:
             raise ValueError(f"events file {events_file} is corrupt at line {number}: {e}") from None
+        problem = _event_problem(event)
+        if problem:
+            raise ValueError(f"events file {events_file} is corrupt at line {number}: {problem}")
         events.append(event)
     keyframes = []
     for k in meta["keyframes"]:
@@ -344,6 +343,79 @@ def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
                                  f"(listed in {folder / 'meta.json'})")
         keyframes.append({**k, "path": image, **extra})
     return Recording(folder, meta, memory, events, keyframes, _read_plan(folder / meta["files"].get("plan", "plan.json")))
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _matrix(value, n: int) -> bool:
+    """An n x n matrix of finite numbers."""
+    return isinstance(value, list) and len(value) == n and all(
+        isinstance(row, list) and len(row) == n and all(
+            (_int(x) or isinstance(x, float)) and np.isfinite(x) for x in row) for row in value)
+
+
+def _inside(name) -> bool:
+    """A file name relative to the episode folder that stays inside it."""
+    return isinstance(name, str) and name != "" and not Path(name).is_absolute() and ".." not in Path(name).parts
+
+
+def _check_meta(meta: dict, path: Path) -> None:
+    """The fields of meta.json that readers use, with their types; ValueError naming the file and field."""
+    for key in ("task", "seed", "cameras", "keyframes", "files"):
+        if key not in meta:
+            raise ValueError(f"{path} is missing the field {key!r}")
+
+    def wrong(field: str, expected: str):
+        return ValueError(f"{path} is corrupt: {field} must be {expected}, got {str(_short(meta, field))}")
+
+    if not isinstance(meta["task"], str):
+        raise wrong("task", "a string")
+    for key in ("seed", "episode", "steps"):
+        if key in meta and not (_int(meta[key]) and meta[key] >= 0 if key != "seed" else _int(meta[key])):
+            raise wrong(key, "an integer" + ("" if key == "seed" else " >= 0"))
+    if not isinstance(meta.get("complete", False), bool) or not isinstance(meta.get("success"), (bool, type(None))):
+        raise wrong("complete" if not isinstance(meta.get("complete", False), bool) else "success", "true or false")
+    files = meta["files"]
+    if not isinstance(files, dict) or not all(_inside(files.get(k)) for k in ("memory", "events")) or \
+            not _inside(files.get("plan", "plan.json")):
+        raise wrong("files", "an object naming the memory, events (and plan) files inside the episode folder")
+    cameras = meta["cameras"]
+    if not isinstance(cameras, dict) or not all(
+            isinstance(c, dict) and _int(c.get("width")) and _int(c.get("height")) and c["width"] > 0 and
+            c["height"] > 0 and _matrix(c.get("K"), 3) for c in cameras.values()):
+        raise wrong("cameras", "{name: {width, height, K (3x3)}}")
+    if not isinstance(meta["keyframes"], list):
+        raise wrong("keyframes", "a list")
+    for k, frame in enumerate(meta["keyframes"]):
+        if not (isinstance(frame, dict) and _int(frame.get("t")) and 0 <= frame["t"] < 2**62 and
+                isinstance(frame.get("camera"), str) and _inside(frame.get("file")) and
+                (frame.get("depth_file") is None or _inside(frame["depth_file"])) and
+                _matrix(frame.get("cam_to_world"), 4)):
+            raise wrong(f"keyframes[{k}]", "{t (a step), camera, file (and depth_file) inside the folder, "
+                                           "cam_to_world (4x4)}")
+
+
+def _short(meta: dict, field: str) -> str:
+    value = meta
+    for part in field.replace("]", "").replace("[", ".").split("."):
+        value = value[int(part)] if isinstance(value, list) else value.get(part)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _event_problem(event) -> str:
+    """What is wrong with one line of events.jsonl ("" if nothing): the memory's event, as the log keeps it."""
+    from embodied.memory.document import check_event
+
+    if not isinstance(event, dict) or not {"t", "op", "node", "tag"} <= event.keys():
+        return "expected an object with t, op, node, tag"
+    try:
+        check_event(event["t"], event["op"], event["node"], event["tag"], event.get("data", {}), "event")
+    except ValueError as e:
+        return str(e)
+    return ""
 
 
 def _read_plan(path: Path) -> dict | None:
