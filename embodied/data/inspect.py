@@ -12,27 +12,19 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-
 from embodied.data.commit import recover
 from embodied.data.layout import (
-    DATA_PATH,
-    EPISODES_PATH,
     IMAGE_PREFIX,
     STATS_PATH,
-    TASKS_PATH,
     VIDEO_PATH,
     DatasetError,
     Info,
-    read_json,
+    read_stats,
 )
-from embodied.data.reader import load_frames
+from embodied.data.reader import episode_problems, load_frames, row_problems
 from embodied.data.stats import STAT_KEYS
 from embodied.data.video import decode_range, frame_size, probe
 from embodied.data.writer import load_episodes, load_tasks
-
-EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index", "data/file_index",
-                   "dataset_from_index", "dataset_to_index")
 
 
 def _open(root: Path) -> tuple[Info, list[dict], dict[str, int]]:
@@ -50,61 +42,16 @@ def check_dataset(root: str | Path, decode: bool = False) -> list[str]:
         info, episodes, tasks = _open(root)
     except DatasetError as exc:
         return [str(exc)]
-    ep_path = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
-    if info.total_tasks != len(tasks) or sorted(tasks.values()) != list(range(len(tasks))):
-        problems.append(f"{root / TASKS_PATH}: {len(tasks)} tasks with indices {sorted(tasks.values())[:5]}..., "
-                        f"info.json says total_tasks {info.total_tasks}")
-    if len(episodes) != info.total_episodes:
-        problems.append(f"{ep_path}: {len(episodes)} episodes, meta/info.json says {info.total_episodes}")
-    at = 0
-    for k, r in enumerate(episodes):
-        missing = [c for c in EPISODE_COLUMNS if c not in r]
-        missing += [f"videos/{v}/{s}" for v in info.video_keys for s in ("chunk_index", "file_index", "from_timestamp",
-                                                                          "to_timestamp") if f"videos/{v}/{s}" not in r]
-        if missing:
-            problems.append(f"{ep_path}, row {k}: column {missing[0]!r} missing")
-            return problems
-        if r["episode_index"] != k:
-            problems.append(f"{ep_path}, row {k}: episode_index {r['episode_index']}, expected {k}")
-        if r["dataset_from_index"] != at or r["dataset_to_index"] - r["dataset_from_index"] != r["length"]:
-            problems.append(f"{ep_path}, row {k}: index range {r['dataset_from_index']}..{r['dataset_to_index']} "
-                            f"(length {r['length']}) does not continue from {at}")
-        at = r["dataset_to_index"]
-        if any(t not in tasks for t in r["tasks"]):
-            problems.append(f"{ep_path}, row {k}: task {r['tasks']} not in {TASKS_PATH}")
-    if at != info.total_frames:
-        problems.append(f"{root / 'meta/info.json'}: total_frames {info.total_frames}, episodes cover {at}")
+    problems = [str(p) for p in episode_problems(root, info, episodes, tasks)]
     if problems:
         return problems
     try:
         frames = load_frames(root, info, episodes)
     except DatasetError as exc:
         return problems + [str(exc)]
-    problems += _check_rows(root, info, episodes, frames, len(tasks))
+    problems += [str(p) for p in row_problems(root, info, episodes, frames, len(tasks))]
     problems += _check_videos(root, info, episodes, decode)
     problems += _check_stats(root, info)
-    return problems
-
-
-def _check_rows(root: Path, info: Info, episodes: list[dict], frames: dict, n_tasks: int) -> list[str]:
-    problems = []
-    for r in episodes:
-        a, b = r["dataset_from_index"], r["dataset_to_index"]
-        path = root / DATA_PATH.format(chunk_index=r["data/chunk_index"], file_index=r["data/file_index"])
-        checks = {
-            "episode_index": frames["episode_index"][a:b] == r["episode_index"],
-            "frame_index": frames["frame_index"][a:b] == np.arange(b - a),
-            "timestamp": np.abs(frames["timestamp"][a:b] - np.arange(b - a) / info.fps) < 1e-4,
-            "task_index": (frames["task_index"][a:b] >= 0) & (frames["task_index"][a:b] < n_tasks),
-        }
-        for key, ok in checks.items():
-            if not ok.all():
-                row = a + int(np.argmin(ok))
-                problems.append(f"{path}, row {row}: {key} {frames[key][row]} is wrong for episode {r['episode_index']}")
-        for key in ("observation.state", "action"):
-            bad = ~np.isfinite(frames[key][a:b]).all(axis=1)
-            if bad.any():
-                problems.append(f"{path}, row {a + int(np.argmax(bad))}: {key} is not finite")
     return problems
 
 
@@ -149,7 +96,7 @@ def _check_videos(root: Path, info: Info, episodes: list[dict], decode: bool) ->
 def _check_stats(root: Path, info: Info) -> list[str]:
     path = root / STATS_PATH
     try:
-        stats = read_json(path)
+        stats = read_stats(root)
     except DatasetError as exc:
         return [str(exc)]
     problems = []
@@ -163,8 +110,8 @@ def _check_stats(root: Path, info: Info) -> list[str]:
             problems.append(f"{path}: statistics of {key!r} lack {lacking}")
             continue
         shape = [3, 1, 1] if f["dtype"] == "video" else [1] if key.startswith("observation.depth.") else list(f["shape"])
-        if list(np.shape(s["mean"])) != shape:
-            problems.append(f"{path}: mean of {key!r} has shape {list(np.shape(s['mean']))}, expected {shape}")
+        if list(s["mean"].shape) != shape:
+            problems.append(f"{path}: mean of {key!r} has shape {list(s['mean'].shape)}, expected {shape}")
     return problems
 
 

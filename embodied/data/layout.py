@@ -141,6 +141,59 @@ def read_json(path: Path) -> Any:
         raise DatasetError(path, f"not valid JSON (truncated or corrupt): {exc}") from None
 
 
+MAX_DIM = 1 << 16  # no feature axis (image side, state width) is longer
+MAX_COUNT = 1 << 53  # frames, episodes, tasks: far beyond any dataset, within a float's exact integers
+
+
+def _count(d: dict, key: str, path: Path, least: int = 0) -> int:
+    """``d[key]`` as an integer in least..MAX_COUNT (a whole float such as 30.0 is taken, NaN is not)."""
+    value = d[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= MAX_COUNT:
+        raise DatasetError(path, f"{key} must be an integer >= {least}, got {value!r}")
+    return value
+
+
+def _size(d: dict, key: str, path: Path) -> int | float:
+    """``d[key]``: a file size limit in MB, a number > 0 (fractions allowed: tests roll files over at kB)."""
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_COUNT:
+        raise DatasetError(path, f"{key} must be a number > 0, got {value!r}")
+    return value
+
+
+def read_stats(root: Path) -> dict[str, dict[str, np.ndarray]]:
+    """``meta/stats.json`` as {feature: {statistic: float64 array}}; every value a number or a rectangular
+    nested list of numbers (NaN and inf pass here: the reader requires finite ones where it normalises)."""
+    path = root / STATS_PATH
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not all(isinstance(d, dict) for d in doc.values()):
+        raise DatasetError(path, "expected an object {feature: {statistic: values}}")
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for key, d in doc.items():
+        out[key] = {}
+        for stat, value in d.items():
+            try:
+                out[key][stat] = _numbers(value)
+            except (TypeError, ValueError, OverflowError):
+                raise DatasetError(path, f"{key}.{stat} is not a number or a rectangular list of numbers") from None
+    return out
+
+
+def _numbers(value: Any) -> np.ndarray:
+    """A number or nested list of numbers as a float64 array; anything else (strings, None, booleans,
+    objects, ragged lists) raises TypeError or ValueError."""
+    def walk(v):
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(type(v).__name__)
+    walk(value)
+    return np.asarray(value, dtype=np.float64)
+
+
 @dataclass
 class Feature:
     """One entry of ``info["features"]``."""
@@ -224,23 +277,39 @@ class Info:
             raise DatasetError(path, "expected a JSON object")
         if d.get("codebase_version") != CODEBASE_VERSION:
             raise DatasetError(path, f"codebase_version is {d.get('codebase_version')!r}, expected {CODEBASE_VERSION!r}")
-        try:
-            known = {
-                "fps": int(d["fps"]),
-                "robot_type": d["robot_type"],
-                "features": dict(d["features"]),
-                "total_episodes": int(d["total_episodes"]),
-                "total_frames": int(d["total_frames"]),
-                "total_tasks": int(d["total_tasks"]),
-                "chunks_size": int(d["chunks_size"]),
-                "data_files_size_in_mb": int(d["data_files_size_in_mb"]),
-                "video_files_size_in_mb": int(d["video_files_size_in_mb"]),
-            }
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DatasetError(path, f"missing or malformed key: {exc}") from None
+        missing = [k for k in ("fps", "robot_type", "features", "total_episodes", "total_frames", "total_tasks",
+                               "chunks_size", "data_files_size_in_mb", "video_files_size_in_mb") if k not in d]
+        if missing:
+            raise DatasetError(path, f"missing key {missing[0]!r}")
+        known = {
+            "fps": _count(d, "fps", path, 1),
+            "robot_type": d["robot_type"],
+            "features": d["features"],
+            "total_episodes": _count(d, "total_episodes", path),
+            "total_frames": _count(d, "total_frames", path),
+            "total_tasks": _count(d, "total_tasks", path),
+            "chunks_size": _count(d, "chunks_size", path, 1),
+            "data_files_size_in_mb": _size(d, "data_files_size_in_mb", path),
+            "video_files_size_in_mb": _size(d, "video_files_size_in_mb", path),
+        }
+        if not isinstance(known["robot_type"], str):
+            raise DatasetError(path, f"robot_type must be a string, got {known['robot_type']!r}")
+        if not isinstance(known["features"], dict):
+            raise DatasetError(path, "features must be an object {name: {dtype, shape, ...}}")
         for key, feat in known["features"].items():
             if not isinstance(feat, dict) or "dtype" not in feat or "shape" not in feat:
                 raise DatasetError(path, f"feature {key!r} lacks dtype/shape")
+            shape = feat["shape"]
+            if not isinstance(feat["dtype"], str) or not isinstance(shape, list) or not all(
+                    isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_DIM for n in shape):
+                raise DatasetError(path, f"feature {key!r}: dtype must be a string and shape a list of sizes "
+                                         f"in 1..{MAX_DIM}, got {feat['dtype']!r}, {shape!r}")
+            if feat["dtype"] == "video" and len(shape) != 3:
+                raise DatasetError(path, f"feature {key!r}: a video's shape is [height, width, channels], got {shape}")
+        missing = [k for k in DEFAULT_FEATURES if k not in known["features"] or known["features"][k]["dtype"] == "video"]
+        if missing:
+            raise DatasetError(path, f"feature {missing[0]!r} missing (every LeRobot dataset has "
+                                     f"{', '.join(DEFAULT_FEATURES)})")
         standard = set(known) | {"codebase_version", "splits", "data_path", "video_path"}
         return cls(**known, extra={k: v for k, v in d.items() if k not in standard})
 

@@ -34,17 +34,107 @@ from embodied.data.layout import (
     DATA_PATH,
     DEPTH_PREFIX,
     DEPTH_SCALE,
+    EPISODES_PATH,
     IMAGE_PREFIX,
+    INFO_PATH,
     STATS_PATH,
+    TASKS_PATH,
     VIDEO_PATH,
     DatasetError,
     Info,
-    read_json,
+    read_stats,
 )
 from embodied.data.video import decode_range
 from embodied.data.writer import load_episodes, load_tasks, read_parquet, read_parquet_schema
 
 SCALAR_KEYS = ("skill.id", "skill.index", "phase", "task_index", "episode_index", "index", "frame_index", "next.success")
+EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index", "data/file_index",
+                   "dataset_from_index", "dataset_to_index")
+VIDEO_COLUMNS = ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
+
+
+def _index(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def episode_problems(root: Path, info: Info, episodes: list[dict], tasks: dict[str, int]) -> list[DatasetError]:
+    """The episode table against ``meta/info.json`` and the tasks: columns present and typed, one row per
+    episode in order, index ranges back to back covering every frame (what the reader relies on)."""
+    ep_path = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
+    problems = []
+    if info.total_tasks != len(tasks) or sorted(tasks.values()) != list(range(len(tasks))):
+        problems.append(DatasetError(root / TASKS_PATH, f"{len(tasks)} tasks with indices {sorted(tasks.values())[:5]}"
+                                                        f"..., info.json says total_tasks {info.total_tasks}"))
+    if len(episodes) != info.total_episodes:
+        problems.append(DatasetError(ep_path, f"{len(episodes)} episodes, meta/info.json says {info.total_episodes}"))
+    at = 0
+    for k, r in enumerate(episodes):
+        columns = [*EPISODE_COLUMNS, *(f"videos/{v}/{s}" for v in info.video_keys for s in VIDEO_COLUMNS)]
+        missing = [c for c in columns if c not in r]
+        if missing:
+            return [*problems, DatasetError(ep_path, f"column {missing[0]!r} missing", k)]
+        bad = [c for c in columns if not (
+            (isinstance(r[c], list) and all(isinstance(t, str) for t in r[c])) if c == "tasks" else
+            isinstance(r[c], float) and np.isfinite(r[c]) and r[c] >= 0 if c.endswith("_timestamp") else
+            _index(r[c]))]
+        if bad:
+            return [*problems, DatasetError(ep_path, f"{bad[0]} is {r[bad[0]]!r}, not " + (
+                "a list of task strings" if bad[0] == "tasks" else "a time in seconds" if bad[0].endswith(
+                    "_timestamp") else "an index >= 0"), k)]
+        if r["episode_index"] != k:
+            problems.append(DatasetError(ep_path, f"episode_index {r['episode_index']}, expected {k}", k))
+        if r["dataset_from_index"] != at or r["dataset_to_index"] - r["dataset_from_index"] != r["length"]:
+            problems.append(DatasetError(ep_path, f"index range {r['dataset_from_index']}..{r['dataset_to_index']} "
+                                                  f"(length {r['length']}) does not continue from {at}", k))
+        at = r["dataset_to_index"]
+        if any(t not in tasks for t in r["tasks"]):
+            problems.append(DatasetError(ep_path, f"task {r['tasks']} not in {TASKS_PATH}", k))
+    if at != info.total_frames:
+        problems.append(DatasetError(root / INFO_PATH, f"total_frames {info.total_frames}, episodes cover {at}"))
+    missing = [k for k in ("observation.state", "action") if k not in info.features]
+    if missing:
+        problems.append(DatasetError(root / INFO_PATH, f"feature {missing[0]!r} missing"))
+    return problems
+
+
+def row_problems(root: Path, info: Info, episodes: list[dict], frames: dict, n_tasks: int) -> list[DatasetError]:
+    """Each data row against its episode: episode and frame index, timestamp, task index, finite state and
+    action."""
+    problems = []
+    for r in episodes:
+        a, b = r["dataset_from_index"], r["dataset_to_index"]
+        if b == a:
+            continue
+        path = root / DATA_PATH.format(chunk_index=r["data/chunk_index"], file_index=r["data/file_index"])
+        checks = {
+            "episode_index": frames["episode_index"][a:b] == r["episode_index"],
+            "frame_index": frames["frame_index"][a:b] == np.arange(b - a),
+            "timestamp": np.abs(frames["timestamp"][a:b] - np.arange(b - a) / info.fps) < 1e-4,
+            "task_index": (frames["task_index"][a:b] >= 0) & (frames["task_index"][a:b] < n_tasks),
+        }
+        for key, ok in checks.items():
+            ok = np.asarray(ok).reshape(b - a, -1).all(axis=1)
+            if not ok.all():
+                row = a + int(np.argmin(ok))
+                problems.append(DatasetError(path, f"{key} {frames[key][row]} is wrong for episode "
+                                                   f"{r['episode_index']}", row))
+        for key in ("observation.state", "action"):
+            bad = ~np.isfinite(frames[key][a:b].reshape(b - a, -1)).all(axis=1)
+            if bad.any():
+                problems.append(DatasetError(path, f"{key} is not finite", a + int(np.argmax(bad))))
+    return problems
+
+
+def _numeric(col: pa.Array, key: str, path: Path) -> None:
+    """A data column of numbers (or fixed lists of them) with no empty values."""
+    kind, nulls = col.type, col.null_count
+    while isinstance(kind, (pa.FixedSizeListType, pa.ListType)):
+        col = col.flatten()
+        kind, nulls = col.type, nulls + col.null_count
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+        raise DatasetError(path, f"column {key!r} holds {kind} values, not numbers")
+    if nulls:
+        raise DatasetError(path, f"column {key!r} has {nulls} empty value(s)")
 
 
 def load_frames(root: Path, info: Info, episodes: list[dict], depth: bool = True) -> dict[str, np.ndarray]:
@@ -66,6 +156,7 @@ def load_frames(root: Path, info: Info, episodes: list[dict], depth: bool = True
         parts = []
         for path, table in tables:
             col = table.column(key).combine_chunks()
+            _numeric(col, key, path)
             if isinstance(col.type, (pa.FixedSizeListType, pa.ListType)):
                 arr = np.asarray(col.flatten().flatten() if key.startswith(DEPTH_PREFIX) else col.flatten())
                 arr = arr.reshape((len(col), *f["shape"])) if arr.size == len(col) * int(np.prod(f["shape"])) else None
@@ -102,8 +193,16 @@ class DemoDataset(Dataset):
         recover(self.root)
         self.info = Info.load(self.root)
         self.episodes = load_episodes(self.root)
-        self.tasks = {i: t for t, i in load_tasks(self.root).items()}
+        tasks = load_tasks(self.root)
+        self.tasks = {i: t for t, i in tasks.items()}
+        missing = [k for k in ("observation.state", "action", "skill.params", *SCALAR_KEYS) if k not in self.info.features]
+        if missing:
+            raise DatasetError(self.root / INFO_PATH, f"feature {missing[0]!r} missing")
+        for problem in episode_problems(self.root, self.info, self.episodes, tasks):
+            raise problem
         self.frames = load_frames(self.root, self.info, self.episodes, depth=depth)
+        for problem in row_problems(self.root, self.info, self.episodes, self.frames, len(tasks)):
+            raise problem
         self.obs_horizon, self.action_horizon = int(obs_horizon), int(action_horizon)
         available = [k[len(IMAGE_PREFIX):] for k in self.info.video_keys]
         self.cameras = list(available if cameras is None else cameras)
@@ -113,11 +212,16 @@ class DemoDataset(Dataset):
         self.depth = [k for k in self.info.features if k.startswith(DEPTH_PREFIX)] if depth else []
         if depth and not self.depth:
             raise ValueError(f"{self.root} was recorded without --depth")
-        stats = read_json(self.root / STATS_PATH)
-        self.stats = {k: {s: torch.tensor(np.asarray(v, dtype=np.float32)) for s, v in d.items()} for k, d in stats.items()}
+        stats = read_stats(self.root)
         for key in ("observation.state", "action"):
-            if key not in self.stats or "mean" not in self.stats[key] or "std" not in self.stats[key]:
+            if key not in stats or "mean" not in stats[key] or "std" not in stats[key]:
                 raise DatasetError(self.root / STATS_PATH, f"statistics of {key!r} missing")
+            shape = tuple(self.info.features[key]["shape"])
+            for s in ("mean", "std"):
+                if stats[key][s].shape != shape or not np.isfinite(stats[key][s]).all():
+                    raise DatasetError(self.root / STATS_PATH, f"{key}.{s} must be {list(shape)} finite numbers, "
+                                                               f"got shape {list(stats[key][s].shape)}")
+        self.stats = {k: {s: torch.tensor(v, dtype=torch.float32) for s, v in d.items()} for k, d in stats.items()}
         self.normalize = normalize
         ep = self.frames["episode_index"]
         bounds = np.array([[r["dataset_from_index"], r["dataset_to_index"]] for r in self.episodes], dtype=np.int64)

@@ -64,11 +64,20 @@ def _open(source, name: str):
         raise DatasetError(name, f"not a readable mp4 (truncated or corrupt): {exc}") from None
 
 
+def _stream(container, path: Path):
+    """The first video stream of an open container (DatasetError when it has none)."""
+    if not container.streams.video:
+        raise DatasetError(path, "holds no video stream")
+    return container.streams.video[0]
+
+
 def frame_size(path: Path) -> tuple[int, int]:
     """(height, width) of an mp4's video stream, from its header."""
     container = _open(str(path), str(path))
     try:
-        ctx = container.streams.video[0].codec_context
+        ctx = _stream(container, path).codec_context
+        if ctx is None:  # a stream PyAV found no decoder for: a corrupt header
+            raise DatasetError(path, "its video stream has no decodable codec (corrupt header)")
         return int(ctx.height), int(ctx.width)
     finally:
         container.close()
@@ -82,9 +91,7 @@ def probe(path: Path) -> int:
     """Frame count of an mp4 on disk, counting packets (no decoding)."""
     container = _open(str(path), str(path))
     try:
-        if not container.streams.video:
-            raise DatasetError(path, "holds no video stream")
-        stream = container.streams.video[0]
+        stream = _stream(container, path)
         n = sum(1 for p in container.demux(stream) if p.size)
     except av.FFmpegError as exc:
         raise DatasetError(path, f"mp4 cannot be read (truncated or corrupt): {exc}") from None
@@ -191,7 +198,7 @@ def decode_range(path: Path, start: int, stop: int, fps: int) -> np.ndarray:
     container = _open(str(path), str(path))
     frames: dict[int, np.ndarray] = {}
     try:
-        stream = container.streams.video[0]
+        stream = _stream(container, path)
         # No decoder threads: with frame threading ("AUTO"), leaving the decode loop early and closing
         # the container deadlocked now and then (main thread and the av:h264 workers all on futexes, seen
         # in the test suite), and at these frame sizes threads decode no faster (about 900 frames/s either way).

@@ -77,7 +77,12 @@ def load_episodes(root: Path) -> list[dict]:
     """Every row of ``meta/episodes/*/*.parquet``, in episode order."""
     rows: list[dict] = []
     for path in sorted((root / "meta" / "episodes").glob("*/*.parquet")):
-        rows += read_parquet(path).to_pylist()
+        table = read_parquet(path).to_pylist()
+        for k, r in enumerate(table):
+            index = r.get("episode_index")
+            if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+                raise DatasetError(path, f"episode_index is {index!r}, not an index >= 0", k)
+        rows += table
     rows.sort(key=lambda r: r["episode_index"])
     return rows
 
@@ -90,7 +95,11 @@ def load_tasks(root: Path) -> dict[str, int]:
         df = pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
-    return {str(task): int(i) for task, i in zip(df.index, df["task_index"])}
+    if "task_index" not in df.columns or not pd.api.types.is_integer_dtype(df["task_index"]):
+        raise DatasetError(path, "no integer column 'task_index'")
+    if not all(isinstance(task, str) for task in df.index):
+        raise DatasetError(path, "the index (the task strings) holds something other than strings")
+    return {task: int(i) for task, i in zip(df.index, df["task_index"])}
 
 
 class DatasetWriter:
