@@ -161,7 +161,9 @@ def check_document(doc: dict) -> None:
     for key, value in counters.items():
         _check(value, "count", f"counters.{key}")
     _fields(doc.get("grip"), GRIP_FIELDS, "grip")
-    width = doc["grip"].get("width")
+    if "width" not in doc["grip"]:
+        raise ValueError("grip: missing 'width'")
+    width = doc["grip"]["width"]
     if width is not None:
         _finite(width, "grip.width")
     together = doc.get("together")
@@ -185,6 +187,13 @@ def check_document(doc: dict) -> None:
         if edge[0] not in nodes or edge[1] not in nodes:
             raise ValueError(f"edges[{k}]: {edge[0]!r} -> {edge[1]!r} joins a node that is not in nodes")
     _log(doc.get("log"), doc["t"])
+    for k, (_, op, node, _, data) in enumerate(doc["log"]["events"]):
+        # Ids are <class>_<n> with n from the class's counter: a counter behind an id would hand it out again.
+        cls = data.get("cls") if op == ADD else None
+        if isinstance(cls, str) and node.startswith(cls + "_") and node[len(cls) + 1:].isdecimal() and \
+                int(node[len(cls) + 1:]) >= counters.get(cls, 0):
+            raise ValueError(f"counters.{cls}: {counters.get(cls, 0)} does not count past node {node!r} "
+                             f"(added by log.events[{k}])")
     _tracks(doc.get("tracks"), nodes)
     looked = doc.get("looked")
     if looked is not None:
