@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,10 @@ def read_json(path: str | os.PathLike) -> Any:
         raise CheckpointError(path, f"not valid JSON ({exc})") from None
 
 
+def _index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def flatten_state(state: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Tensor]]:
     """Split a nested state (dicts, lists, tensors, JSON scalars) into (JSON structure, {key: tensor})."""
     tensors: dict[str, torch.Tensor] = {}
@@ -94,20 +98,102 @@ def flatten_state(state: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Te
 
 
 def unflatten_state(structure: Any, tensors: dict[str, torch.Tensor], where: str = "") -> Any:
-    def walk(x: Any) -> Any:
+    """The nested state :func:`flatten_state` split: a structure of another shape raises CheckpointError."""
+
+    def bad(at: str, problem: str) -> CheckpointError:
+        return CheckpointError(where, f"malformed structure at {at or '<root>'}: {problem}")
+
+    def walk(x: Any, at: str) -> Any:
         if isinstance(x, dict):
             if "__tensor__" in x:
-                if x["__tensor__"] not in tensors:
+                if not isinstance(x["__tensor__"], str) or x["__tensor__"] not in tensors:
                     raise CheckpointError(where, f"tensor {x['__tensor__']!r} is missing")
                 return tensors[x["__tensor__"]]
             if "__dict__" in x:
-                return {(k["__int__"] if isinstance(k, dict) else k): walk(v) for k, v in x["__dict__"]}
+                items = x["__dict__"]
+                if not isinstance(items, list) or not all(isinstance(i, list) and len(i) == 2 for i in items):
+                    raise bad(at, "__dict__ must be a list of [key, value] pairs")
+                out = {}
+                for k, v in items:
+                    if isinstance(k, dict) and set(k) == {"__int__"}:
+                        k = k["__int__"]
+                        if not isinstance(k, int) or isinstance(k, bool):
+                            raise bad(at, f"__int__ key {k!r} is not an integer")
+                    elif not isinstance(k, str):
+                        raise bad(at, f"key {k!r} is neither a string nor {{'__int__': n}}")
+                    out[k] = walk(v, f"{at}.{k}")
+                return out
             if "__list__" in x:
-                items = [walk(v) for v in x["__list__"]]
+                if not isinstance(x["__list__"], list) or not isinstance(x.get("tuple", False), bool):
+                    raise bad(at, "__list__ must be a list (and tuple true or false)")
+                items = [walk(v, f"{at}.{i}") for i, v in enumerate(x["__list__"])]
                 return tuple(items) if x.get("tuple") else items
+            raise bad(at, f"an object that is not a tensor, __dict__ or __list__ (keys {sorted(x)[:3]})")
+        if isinstance(x, list):
+            raise bad(at, "a bare list (lists are stored as __list__)")
         return x
 
-    return walk(structure)
+    return walk(structure, "")
+
+
+class _Oversized(Exception):
+    """Raised from inside a shape probe that registers far more modules or parameters than the weights hold."""
+
+
+def build_to_fit(build: Callable[[], torch.nn.Module], state: Any, config_path: str | os.PathLike,
+                 weights_path: str | os.PathLike) -> torch.nn.Module:
+    """``build()`` (a model of the configuration in ``config_path``) with ``state`` (from ``weights_path``)
+    loaded, in eval mode; CheckpointError naming the file at fault when they do not fit.
+
+    The model is first built on the meta device, where nothing is allocated, and abandoned as soon as it
+    registers far more modules or parameters than the weights have tensors: a configuration of huge sizes
+    or layer counts is refused in milliseconds instead of filling the memory. Its names and shapes must
+    be the weights' exactly, and the weights finite, before the real model is built.
+    """
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise CheckpointError(weights_path, "does not hold weights (a flat {name: tensor} state)")
+    budget, count = 4 * len(state) + 64, 0
+
+    def hook(*_):
+        nonlocal count
+        count += 1
+        if count > budget:
+            raise _Oversized
+
+    from torch.nn.modules import module as nn_module
+
+    handles = [nn_module.register_module_parameter_registration_hook(hook),
+               nn_module.register_module_module_registration_hook(hook)]
+    try:
+        with torch.device("meta"):
+            probe = build()
+    except _Oversized:
+        raise CheckpointError(config_path, f"describes a model far larger than the {len(state)} tensors of "
+                                           f"{Path(weights_path).name}") from None
+    except ValueError as exc:  # the model's own checks of its configuration
+        raise CheckpointError(config_path, f"does not make a model: {exc}") from None
+    finally:
+        for handle in handles:
+            handle.remove()
+    want = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in state.items()}
+    if want != have:
+        missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+        shaped = sorted(k for k in set(want) & set(have) if want[k] != have[k])
+        problem = (f"lacks {missing[0]!r}" if missing else f"has {extra[0]!r}, which the model has not" if extra
+                   else f"{shaped[0]!r} is {list(have[shaped[0]])}, the model's is {list(want[shaped[0]])}")
+        raise CheckpointError(weights_path, f"weights do not fit the model of {Path(config_path).name}: {problem}")
+    bad = [k for k, v in state.items() if (v.is_floating_point() or v.is_complex()) and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(weights_path, f"weight {bad[0]!r} holds NaN or infinite values")
+    model = build()
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, KeyError) as exc:
+        raise CheckpointError(weights_path, f"weights do not fit the model of {Path(config_path).name} ({exc})") \
+            from None
+    return model.eval()
 
 
 def sha256_file(path: Path) -> str:
@@ -171,7 +257,10 @@ def latest_checkpoint(run: str | os.PathLike) -> Path | None:
     latest = read_json(run / "latest.json")
     if not isinstance(latest, dict) or "checkpoint" not in latest:
         raise CheckpointError(run / "latest.json", "does not name a checkpoint")
-    path = run / latest["checkpoint"]
+    name = latest["checkpoint"]
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise CheckpointError(run / "latest.json", f"checkpoint must name a folder inside the run, got {name!r}")
+    path = run / name
     if not path.is_dir():
         raise CheckpointError(path, "named by latest.json but missing")
     return path
@@ -181,10 +270,11 @@ def load_checkpoint(path: str | os.PathLike, parts: tuple[str, ...] | None = Non
     """(step, {name: nested state}) of checkpoint folder ``path``; only ``parts`` if given."""
     path = Path(path)
     manifest = read_json(path / "manifest.json")
-    try:
-        step, names, hashes = int(manifest["step"]), list(manifest["parts"]), dict(manifest["sha256"])
-    except (KeyError, TypeError, ValueError):
-        raise CheckpointError(path / "manifest.json", "lacks step, parts or sha256") from None
+    if not (isinstance(manifest, dict) and _index(manifest.get("step")) and isinstance(manifest.get("parts"), list)
+            and all(isinstance(n, str) and n.strip(".") and "/" not in n for n in manifest["parts"])
+            and isinstance(manifest.get("sha256"), dict)):
+        raise CheckpointError(path / "manifest.json", "lacks step (a number >= 0), parts (file names) or sha256")
+    step, names, hashes = manifest["step"], manifest["parts"], manifest["sha256"]
     out = {}
     for name in names if parts is None else parts:
         if name not in names:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -87,7 +88,8 @@ class Normalizer(nn.Module):
                 if s not in stats[key]:
                     raise ValueError(f"normaliser statistics of {key!r} lack {s!r}")
                 value = torch.as_tensor(stats[key][s], dtype=torch.float32).reshape(-1)
-                if not torch.isfinite(value).all():
+                # Checked in numpy: a head built on the meta device (a shape probe, see registry) has no values.
+                if not np.isfinite(np.asarray(stats[key][s], dtype=np.float32)).all():
                     raise ValueError(f"normaliser statistic {key}.{s} is not finite")
                 self.register_buffer(f"{key.replace('.', '_')}_{s}", value.clone())
         self.eps = eps

@@ -35,7 +35,7 @@ from safetensors.torch import save as st_save
 
 from policies.checkpoint import CheckpointError, atomic_folder, read_json, sha256_file
 from policies.head import HeadBase
-from policies.registry import build_head, config_from_dict, head_classes, load_trained
+from policies.registry import config_from_dict, head_classes, head_from_files, load_trained
 
 FORMAT = "embodied-head-export/1"
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
@@ -153,7 +153,8 @@ def load_exported(path: str | os.PathLike) -> HeadBase:
     :class:`CheckpointError` naming it."""
     path = Path(path)
     manifest = read_json(path / "manifest.json")
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "sha256" not in manifest:
+    if not (isinstance(manifest, dict) and manifest.get("format") == FORMAT
+            and isinstance(manifest.get("sha256"), dict)):
         raise CheckpointError(path / "manifest.json", f"not an exported head (expected format {FORMAT})")
     for f in FILES:
         if not (path / f).exists():
@@ -161,19 +162,12 @@ def load_exported(path: str | os.PathLike) -> HeadBase:
         if sha256_file(path / f) != manifest["sha256"].get(f):
             raise CheckpointError(path / f, "corrupt: its sha256 does not match manifest.json")
     cfg = read_json(path / "config.json")
-    if "head" not in cfg or "head_config" not in cfg:
+    if not isinstance(cfg, dict) or "head" not in cfg or "head_config" not in cfg:
         raise CheckpointError(path / "config.json", "lacks 'head' or 'head_config'")
     try:
         tensors = st_load((path / "model.safetensors").read_bytes())
     except (SafetensorError, ValueError, OSError) as exc:
         raise CheckpointError(path / "model.safetensors", f"unreadable ({exc})") from None
     state = {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
-    try:
-        config = config_from_dict(head_classes(cfg["head"])[0], cfg["head_config"], str(path / "config.json"))
-        model = build_head(cfg["head"], config, read_json(path / "stats.json"))
-        model.load_state_dict(state)
-    except (RuntimeError, KeyError) as exc:
-        raise CheckpointError(path / "model.safetensors", f"weights do not fit the head in config.json ({exc})") \
-            from None
-    return model.eval()
-
+    return head_from_files(cfg, read_json(path / "stats.json"), state, path / "config.json", path / "stats.json",
+                           path / "model.safetensors")

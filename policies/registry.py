@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.act import ACTConfig, ACTHead
-from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
+from policies.checkpoint import CheckpointError, build_to_fit, latest_checkpoint, load_checkpoint, read_json
 from policies.config_json import config_from_dict, config_to_dict  # noqa: F401  (imported from here too)
 from policies.diffusion import DiffusionConfig, DiffusionHead
 from policies.head import HeadBase, HeadConfig
@@ -75,24 +75,51 @@ def load_trained(run: str | Path, weights: str = "ema") -> HeadBase:
     if not run.is_dir():
         raise ValueError(f"run folder {run} does not exist")
     cfg = read_json(run / "config.json")
-    if "head" not in cfg or "head_config" not in cfg:
+    if not isinstance(cfg, dict) or "head" not in cfg or "head_config" not in cfg:
         raise CheckpointError(run / "config.json", "lacks 'head' or 'head_config'")
     stats = read_json(run / "stats.json")
     path = latest_checkpoint(run)
     if path is None:
         raise CheckpointError(run / "latest.json", "missing: the run has no checkpoint yet")
     _, parts = load_checkpoint(path, ("model",))
-    state = parts["model"]
+    state, has_ema = parts["model"], False
     if weights == "ema":
         try:
-            state = load_checkpoint(path, ("ema",))[1]["ema"]["shadow"]
+            ema = load_checkpoint(path, ("ema",))[1]["ema"]
         except CheckpointError as exc:
             if "has no part" not in exc.problem:
                 raise
+        else:
+            if not isinstance(ema, dict) or "shadow" not in ema:
+                raise CheckpointError(path / "ema.json", "holds no 'shadow' weights")
+            state, has_ema = ema["shadow"], True
+    return head_from_files(cfg, stats, state, run / "config.json", run / "stats.json",
+                           path / ("ema.safetensors" if has_ema else "model.safetensors"))
+
+
+def check_stats(stats: Any, path: Path) -> None:
+    """stats.json: {feature: {statistic: a number or a list of numbers}} (the normaliser checks which)."""
+    def numbers(v: Any) -> bool:
+        return all(numbers(x) for x in v) if isinstance(v, list) else isinstance(v, (int, float)) and \
+            not isinstance(v, bool)
+
+    if not isinstance(stats, dict) or not all(
+            isinstance(d, dict) and all(numbers(v) for v in d.values()) for d in stats.values()):
+        raise CheckpointError(path, "expected {feature: {statistic: numbers}}")
+
+
+def head_from_files(cfg: Any, stats: Any, state: Any, config_path: Path, stats_path: Path,
+                    weights_path: Path) -> HeadBase:
+    """The head config.json (``cfg``) and stats.json describe, with ``state`` loaded, in eval mode; every
+    problem a CheckpointError naming the file (see :func:`policies.checkpoint.build_to_fit`)."""
+    if not (isinstance(cfg, dict) and isinstance(cfg.get("head"), str) and cfg["head"] in HEADS
+            and isinstance(cfg.get("head_config"), dict)):
+        head = cfg.get("head") if isinstance(cfg, dict) else None
+        raise CheckpointError(config_path, f"must name a head ({', '.join(HEADS)}; got {head!r}) and its head_config")
+    check_stats(stats, stats_path)
+    config_cls = head_classes(cfg["head"])[0]
     try:
-        model = build_head(cfg["head"], config_from_dict(head_classes(cfg["head"])[0], cfg["head_config"],
-                                                          str(run / "config.json")), stats)
-        model.load_state_dict(state)
-    except (RuntimeError, KeyError) as exc:
-        raise CheckpointError(path, f"weights do not fit the head in config.json ({exc})") from None
-    return model.eval()
+        config = config_from_dict(config_cls, cfg["head_config"], str(config_path))
+    except ValueError as exc:
+        raise CheckpointError(config_path, str(exc).removeprefix(f"{config_path}: ")) from None
+    return build_to_fit(lambda: build_head(cfg["head"], config, stats), state, config_path, weights_path)

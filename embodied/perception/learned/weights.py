@@ -10,36 +10,50 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
-import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from embodied.perception.learned.model import SegmenterConfig, SegNet
-from policies.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, read_json
+from policies.checkpoint import CheckpointError, build_to_fit, latest_checkpoint, load_checkpoint, read_json
+from policies.config_json import config_from_dict
 
 RUN_KIND = "segmenter"  # config.json "head" of a segmenter run
+
+
+def _config(d: Any, where: Path) -> SegmenterConfig:
+    """A SegmenterConfig from its JSON, every option of its declared type (CheckpointError naming ``where``)."""
+    if not isinstance(d, dict):
+        raise CheckpointError(where, f"the segmenter configuration must be an object, got {type(d).__name__}")
+    try:
+        return config_from_dict(SegmenterConfig, d, "segmenter")
+    except (ValueError, TypeError) as exc:  # TypeError: a required option missing
+        raise CheckpointError(where, str(exc)) from None
 
 
 def run_config(run: str | Path) -> SegmenterConfig:
     """The network configuration of segmenter run folder ``run``."""
     path = Path(run) / "config.json"
     saved = read_json(path)
-    if saved.get("head") != RUN_KIND or "segmenter" not in saved:
-        raise CheckpointError(path, f"is not a segmenter run (head {saved.get('head')!r})")
-    return SegmenterConfig.from_json(saved["segmenter"])
+    head = saved.get("head") if isinstance(saved, dict) else None
+    if head != RUN_KIND or "segmenter" not in saved:
+        raise CheckpointError(path, f"is not a segmenter run (head {head!r})")
+    return _config(saved["segmenter"], path)
 
 
-def _from_run(run: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
+def _from_run(run: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
     config = run_config(run)
     ckpt = latest_checkpoint(run)
     if ckpt is None:
         raise CheckpointError(run, "has no checkpoint yet")
     _, parts = load_checkpoint(ckpt, ("ema",))
-    return config, parts["ema"]["shadow"]
+    if not isinstance(parts["ema"], dict) or "shadow" not in parts["ema"]:
+        raise CheckpointError(ckpt / "ema.json", "holds no 'shadow' weights")
+    return config, parts["ema"]["shadow"], run / "config.json", ckpt / "ema.safetensors"
 
 
-def _from_file(path: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
+def _from_file(path: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
@@ -48,26 +62,26 @@ def _from_file(path: Path) -> tuple[SegmenterConfig, dict[str, torch.Tensor]]:
         raise CheckpointError(path, f"is not a readable safetensors file ({exc})") from None
     if "segmenter" not in meta:
         raise CheckpointError(path, "has no 'segmenter' configuration in its metadata: not segmenter weights")
-    return SegmenterConfig.from_json(json.loads(meta["segmenter"])), tensors
+    try:
+        doc = json.loads(meta["segmenter"])
+    except ValueError as exc:
+        raise CheckpointError(path, f"its 'segmenter' metadata is not valid JSON ({exc})") from None
+    return _config(doc, path), tensors, path, path
 
 
 def load_segmenter(source: str | Path) -> SegNet:
-    """A SegNet in eval mode from a run folder (its latest EMA weights) or an exported weights file."""
+    """A SegNet in eval mode from a run folder (its latest EMA weights) or an exported weights file; a
+    missing, corrupt or inconsistent file raises CheckpointError naming it."""
     path = Path(source)
     if not path.exists():
         raise CheckpointError(path, "does not exist (a segmenter run folder or a .safetensors weights file)")
-    config, state = _from_run(path) if path.is_dir() else _from_file(path)
-    net = SegNet(config)
-    try:
-        net.load_state_dict(state)
-    except (RuntimeError, KeyError) as exc:
-        raise CheckpointError(path, f"does not fit the segmenter it describes ({exc})") from None
-    return net.eval()
+    config, state, config_path, weights_path = _from_run(path) if path.is_dir() else _from_file(path)
+    return build_to_fit(lambda: SegNet(config), state, config_path, weights_path)
 
 
 def export_weights(run: str | Path, path: str | Path) -> dict:
     """Write ``run``'s latest EMA weights as one safetensors file (atomically); returns its size."""
-    config, state = _from_run(Path(run))
+    config, state, _, _ = _from_run(Path(run))
     if config.touching is None:  # a run from before the measure: take it from the run's training frames now
         from embodied.perception.learned.decode import measure_touching
         from embodied.perception.learned.frames import load_frames
