@@ -23,6 +23,7 @@ Privileged simulator state appears only in ``info["privileged"]``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import string
 from typing import Any, ClassVar
 
@@ -40,22 +41,32 @@ TEXT_CHARSET = string.ascii_letters + string.digits + " .,;:'-_()/#?!"
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+MAX_INT_KNOB = 10**9  # counts and steps: a billion steps is 18 months of simulated time at 20 Hz
 
 
 def _coerce(value: Any, kind: type) -> Any:
-    """Command-line strings to the knob's type; ``bool("False")`` would be True, so bools are parsed."""
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
+    """Command-line strings to the knob's type; ``bool("False")`` would be True, so bools are parsed.
+    Numbers must be finite, integers at most :data:`MAX_INT_KNOB` in size, and a flag is no number."""
     if kind is bool:
+        if isinstance(value, bool):
+            return value
         text = str(value).strip().lower()
         if text in _TRUE | _FALSE:
             return text in _TRUE
         raise ValueError(value)
+    if kind in (int, float) and isinstance(value, bool) or kind is str and not isinstance(value, str):
+        raise ValueError(value)  # True is not a count, nor [1] a name
     if kind is int and isinstance(value, float) and not value.is_integer():
         raise ValueError(value)
     if kind is int and isinstance(value, str):
-        return int(value.strip())
-    return kind(value)
+        value = value.strip()
+    try:
+        value = value if isinstance(value, kind) else kind(value)
+    except OverflowError:
+        raise ValueError(value) from None
+    if kind is int and abs(value) > MAX_INT_KNOB or kind is float and not math.isfinite(value):
+        raise ValueError(value)
+    return value
 
 
 PRESET_NAMES = ("easy", "medium", "hard", "extreme")
@@ -87,7 +98,8 @@ def options_from(cls: type, knobs: dict[str, Any], task: str):
         try:
             typed[name] = _coerce(value, kind)
         except (TypeError, ValueError):
-            raise ValueError(f"option {name}={value!r} for {task} must be {kind.__name__}") from None
+            raise ValueError(f"option {name}={value!r} for {task} must be {kind.__name__}"
+                             + (f" of at most {MAX_INT_KNOB:.0e} in size" if kind is int else "")) from None
     opts = cls(**typed)
     if hasattr(opts, "validate"):
         opts.validate()
