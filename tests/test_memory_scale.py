@@ -162,3 +162,134 @@ def test_batched_permanence_gives_the_per_object_answers(house):
         assert batched == one_by_one and batched[nodes.index(objects[0])] == cups[0]
     finally:
         track.box_min, track.box_max = saved
+
+
+def _relations_dense(nodes: dict[str, dict], cfg) -> set[tuple[str, str, str]]:
+    """The relation rule as written before pairs were culled (every pair of boxes at once): the
+    reference the sparse ``spatial.relations`` must agree with."""
+    edges: set[tuple[str, str, str]] = set()
+    for n, a in nodes.items():
+        home = a.get("room", "")
+        if home and home in nodes and nodes[home]["kind"] == "room":
+            edges.add((n, home, "in_room"))
+    ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
+    if not ids:
+        return edges
+    lo = np.array([nodes[n]["box_min"] for n in ids])
+    hi = np.array([nodes[n]["box_max"] for n in ids])
+    centre = (lo + hi) / 2
+    kinds = np.array([nodes[n]["kind"] for n in ids])
+    volume = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
+    m = cfg.contain_margin
+    inside = np.all((centre[:, None] >= lo[None] - m) & (centre[:, None] <= hi[None] + m), axis=2)
+    inside &= lo[:, None, 2] >= lo[None, :, 2] - 0.005
+    inside &= volume[:, None] < volume[None]
+    np.fill_diagonal(inside, False)
+    room = kinds == "room"
+    physical = ~room
+    is_in = inside & (kinds == "container")[None] & physical[:, None]
+    over = np.all((centre[:, None, :2] >= lo[None, :, :2] - m) & (centre[:, None, :2] <= hi[None, :, :2] + m), axis=2)
+    gap = lo[:, None, 2] - hi[None, :, 2]
+    held = np.array([bool(nodes[n].get("held")) for n in ids])
+    is_in &= ~held[:, None]
+    is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[:, None] & physical[None] & ~is_in
+    np.fill_diagonal(is_on, False)
+    is_on &= volume[:, None] < volume[None] * 4
+    furnishing = (kinds == "surface") & ~np.isin([nodes[n].get("cls", "") for n in ids], ["wall", "floor", "plane"])
+    sunk = over & furnishing[None] & np.isin(kinds, ["object", "container"])[:, None]
+    sunk &= (lo[:, None, 2] >= lo[None, :, 2] + cfg.on_tol) & (lo[:, None, 2] <= hi[None, :, 2])
+    sunk &= (volume[:, None] < volume[None]) & ~is_in
+    for i in np.flatnonzero(sunk.any(axis=1) & ~is_on.any(axis=1)):
+        is_on[i, np.flatnonzero(sunk[i])[np.argmin(volume[sunk[i]])]] = True
+    is_on &= ~held[:, None]
+    in_rows = set()
+    for i, j in zip(*np.nonzero(is_in)):
+        edges.add((ids[i], ids[j], "in"))
+        in_rows.add(i)
+    for i, n in enumerate(ids):
+        holder = nodes[n].get("inside", "")
+        if holder and holder in nodes and not held[i]:
+            edges.add((n, holder, "in"))
+            in_rows.add(i)
+    articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
+    furniture = (kinds == "surface") & ~room
+    for i in np.flatnonzero(articulated):
+        w = np.minimum(hi[i, :2], hi[:, :2] + 0.03) - np.maximum(lo[i, :2], lo[:, :2] - 0.03)
+        area = np.prod(np.clip(w, 0, None), axis=1) * furniture * (volume > volume[i])
+        area[i] = 0
+        area = area * ((lo[i, 2] < hi[:, 2]) & (hi[i, 2] > lo[:, 2]))
+        if area.max() > 0:
+            edges.add((ids[i], ids[int(np.argmax(area))], "part_of"))
+            in_rows.add(i)
+    top = np.where(is_on, hi[None, :, 2], -np.inf)
+    for i in np.flatnonzero(is_on.any(axis=1)):
+        if i not in in_rows:
+            edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
+    objectish = np.isin(kinds, ["object", "container", "articulated"])
+    near = np.linalg.norm(centre[:, None] - centre[None], axis=2) < cfg.near_dist
+    near &= objectish[:, None] & objectish[None]
+    np.fill_diagonal(near, False)
+    linked = {(u, v) for u, v, _ in edges} | {(v, u) for u, v, _ in edges}
+    for i, j in zip(*np.nonzero(near)):
+        if (ids[i], ids[j]) not in linked:
+            edges.add((ids[i], ids[j], "near"))
+    return edges
+
+
+def test_relations_of_pairs_within_reach_are_the_rule_over_every_pair(house):
+    from embodied.memory.spatial import near_pairs, relations
+
+    stream, memory = house
+    states = [dict(memory._graph.nodes(data=True))] + [memory.log.state_at(t) for t in range(0, 2000, 97)]
+    for state in states:
+        assert relations(state, memory.config) == _relations_dense(state, memory.config)
+    # Furniture, drawers, a cup holding a ball, a room: every rule has a case.
+    scene = {
+        "table": {"kind": "surface", "cls": "table", "box_min": (0, 0, 0.0), "box_max": (1.2, 0.8, 0.4)},
+        "floor": {"kind": "surface", "cls": "floor", "box_min": (-3, -3, -0.01), "box_max": (3, 3, 0.0)},
+        "cabinet": {"kind": "surface", "cls": "cabinet", "box_min": (2, 0, 0), "box_max": (2.5, 0.5, 0.6)},
+        "drawer": {"kind": "container", "cls": "drawer", "articulated": True, "box_min": (2.05, 0.45, 0.2),
+                   "box_max": (2.45, 0.62, 0.3)},
+        "cup": {"kind": "container", "cls": "cup", "box_min": (0.2, 0.2, 0.4), "box_max": (0.28, 0.28, 0.5)},
+        "ball": {"kind": "object", "cls": "ball", "box_min": (0.22, 0.22, 0.4), "box_max": (0.26, 0.26, 0.44)},
+        "block": {"kind": "object", "cls": "block", "box_min": (0.3, 0.2, 0.4), "box_max": (0.34, 0.24, 0.44),
+                  "room": "room_0"},
+        "held": {"kind": "object", "cls": "block", "held": True, "box_min": (0.5, 0.5, 0.6),
+                 "box_max": (0.54, 0.54, 0.64)},
+        "hidden": {"kind": "object", "cls": "ball", "inside": "drawer", "box_min": (2.2, 0.5, 0.22),
+                   "box_max": (2.24, 0.54, 0.26)},
+        "room_0": {"kind": "room", "cls": "room", "box_min": (-3, -3, 0), "box_max": (3, 3, 2.5)},
+        "place_0": {"kind": "place", "cls": "place", "position": (0, 0, 0)},
+    }
+    assert relations(scene, memory.config) == _relations_dense(scene, memory.config)
+    assert {("ball", "cup", "in"), ("cup", "table", "on"), ("drawer", "cabinet", "part_of"),
+            ("hidden", "drawer", "in"), ("block", "room_0", "in_room")} <= relations(scene, memory.config)
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-2, 2, (300, 3))
+    hi = lo + rng.uniform(0.01, 0.3, (300, 3)) * np.where(rng.uniform(size=(300, 1)) < 0.02, 20, 1)
+    i, j = near_pairs(lo, hi, 0.15)
+    every = np.all((lo[None] - 0.15 <= hi[:, None] + 0.15) & (lo[:, None] - 0.15 <= hi[None] + 0.15), axis=2)
+    np.fill_diagonal(every, False)
+    assert list(zip(i, j)) == list(zip(*np.nonzero(every)))
+
+
+def test_keyframes_spaced_by_the_node_count_keep_every_recall_answer(house):
+    from embodied.memory.events import EventLog
+
+    stream, memory = house
+    log = memory.log
+    nodes = len(log.state)
+    assert nodes > log.keyframe_every and len(log.kf_index) < len(log) / log.keyframe_every
+    # The reference: the whole log replayed from its start, no keyframe in between.
+    plain = EventLog(keyframe_every=10**9)
+    plain.replay(log.events)
+    assert len(plain.kf_index) == 1
+    rng = np.random.default_rng(0)
+    for t in [0, 1, int(log.times[-1])] + [int(x) for x in rng.integers(0, memory.t, 40)]:
+        assert log.state_at(t) == plain.state_at(t)
+    ids = physical_nodes(memory)
+    for node in ids[:40]:
+        for t in (100, 777, 1500, 1999):
+            assert memory.where_was(node, t) == plain.position_at(node, t)
+    past = memory.snapshot(777)
+    assert dict(past.nodes(data=True)).keys() == plain.state_at(777).keys()

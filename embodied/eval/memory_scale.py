@@ -35,6 +35,14 @@ object's box surface, at most 96 points), its box, the pixel count at that
 range, and a sub-millimetre jitter of the whole cloud from frame to frame.
 The depth image shows each object's top where it stands and the shelf
 elsewhere, so a remembered object that is gone is seen through (missing).
+
+Measures (``measure``): times are the thread's CPU time (``time.thread_time``:
+what the code costs, unaffected by other jobs on a shared machine), with the
+wall time beside them; bytes held are a deep size of the SpatialMemory (every
+object it references once, numpy buffers included) and, as a check, what
+``tracemalloc`` sees a fresh ``SpatialMemory.load`` of the saved file
+allocate; on disk, the saved JSON. Nodes are counted against the objects the
+stream actually showed (``check_truth``).
 """
 
 from __future__ import annotations
@@ -421,8 +429,9 @@ def _query_kinds(memory, stream: HouseStream, rng: np.random.Generator) -> dict:
 
 
 def time_queries(memory, stream: HouseStream, n: int = 100, seed: int = 0) -> dict:
-    """p50/p99 ms of each public query kind over ``n`` calls with random arguments (a settled graph:
-    the edge refresh the first read after an update pays is timed apart, see ``scale_run``)."""
+    """p50/p99 ms (thread CPU time; wall time beside it) of each public query kind over ``n`` calls with
+    random arguments (a settled graph: the edge refresh the first read after an update pays is timed
+    apart, see ``scale_run``)."""
     rng = np.random.default_rng(seed)
     memory.graph  # settle the edges first
     out, everything = {}, []
@@ -450,7 +459,8 @@ def time_snapshots(memory, n: int = 50, seed: int = 0) -> dict:
         memory.snapshot(t)
         cpu.append((time.thread_time_ns() - c0) / 1e6)
         wall.append((time.perf_counter_ns() - t0) / 1e6)
-    return {**_stats(cpu), "wall": _stats(wall), "keyframe_every": memory.log.keyframe_every, "keyframes": len(memory.log.kf_index)}
+    return {**_stats(cpu), "wall": _stats(wall), "keyframe_every": memory.log.keyframe_every,
+            "keyframes": len(memory.log.kf_index)}
 
 
 def time_save_load(memory, folder: Path, traced: bool = True) -> dict:

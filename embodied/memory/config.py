@@ -106,7 +106,8 @@ class MemoryConfig:
     grasp_max_width: float = 0.075  # m; wider and the gripper is open
     fingertip_below_tcp: float = 0.012  # m; Panda fingertips reach this far below the TCP site
     # Episodic log.
-    keyframe_every: int = 128  # events between keyframes (a keyframe costs ~50 bytes per node)
+    keyframe_every: int = 128  # events between keyframes, at least (and at least one per node: a keyframe
+    # costs ~50 bytes per node)
     # Places (navigation): a new place node every this many metres of travel.
     place_spacing: float = 1.0
     agent_log_tol: float = 0.05  # m of agent travel written to the log

@@ -12,7 +12,10 @@ decrease.
 The state as it stood at time t is rebuilt from the latest keyframe at or
 before t plus the events after it. Node attribute dicts are replaced, never
 mutated, when they change (copy-on-write), so a keyframe is just a shallow
-dict of references and costs a few kB however many nodes there are.
+dict of references: a slot per node. Keyframes come every ``keyframe_every``
+events, or every as many events as there are nodes when that is more, so
+over a long run they hold about one slot per event whatever the node count
+(a snapshot then replays at most that many events).
 No point clouds are kept here: only attributes (positions, boxes, states).
 """
 
@@ -99,7 +102,9 @@ class EventLog:
         if position is not None:
             self.traj_t.setdefault(node, array("q")).append(t)
             self.traj_xyz.setdefault(node, array("d")).extend(position)
-        if len(self.events) - self.kf_index[-1] >= self.keyframe_every:
+        # A keyframe holds a slot per node: at least as many events as there are nodes between two
+        # keyframes keeps all of them at about a slot per event, however many nodes there are.
+        if len(self.events) - self.kf_index[-1] >= max(self.keyframe_every, len(self.state)):
             self.kf_index.append(len(self.events))
             self.kf_state.append(dict(self.state))
         return event

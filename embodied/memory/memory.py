@@ -289,8 +289,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         for node, attrs in g.nodes(data=True):
             if attrs.get("visible"):
                 attrs["last_seen"] = max(attrs.get("last_seen", now), now)
-        for u, v, k in relations(state, self.config):
-            g.add_edge(u, v, key=k, rel=k)
+        g.add_edges_from((u, v, k, {"rel": k}) for u, v, k in relations(state, self.config))
         for node, attrs in state.items():
             for other in attrs.get("links", ()):
                 if other in state:

@@ -126,6 +126,40 @@ def visibility_many(
     return total, through / seen, occluded / seen
 
 
+def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j), i != j, sorted, of the boxes (K,3) that overlap on every axis once both are grown by
+    ``reach``. Boxes are hashed on their low xy corner into cells as big as the widest box plus twice
+    the reach, so a pair's cells are neighbours: the cost goes with the pairs, not K^2. Boxes wider
+    than ``wide`` (rooms, floors, walls) pair with every box."""
+    k = len(lo)
+    big = (hi[:, :2] - lo[:, :2]).max(axis=1) > wide
+    small = np.flatnonzero(~big)
+    pieces_i, pieces_j = [], []
+    if len(small):
+        side = float((hi[small, :2] - lo[small, :2]).max()) + 2 * reach + 1e-9
+        cell = np.floor(lo[small, :2] / side).astype(np.int64) + (1 << 20)
+        key = (cell[:, 0] << 21) | cell[:, 1]
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                want = ((cell[:, 0] + dx) << 21) | (cell[:, 1] + dy)
+                first = np.searchsorted(sorted_key, want, side="left")
+                count = np.searchsorted(sorted_key, want, side="right") - first
+                rows = np.repeat(small, count)
+                pieces_i.append(rows)
+                pieces_j.append(small[order[np.repeat(first - np.cumsum(count) + count, count) + np.arange(len(rows))]])
+    for b in np.flatnonzero(big):  # a wide box against every box, both ways
+        pieces_i += [np.full(k, b), np.arange(k)]
+        pieces_j += [np.arange(k), np.full(k, b)]
+    if not pieces_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(pieces_i), np.concatenate(pieces_j)
+    keep = (i != j) & np.all((lo[j] - reach <= hi[i] + reach) & (lo[i] - reach <= hi[j] + reach), axis=1)
+    pair = np.unique(i[keep].astype(np.int64) * k + j[keep])
+    return pair // k, pair % k
+
+
 def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, str]]:
     """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
 
@@ -146,6 +180,85 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
     if not ids:
         return edges
+    lo = np.array([nodes[n]["box_min"] for n in ids], dtype=np.float64).reshape(-1, 3)
+    hi = np.array([nodes[n]["box_max"] for n in ids], dtype=np.float64).reshape(-1, 3)
+    centre = (lo + hi) / 2
+    kinds = np.array([nodes[n]["kind"] for n in ids])
+    volume = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
+    m = cfg.contain_margin
+    # Every relation joins boxes within reach of each other (near: centres closer than near_dist;
+    # the rest: touching, give or take a few cm), so only those pairs are tested: (i, j), sorted.
+    i, j = near_pairs(lo, hi, max(m, cfg.on_tol, cfg.near_dist, 0.03))
+    bounds = np.searchsorted(i, np.arange(len(ids) + 1))  # row r's pairs: bounds[r]:bounds[r + 1]
+    # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
+    # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
+    inside = np.all((centre[i] >= lo[j] - m) & (centre[i] <= hi[j] + m), axis=1)
+    inside &= lo[i, 2] >= lo[j, 2] - 0.005
+    inside &= volume[i] < volume[j]
+    room = kinds == "room"
+    container = kinds == "container"
+    physical = ~room
+    is_in = inside & container[j] & physical[i]
+    over = np.all((centre[i, :2] >= lo[j, :2] - m) & (centre[i, :2] <= hi[j, :2] + m), axis=1)
+    gap = lo[i, 2] - hi[j, 2]
+    # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
+    held = np.array([bool(nodes[n].get("held")) for n in ids])
+    is_in &= ~held[i]
+    is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[i] & physical[j] & ~is_in
+    is_on &= volume[i] < volume[j] * 4  # a table does not rest on a block
+    # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
+    # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
+    # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
+    furnishing = (kinds == "surface") & ~np.isin([nodes[n].get("cls", "") for n in ids], ["wall", "floor", "plane"])
+    sunk = over & furnishing[j] & np.isin(kinds, ["object", "container"])[i]
+    sunk &= (lo[i, 2] >= lo[j, 2] + cfg.on_tol) & (lo[i, 2] <= hi[j, 2])
+    sunk &= (volume[i] < volume[j]) & ~is_in
+    for r in np.setdiff1d(i[sunk], i[is_on]):
+        row = np.arange(bounds[r], bounds[r + 1])[sunk[bounds[r] : bounds[r + 1]]]
+        is_on[row[np.argmin(volume[j[row]])]] = True
+    is_on &= ~held[i]
+    remembered = {}  # unseen objects keep the container they were last known in
+    for k, n in enumerate(ids):
+        holder = nodes[n].get("inside", "")
+        if holder and holder in nodes:
+            remembered[k] = holder
+    in_rows = set()
+    for a, b in zip(i[is_in], j[is_in]):
+        edges.add((ids[a], ids[b], "in"))
+        in_rows.add(a)
+    for a, holder in remembered.items():
+        if held[a]:
+            continue
+        edges.add((ids[a], holder, "in"))
+        in_rows.add(a)
+    # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
+    # just outside its housing), overlaps its footprint most.
+    articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
+    furniture = (kinds == "surface") & ~room
+    for r in np.flatnonzero(articulated):
+        row = np.arange(bounds[r], bounds[r + 1])
+        if not len(row):
+            continue
+        c = j[row]
+        w = np.minimum(hi[r, :2], hi[c, :2] + 0.03) - np.maximum(lo[r, :2], lo[c, :2] - 0.03)
+        area = np.prod(np.clip(w, 0, None), axis=1) * furniture[c] * (volume[c] > volume[r])
+        area = area * ((lo[r, 2] < hi[c, 2]) & (hi[r, 2] > lo[c, 2]))
+        if area.max() > 0:
+            edges.add((ids[r], ids[int(c[np.argmax(area)])], "part_of"))
+            in_rows.add(r)
+    # One support per object, the highest top under it; nothing in a container rests on something
+    # else, and a part hangs in its housing (part_of) rather than resting on what is below.
+    for r in np.unique(i[is_on]):
+        if r not in in_rows:
+            row = np.arange(bounds[r], bounds[r + 1])[is_on[bounds[r] : bounds[r + 1]]]
+            edges.add((ids[r], ids[int(j[row[np.argmax(hi[j[row], 2])]])], "on"))
+    objectish = np.isin(kinds, ["object", "container", "articulated"])
+    near = (np.linalg.norm(centre[i] - centre[j], axis=1) < cfg.near_dist) & objectish[i] & objectish[j]
+    linked = {(u, v) for u, v, _ in edges} | {(v, u) for u, v, _ in edges}
+    for a, b in zip(i[near], j[near]):
+        if (ids[a], ids[b]) not in linked:
+            edges.add((ids[a], ids[b], "near"))
+    return edges
     lo = np.array([nodes[n]["box_min"] for n in ids])
     hi = np.array([nodes[n]["box_max"] for n in ids])
     centre = (lo + hi) / 2
