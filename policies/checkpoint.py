@@ -187,6 +187,9 @@ def build_to_fit(build: Callable[[], torch.nn.Module], state: Any, config_path: 
     bad = [k for k, v in state.items() if (v.is_floating_point() or v.is_complex()) and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(weights_path, f"weight {bad[0]!r} holds NaN or infinite values")
+    bad = [k for k, v in state.items() if k.endswith("running_var") and (v < 0).any()]
+    if bad:  # batch norm divides by its square root
+        raise CheckpointError(weights_path, f"{bad[0]!r} holds a negative variance")
     model = build()
     try:
         model.load_state_dict(state)

@@ -50,6 +50,7 @@ folders; any other non-empty folder is refused.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -353,7 +354,7 @@ def _matrix(value, n: int) -> bool:
     """An n x n matrix of finite numbers."""
     return isinstance(value, list) and len(value) == n and all(
         isinstance(row, list) and len(row) == n and all(
-            (_int(x) or isinstance(x, float)) and np.isfinite(x) for x in row) for row in value)
+            _int(x) and abs(x) <= 2**53 or isinstance(x, float) and math.isfinite(x) for x in row) for row in value)
 
 
 def _inside(name) -> bool:
