@@ -89,7 +89,9 @@ class Normalizer(nn.Module):
                     raise ValueError(f"normaliser statistics of {key!r} lack {s!r}")
                 value = torch.as_tensor(stats[key][s], dtype=torch.float32).reshape(-1)
                 # Checked in numpy: a head built on the meta device (a shape probe, see registry) has no values.
-                if not np.isfinite(np.asarray(stats[key][s], dtype=np.float32)).all():
+                with np.errstate(over="ignore"):  # a value past float32's range becomes inf and is refused here
+                    finite = np.isfinite(np.asarray(stats[key][s], dtype=np.float32)).all()
+                if not finite:
                     raise ValueError(f"normaliser statistic {key}.{s} is not finite")
                 self.register_buffer(f"{key.replace('.', '_')}_{s}", value.clone())
         self.eps = eps
