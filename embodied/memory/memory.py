@@ -68,7 +68,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self._optics: dict[str, tuple[np.ndarray, float]] = {}  # camera -> (position (3,) m, focal length px)
         # Ground cells the cameras have looked at (see Tracking._look); None: not kept (an old file).
         self._looked: set[int] | None = set()
-        self._look_pose: dict[str, bytes] = {}
+        self._look_pose: dict[str, np.ndarray] = {}  # camera -> its 4x4 pose when last read for cells
         self._kinds: tuple[int, list[str], list[str]] | None = None  # see Tracking._kind_index
 
     @property

@@ -18,6 +18,8 @@ Supports and furniture (seen in pieces) match by box overlap instead.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, SIZE_CLASSES, kind_of
@@ -32,7 +34,33 @@ SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it l
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
 REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
 LOOK_CELL = 0.25  # m, cells of the ground the cameras have looked at (see Tracking._look)
+# A camera's view is read again for those cells once it moved this far or turned this much (a tenth of a
+# cell at a few metres) since it was last read: a wrist camera creeping a few mm per step is read rarely.
+LOOK_MOVE = 0.02  # m
+LOOK_TURN_COS = float(np.cos(np.radians(0.5)))
 NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap and settled looks need it)
+# Nodes from which _table first drops those no detection could pair with: below it the pass costs more
+# than it saves (a workcell holds ~15 nodes; a house hundreds).
+PREFILTER_FROM = 48
+
+
+@functools.lru_cache(maxsize=16)
+def _sparse_rays(shape: tuple[int, int], steps: tuple[int, int], K_bytes: bytes) -> np.ndarray:
+    """(N,3) float64 camera-frame rays (x/z, y/z, 1) of every ``steps``-th pixel (rows, columns) of an
+    image of ``shape``, row-major, for the intrinsics ``K`` (3x3 float64, as bytes so the cache can key
+    on it). Depth times a ray is the pixel's point in the camera frame."""
+    K = np.frombuffer(K_bytes, dtype=np.float64).reshape(3, 3)
+    vs, us = np.mgrid[0 : shape[0] : steps[0], 0 : shape[1] : steps[1]]
+    rays = np.stack([(us - K[0, 2]) / K[0, 0], (vs - K[1, 2]) / K[1, 1], np.ones(us.shape)], axis=-1)
+    return rays.reshape(-1, 3)
+
+
+def _barely_moved(before: np.ndarray, now: np.ndarray) -> bool:
+    """Whether a camera pose (4x4 camera-to-world) moved under ``LOOK_MOVE`` and turned under ``LOOK_TURN``."""
+    if np.abs(now[:3, 3] - before[:3, 3]).max() >= LOOK_MOVE:
+        return False
+    # cos of the rotation angle between the two orientations: (trace(R1^T R2) - 1) / 2
+    return (np.einsum("ij,ij->", before[:3, :3], now[:3, :3]) - 1.0) / 2.0 > LOOK_TURN_COS
 
 
 def _vec(a) -> tuple[float, float, float]:
@@ -76,7 +104,7 @@ class Tracking:
         # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
         ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
         velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
-        if len(dets) and nodes:
+        if len(dets) and len(nodes) > PREFILTER_FROM:
             d_lo = np.array([d.box_min for d in dets])
             d_hi = np.array([d.box_max for d in dets])
             gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
@@ -224,26 +252,27 @@ class Tracking:
     # --- what the cameras have looked at ---------------------------------------------
     def _look(self, views) -> None:
         """Note the ground cells (``LOOK_CELL`` m, xy) this frame's cameras see: a sparse grid of depth
-        pixels back-projected. A camera that has not moved since its last frame adds nothing new."""
+        pixels back-projected. A camera that moved less than ``LOOK_MOVE`` m and ``LOOK_TURN`` since the
+        last time it was read adds nothing new (its view shifted by a fraction of a cell)."""
         if self._looked is None:
             return
         for view in views:
-            pose = view.cam_to_world.tobytes()
-            if self._look_pose.get(view.name) == pose:
+            pose = np.asarray(view.cam_to_world, dtype=np.float64)
+            before = self._look_pose.get(view.name)
+            if before is not None and _barely_moved(before, pose):
                 continue
-            self._look_pose[view.name] = pose
+            self._look_pose[view.name] = pose.copy()
             h, w = view.depth.shape
-            vs, us = np.mgrid[0:h : max(1, h // 24), 0:w : max(1, w // 24)]
-            z = view.depth[vs, us]
+            steps = (max(1, h // 24), max(1, w // 24))
+            z = view.depth[:: steps[0], :: steps[1]].reshape(-1)
             hit = z > 0
             if not hit.any():
                 continue
-            z, us, vs = z[hit].astype(np.float64), us[hit], vs[hit]
-            K = view.K
-            cam = np.stack([(us - K[0, 2]) * z / K[0, 0], (vs - K[1, 2]) * z / K[1, 1], z], axis=1)
+            rays = _sparse_rays((h, w), steps, np.asarray(view.K, dtype=np.float64).tobytes())[hit]
+            cam = rays * z[hit, None].astype(np.float64)
             world = cam @ view.cam_to_world[:3, :3].T + view.cam_to_world[:3, 3]
             cells = np.floor(world[:, :2] / LOOK_CELL).astype(np.int64) + (1 << 20)
-            self._looked.update(np.unique((cells[:, 0] << 21) | cells[:, 1]).tolist())
+            self._looked.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
 
     def _looked_at(self, point) -> bool:
         """Whether a camera looked at the ground within a cell of ``point`` before this frame (always

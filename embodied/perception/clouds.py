@@ -119,8 +119,9 @@ def describe_batch(
         cloud, _ = cloud.remove_statistical_outlier(cfg.outlier_neighbors, cfg.outlier_std)
         down = np.asarray(cloud.points)
     owner = np.floor(down[:, 0] / _SPACING + 0.5).astype(np.int64)
-    order = np.argsort(owner, kind="stable")
-    owner, down = owner[order], down[order]
+    if len(owner) > 1 and (owner[1:] < owner[:-1]).any():  # voxel_down_sample's output is already by object
+        order = np.argsort(owner, kind="stable")
+        owner, down = owner[order], down[order]
     counts = np.bincount(owner, minlength=n)
     bounds = np.concatenate([[0], np.cumsum(counts)])
     if cfg.outlier_std > 0 and not use_o3d and len(down):
