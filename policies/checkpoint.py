@@ -171,7 +171,7 @@ def build_to_fit(build: Callable[[], torch.nn.Module], state: Any, config_path: 
     except _Oversized:
         raise CheckpointError(config_path, f"describes a model far larger than the {len(state)} tensors of "
                                            f"{Path(weights_path).name}") from None
-    except ValueError as exc:  # the model's own checks of its configuration
+    except (ValueError, RuntimeError, TypeError) as exc:  # the model's own checks, or torch's (a negative size)
         raise CheckpointError(config_path, f"does not make a model: {exc}") from None
     finally:
         for handle in handles:

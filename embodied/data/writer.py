@@ -57,11 +57,31 @@ EPISODES_PER_META_FILE = 100  # meta/episodes rolls to its next file every this 
 
 def read_parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path, columns=columns)
+        table = pq.read_table(path, columns=columns)
     except FileNotFoundError:
         raise DatasetError(path, "missing") from None
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
+    try:
+        # Parquet checks its pages, not the text inside: a corrupt byte in a string column (invalid UTF-8)
+        # would only fail later, where a row is read. Text columns are small (task names, episode tables).
+        for name, column in zip(table.column_names, table.columns):
+            if _has_text(column.type):
+                column.validate(full=True)
+    except pa.ArrowException as exc:
+        raise DatasetError(path, f"column {name!r} holds invalid data (corrupt text?): {exc}") from None
+    return table
+
+
+def _has_text(kind: pa.DataType) -> bool:
+    """Whether a column type holds strings, itself or inside lists and structs."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _has_text(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_text(kind.field(i).type) for i in range(kind.num_fields))
+    return False
 
 
 def read_parquet_schema(path: Path) -> pa.Schema:
@@ -91,9 +111,10 @@ def load_tasks(root: Path) -> dict[str, int]:
     path = root / TASKS_PATH
     if not path.exists():
         raise DatasetError(path, "missing")
+    table = read_parquet(path)  # checks the text columns too (the task strings)
     try:
-        df = pd.read_parquet(path)
-    except (OSError, ValueError, pa.ArrowException) as exc:
+        df = table.to_pandas()
+    except (ValueError, pa.ArrowException) as exc:
         raise DatasetError(path, f"not a readable parquet file (truncated or corrupt): {exc}") from None
     if "task_index" not in df.columns or not pd.api.types.is_integer_dtype(df["task_index"]):
         raise DatasetError(path, "no integer column 'task_index'")
