@@ -9,4 +9,5 @@ Import the submodules directly:
     embodied.eval.accuracy   memory accuracy against the true world boxes
     embodied.eval.evaluate   ``embodied eval-memory``: eval_memory, run_episode, memory_accuracy
     embodied.eval.bench      ``embodied bench memory``: speed and size of perception + memory
+    embodied.eval.memory_scale  ``embodied bench memory --grid``: the synthetic house, its measures, the grid
 """
