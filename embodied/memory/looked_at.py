@@ -1,0 +1,79 @@
+"""The ground the cameras have looked at (mixed into :class:`SpatialMemory` through
+:class:`~embodied.memory.tracker.Tracking`).
+
+A set of ground cells (``LOOK_CELL`` m, xy) is kept in ``_looked``: re-identification at any distance
+(``Association._reidentify``) only takes a detection for a known object that moved unseen when it stands on
+ground a camera had looked at before; on new ground it is a discovery. ``_looked`` is saved with the memory
+(``persistence``, the "looked" field); ``None`` for a memory loaded from a file written before it was kept
+(then every place counts as looked at). ``_look_pose`` holds each camera's pose when its view was last read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from embodied.perception.types import CameraView
+
+LOOK_CELL = 0.25  # m, cells of the ground the cameras have looked at (see LookedAt._look)
+# A camera's view is read again for those cells once it moved this far or turned this much (a tenth of a
+# cell at a few metres) since it was last read: a wrist camera creeping a few mm per step is read rarely.
+LOOK_MOVE = 0.02  # m
+LOOK_TURN_COS = float(np.cos(np.radians(0.5)))
+
+
+@functools.lru_cache(maxsize=16)
+def _sparse_rays(shape: tuple[int, int], steps: tuple[int, int], K_bytes: bytes) -> np.ndarray:
+    """(N,3) float64 camera-frame rays (x/z, y/z, 1) of every ``steps``-th pixel (rows, columns) of an
+    image of ``shape``, row-major, for the intrinsics ``K`` (3x3 float64, as bytes so the cache can key
+    on it). Depth times a ray is the pixel's point in the camera frame."""
+    K = np.frombuffer(K_bytes, dtype=np.float64).reshape(3, 3)
+    vs, us = np.mgrid[0 : shape[0] : steps[0], 0 : shape[1] : steps[1]]
+    rays = np.stack([(us - K[0, 2]) / K[0, 0], (vs - K[1, 2]) / K[1, 1], np.ones(us.shape)], axis=-1)
+    return rays.reshape(-1, 3)
+
+
+def _barely_moved(before: np.ndarray, now: np.ndarray) -> bool:
+    """Whether a camera pose (4x4 camera-to-world) moved under ``LOOK_MOVE`` and turned under ``LOOK_TURN``."""
+    if np.abs(now[:3, 3] - before[:3, 3]).max() >= LOOK_MOVE:
+        return False
+    # cos of the rotation angle between the two orientations: (trace(R1^T R2) - 1) / 2
+    return (np.einsum("ij,ij->", before[:3, :3], now[:3, :3]) - 1.0) / 2.0 > LOOK_TURN_COS
+
+
+class LookedAt:
+    """The record of looked-at ground cells. Needs the SpatialMemory fields (_looked, _look_pose)."""
+
+    def _look(self, views: Iterable[CameraView]) -> None:
+        """Note the ground cells (``LOOK_CELL`` m, xy) this frame's cameras see: a sparse grid of depth
+        pixels back-projected. A camera that moved less than ``LOOK_MOVE`` m and ``LOOK_TURN`` since the
+        last time it was read adds nothing new (its view shifted by a fraction of a cell)."""
+        if self._looked is None:
+            return
+        for view in views:
+            pose = np.asarray(view.cam_to_world, dtype=np.float64)
+            before = self._look_pose.get(view.name)
+            if before is not None and _barely_moved(before, pose):
+                continue
+            self._look_pose[view.name] = pose.copy()
+            h, w = view.depth.shape
+            steps = (max(1, h // 24), max(1, w // 24))
+            z = view.depth[:: steps[0], :: steps[1]].reshape(-1)
+            hit = z > 0
+            if not hit.any():
+                continue
+            rays = _sparse_rays((h, w), steps, np.asarray(view.K, dtype=np.float64).tobytes())[hit]
+            cam = rays * z[hit, None].astype(np.float64)
+            world = cam @ view.cam_to_world[:3, :3].T + view.cam_to_world[:3, 3]
+            cells = np.floor(world[:, :2] / LOOK_CELL).astype(np.int64) + (1 << 20)
+            self._looked.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
+
+    def _looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
+        """Whether a camera looked at the ground within a cell of ``point`` before this frame (always
+        true for a memory that keeps no such record: one loaded from a file written before it did)."""
+        if self._looked is None:
+            return True
+        ix, iy = (int(np.floor(float(c) / LOOK_CELL)) + (1 << 20) for c in point[:2])
+        return any(((ix + dx) << 21) | (iy + dy) in self._looked for dx in (-1, 0, 1) for dy in (-1, 0, 1))
