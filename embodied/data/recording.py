@@ -50,7 +50,6 @@ folders; any other non-empty folder is refused.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -63,6 +62,7 @@ import numpy as np
 
 from embodied.data.commit import sigint_held
 from embodied.data.images import encode_depth_png, encode_jpeg, shared_file_mode
+from embodied.data.recording_checks import check_meta, listed_keyframes, read_events, read_json_object, read_plan
 
 if TYPE_CHECKING:
     from embodied.memory import SpatialMemory
@@ -258,22 +258,6 @@ class Recording:
     plan: dict | None = None  # plan.json (a planning agent's goal, plan log and skill trace); None if absent
 
 
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{what} file not found: {path}") from None
-    except (UnicodeDecodeError, OSError) as e:
-        raise ValueError(f"{what} file {path} is unreadable: {e}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} file {path} is corrupt or truncated: {e.msg} at line {e.lineno}") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{what} file {path} is corrupt: expected a JSON object")
-    return doc
-
-
 def episode_dirs(root: str | os.PathLike) -> list[Path]:
     """The episode folders of a run folder, in order."""
     root = Path(root)
@@ -289,7 +273,7 @@ def find_episode(path: str | os.PathLike, episode: int = 0) -> Path:
         return path
     if not (path / "run.json").exists():
         raise ValueError(f"{path} is not a recording: no meta.json or run.json (record one with embodied run --record)")
-    _read_json(path / "run.json", "run")
+    read_json_object(path / "run.json", "run")
     dirs = episode_dirs(path)
     if not dirs:
         raise ValueError(f"recording {path} has no episode folders (episode_000, ...)")
@@ -299,142 +283,23 @@ def find_episode(path: str | os.PathLike, episode: int = 0) -> Path:
 
 
 def load_recording(path: str | os.PathLike, episode: int = 0) -> Recording:
-    """Load and check a recorded episode; any missing or corrupt file raises ValueError naming it."""
+    """Load and check a recorded episode; any missing or corrupt file raises ValueError naming it (the checks:
+    :mod:`embodied.data.recording_checks`)."""
     from embodied.memory import SpatialMemory
 
     folder = find_episode(path, episode)
-    meta = _read_json(folder / "meta.json", "recording meta")
+    meta = read_json_object(folder / "meta.json", "recording meta")
     if meta.get("format") != FORMAT:
         raise ValueError(f"{folder / 'meta.json'} is not an {FORMAT} meta file (format: {meta.get('format')!r})")
     if meta.get("version") != VERSION:
         raise ValueError(f"{folder / 'meta.json'}: unsupported version {meta.get('version')!r}; this reads {VERSION}")
-    _check_meta(meta, folder / "meta.json")
+    check_meta(meta, folder / "meta.json")
     memory_file = folder / meta["files"]["memory"]
     try:
         memory = SpatialMemory.load(memory_file)
     except FileNotFoundError:
         raise ValueError(f"memory file not found: {memory_file}") from None
-    events_file = folder / meta["files"]["events"]
-    events = []
-    try:
-        lines = events_file.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ValueError(f"events file not found: {events_file}") from None
-    except (UnicodeDecodeError, OSError) as e:
-        raise ValueError(f"events file {events_file} is unreadable: {e}") from None
-    for number, line in enumerate(lines, 1):
-        try:
-            event = json.loads(line)
-        except ValueError as e:
-            raise ValueError(f"events file {events_file} is corrupt at line {number}: {e}") from None
-        problem = _event_problem(event)
-        if problem:
-            raise ValueError(f"events file {events_file} is corrupt at line {number}: {problem}")
-        events.append(event)
-    keyframes = []
-    for k in meta["keyframes"]:
-        image = folder / k["file"]
-        if not image.is_file():
-            raise ValueError(f"keyframe image not found: {image} (listed in {folder / 'meta.json'})")
-        extra = {}
-        if k.get("depth_file"):
-            extra["depth_path"] = folder / k["depth_file"]
-            if not extra["depth_path"].is_file():
-                raise ValueError(f"keyframe depth image not found: {extra['depth_path']} "
-                                 f"(listed in {folder / 'meta.json'})")
-        keyframes.append({**k, "path": image, **extra})
-    return Recording(folder, meta, memory, events, keyframes, _read_plan(folder / meta["files"].get("plan", "plan.json")))
-
-
-def _int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _matrix(value, n: int) -> bool:
-    """An n x n matrix of finite numbers."""
-    return isinstance(value, list) and len(value) == n and all(
-        isinstance(row, list) and len(row) == n and all(
-            _int(x) and abs(x) <= 2**53 or isinstance(x, float) and math.isfinite(x) for x in row) for row in value)
-
-
-def _inside(name) -> bool:
-    """A file name relative to the episode folder that stays inside it."""
-    return isinstance(name, str) and name != "" and not Path(name).is_absolute() and ".." not in Path(name).parts
-
-
-def _check_meta(meta: dict, path: Path) -> None:
-    """The fields of meta.json that readers use, with their types; ValueError naming the file and field."""
-    for key in ("task", "seed", "cameras", "keyframes", "files"):
-        if key not in meta:
-            raise ValueError(f"{path} is missing the field {key!r}")
-
-    def wrong(field: str, expected: str):
-        return ValueError(f"{path} is corrupt: {field} must be {expected}, got {str(_short(meta, field))}")
-
-    if not isinstance(meta["task"], str):
-        raise wrong("task", "a string")
-    for key in ("seed", "episode", "steps"):
-        if key in meta and not (_int(meta[key]) and meta[key] >= 0 if key != "seed" else _int(meta[key])):
-            raise wrong(key, "an integer" + ("" if key == "seed" else " >= 0"))
-    if not isinstance(meta.get("complete", False), bool) or not isinstance(meta.get("success"), (bool, type(None))):
-        raise wrong("complete" if not isinstance(meta.get("complete", False), bool) else "success", "true or false")
-    files = meta["files"]
-    if not isinstance(files, dict) or not all(_inside(files.get(k)) for k in ("memory", "events")) or \
-            not _inside(files.get("plan", "plan.json")):
-        raise wrong("files", "an object naming the memory, events (and plan) files inside the episode folder")
-    cameras = meta["cameras"]
-    if not isinstance(cameras, dict) or not all(
-            isinstance(c, dict) and _int(c.get("width")) and _int(c.get("height")) and c["width"] > 0 and
-            c["height"] > 0 and _matrix(c.get("K"), 3) for c in cameras.values()):
-        raise wrong("cameras", "{name: {width, height, K (3x3)}}")
-    if not isinstance(meta["keyframes"], list):
-        raise wrong("keyframes", "a list")
-    for k, frame in enumerate(meta["keyframes"]):
-        if not (isinstance(frame, dict) and _int(frame.get("t")) and 0 <= frame["t"] < 2**62 and
-                isinstance(frame.get("camera"), str) and _inside(frame.get("file")) and
-                (frame.get("depth_file") is None or _inside(frame["depth_file"])) and
-                _matrix(frame.get("cam_to_world"), 4)):
-            raise wrong(f"keyframes[{k}]", "{t (a step), camera, file (and depth_file) inside the folder, "
-                                           "cam_to_world (4x4)}")
-
-
-def _short(meta: dict, field: str) -> str:
-    value = meta
-    for part in field.replace("]", "").replace("[", ".").split("."):
-        value = value[int(part)] if isinstance(value, list) else value.get(part)
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _event_problem(event) -> str:
-    """What is wrong with one line of events.jsonl ("" if nothing): the memory's event, as the log keeps it."""
-    from embodied.memory.document import check_event
-
-    if not isinstance(event, dict) or not {"t", "op", "node", "tag"} <= event.keys():
-        return "expected an object with t, op, node, tag"
-    try:
-        check_event(event["t"], event["op"], event["node"], event["tag"], event.get("data", {}), "event")
-    except ValueError as e:
-        return str(e)
-    return ""
-
-
-def _read_plan(path: Path) -> dict | None:
-    """plan.json, checked; None when the policy wrote none (only planning agents do)."""
-    if not path.exists():
-        return None
-    plan = _read_json(path, "plan")
-    for key, need in (("log", {"t", "tag", "text"}), ("trace", {"t", "call"})):
-        entries = plan.get(key, [])
-        if not isinstance(entries, list):
-            raise ValueError(f"plan file {path} is corrupt: {key!r} must be a list")
-        for number, entry in enumerate(entries):
-            if not isinstance(entry, dict) or not need <= entry.keys() or not isinstance(entry["t"], int):
-                raise ValueError(f"plan file {path} is corrupt: {key}[{number}] must be an object with "
-                                 f"{', '.join(sorted(need))} (t an integer step)")
-            call = entry.get("call")
-            if key == "trace" and call is not None and not (isinstance(call, dict) and "skill" in call):
-                raise ValueError(f"plan file {path} is corrupt: trace[{number}].call must be null or a skill call")
-    if not isinstance(plan.get("goal", ""), (str, type(None))):
-        raise ValueError(f"plan file {path} is corrupt: 'goal' must be a string")
-    return plan
+    events = read_events(folder / meta["files"]["events"])
+    keyframes = listed_keyframes(folder, meta)
+    plan = read_plan(folder / meta["files"].get("plan", "plan.json"))
+    return Recording(folder, meta, memory, events, keyframes, plan)
