@@ -53,6 +53,22 @@ class Aim:
     def reset(self) -> None:
         self._offsets.clear()
 
+    def state(self) -> list:
+        """JSON-plain: ``[kind, target, point [x, y] m, offset [dx, dy] m]`` per target missed so far."""
+        return [[kind, target, [float(v) for v in p], [float(v) for v in o]]
+                for (kind, target), (p, o) in self._offsets.items()]
+
+    def load_state(self, rows: list) -> None:
+        """Take the offsets ``state`` gave; ValueError naming the row at fault."""
+        self._offsets.clear()
+        for k, row in enumerate(rows):
+            kind, target, point, offset = row
+            point, offset = np.asarray(point, dtype=np.float64), np.asarray(offset, dtype=np.float64)
+            if kind not in ("place", "grasp") or not isinstance(target, str) or point.shape != (2,) or \
+                    offset.shape != (2,) or not np.isfinite([*point, *offset]).all():
+                raise ValueError(f"aim row {k}: expected [place|grasp, target, [x, y], [dx, dy]], got {row!r}")
+            self._offsets[(kind, target)] = (point, offset)
+
     @staticmethod
     def _key(call: SkillCall) -> tuple[str, str] | None:
         if call.skill == "place":

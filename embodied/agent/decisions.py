@@ -70,6 +70,36 @@ class DecisionLog:
     def __len__(self) -> int:
         return len(self.rows)
 
+    ARRAYS = ("proprio", "params")  # per row, besides the tokens' features and first_xyz
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-plain rows without their arrays, arrays ``K.proprio``, ``K.params``, ``K.features``,
+        ``K.first_xyz`` of row K): the log exactly, for saving an agent mid-episode."""
+        rows, arrays = [], {}
+        for k, r in enumerate(self.rows):
+            tok = r["tokens"]
+            rows.append({**{f: v for f, v in r.items() if f not in (*self.ARRAYS, "tokens")},
+                         "tokens": {"ids": list(tok.ids), "words": [list(w) for w in tok.words], "t": int(tok.t)}})
+            arrays.update({f"{k}.proprio": r["proprio"], f"{k}.params": r["params"], f"{k}.features": tok.features,
+                           f"{k}.first_xyz": tok.first_xyz})
+        return {"max_nodes": self.max_nodes, "labeller": self.labeller, "rows": rows}, arrays
+
+    @classmethod
+    def from_state(cls, doc: dict, arrays: dict[str, np.ndarray]) -> DecisionLog:
+        log = cls(int(doc["max_nodes"]), str(doc["labeller"]))
+        for k, row in enumerate(doc["rows"]):
+            got = {f: arrays.get(f"{k}.{f}") for f in ("proprio", "params", "features", "first_xyz")}
+            tok = row["tokens"]
+            n = len(tok["ids"])
+            if any(a is None or a.dtype != np.float32 for a in got.values()) or got["features"].shape != \
+                    (n, TOKEN_DIM) or got["first_xyz"].shape != (n, 3) or got["params"].shape != (PARAM_DIM,):
+                raise ValueError(f"decisions row {k}: arrays missing or misshapen")
+            tokens = NodeTokens([str(i) for i in tok["ids"]], [tuple(str(x) for x in w) for w in tok["words"]],
+                                got["features"].copy(), got["first_xyz"].copy(), int(tok["t"]))
+            log.rows.append({**row, "t": int(row["t"]), "proprio": got["proprio"].copy(), "tokens": tokens,
+                             "params": got["params"].copy()})
+        return log
+
     def pack(self) -> tuple[dict[str, np.ndarray], dict]:
         """Arrays ``decision.*`` (D decisions, N the most nodes at any of them, padded) and the
         JSON-plain side: goal text, node ids and words per decision."""

@@ -24,6 +24,17 @@ class DriftFix:
         self.localiser = DepthLocaliser(config or LocaliserConfig())
         self._phase = phase
 
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-plain: the last phase and the localiser's document, its arrays); see ``DepthLocaliser.state``."""
+        doc, arrays = self.localiser.state()
+        return {"phase": self._phase, "localiser": doc}, arrays
+
+    @classmethod
+    def from_state(cls, doc: dict, arrays: dict[str, np.ndarray], config: LocaliserConfig | None = None) -> DriftFix:
+        fix = cls(config, phase=int(doc["phase"]))
+        fix.localiser = DepthLocaliser.from_state(doc["localiser"], arrays, config)
+        return fix
+
     def __call__(self, obs: dict, t: int, moving: np.ndarray | None) -> dict:
         phase = int(obs["goal"]["phase"])
         if phase == RECALL and self._phase != RECALL:

@@ -37,10 +37,12 @@ feeds it blank frames and the instruction "wait" while the goal's phase is 0 (ob
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from embodied.agent import persist
 from embodied.agent.aim import GRASPS, Aim, AimConfig
 from embodied.agent.decisions import DecisionLog
 from embodied.agent.drift import DriftFix, moving_mask
@@ -106,7 +108,8 @@ class MemoryAgent:
         self._reached: np.ndarray | None = None  # TCP (3,) m when the running grasp closed its fingers
         self.freespace: FreeSpaceMap | None = None  # the mobile robot's own map of free space (head depth)
         self.drift: DriftFix | None = None  # the mobile robot's drift correction
-        self.t = 0
+        self.t = 0  # steps of this episode folded into memory
+        self.t0 = 0  # the memory time of this episode's step 0 (past a resumed memory's last, see resume_memory)
         self.goal_text: str | None = None
         self.goal: Goal | None = None
         self.target_rgb = None
@@ -180,18 +183,23 @@ class MemoryAgent:
         if labelled:
             self.decisions.add(self.t - 1, self.goal_text, obs, self.memory, call, alternatives, ran=self.current_call)
 
-    def _embody(self, obs: dict) -> None:
-        """From the first observation: an arm (workcell proprio) or a mobile base with a head camera.
-        The base also keeps a free-space map, and the default skills follow the body."""
+    def _embody(self, obs: dict) -> None:  # from the first observation: an arm, or a base with a head camera
         arm = np.asarray(obs["proprio"]).shape[0] == ARM_PROPRIO
+        self._build_body(arm, not arm and f"depth/{HEAD_CAMERA}" in obs)
+
+    def _build_body(self, arm: bool, mapped: bool) -> None:
+        """The body's action size and skills; a mapped base (head camera) keeps a free-space map and its
+        drift fix: those already in place (a saved agent's, a resumed memory's) are kept."""
         self._action_dim = 5 if arm else 2
         self._idle = np.zeros(self._action_dim, dtype=np.float32)
         if arm:
             self._idle[4] = 1.0  # gripper open
-        if not arm and f"depth/{HEAD_CAMERA}" in obs:
+        if not mapped:
+            self.freespace = self.drift = None
+        elif self.freespace is None:
             self.freespace = FreeSpaceMap()
-            if self.config.localise is not None:
-                self.drift = DriftFix(self.config.localise)
+        if mapped and self.drift is None and self.config.localise is not None:
+            self.drift = DriftFix(self.config.localise)
         # The scripted skills for this body; skills given to the agent (learned heads) replace them.
         self.skills = dict(arm_skills()) if arm else {}
         if self.freespace is not None:
@@ -235,8 +243,8 @@ class MemoryAgent:
                     self.skills["navigate"] = NavigateSkill(self.freespace)
                 self._lend_map()
         self._phase = phase
-        self.memory.update(self.perceive(obs, self.t, self._segments))
-        self.memory.hear(self.t, obs["goal"]["text"])
+        self.memory.update(self.perceive(obs, self.t0 + self.t, self._segments))
+        self.memory.hear(self.t0 + self.t, obs["goal"]["text"])
         if self.freespace is not None:
             integrate_observation(self.freespace, obs, self._moving)
             if self.config.rooms_every and self.t % self.config.rooms_every == 0:
@@ -292,7 +300,7 @@ class MemoryAgent:
         given = self._aimed(call)
         skill.start(given, obs)
         self.skill, self.current_call = skill, call
-        self._since = self.t
+        self._since = self.t0 + self.t  # memory time: the effect check reads events from here on
         self._reached = None
         # The trace holds the call the skill ran (demonstrations label frames with it).
         self.trace.append({"t": self.t - 1, "call": given.to_dict(), "text": str(given)})
@@ -350,7 +358,7 @@ class MemoryAgent:
     def _note(self, tag: str, text: str) -> None:
         t = self.t - 1  # the step of the observation being acted on (self.t counts folded frames)
         self.log.append({"t": t, "tag": tag, "text": text})
-        self.memory.note(t, tag, text)
+        self.memory.note(self.t0 + t, tag, text)
 
     def plan_record(self) -> dict:
         """JSON-plain: the goal, the plan now, the log (plans, skill ends, failures, replans) and the
@@ -372,6 +380,23 @@ class MemoryAgent:
         head = f"goal: {self.goal_text}" if self.goal_text else "goal: -"
         return "\n".join([head, *lines])
 
+    # --- saving and restoring (embodied.agent.persist) --------------------------------
+    # The agent's own counters persist saves besides its parts (memory, map, drift fix, skills, plan, log).
+    STATE_FIELDS = ("t", "t0", "attempts", "replans", "_settle", "_since", "_phase", "_ask", "_decided")
+
+    def save(self, path) -> Path:
+        """The whole agent into the folder ``path``, atomically: loaded, it acts exactly as this one would."""
+        return persist.save_agent(self, path)
+
+    @classmethod
+    def load(cls, path, skills: dict | None = None, planner: Planner | None = None, decider=None) -> MemoryAgent:
+        """What ``save`` wrote; ``skills``, ``decider``: the learned ones it ran with (weights are not saved)."""
+        return persist.load_agent(path, cls, AgentConfig, skills, planner, decider)
+
+    def resume_memory(self, path, gap: int = persist.EPISODE_GAP) -> None:
+        """After ``reset``, before the first ``act``: this episode (the next day, same place) starts with the
+        memory, free-space map and localiser map saved at ``path`` (a ``save`` folder or a memory file)."""
+        persist.resume_memory(self, path, gap)
 
 def _blank(obs: dict) -> dict:
     """The observation with every image zeroed (no colour, no depth return, no instances) and the

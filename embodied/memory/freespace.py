@@ -371,25 +371,41 @@ class FreeSpaceMap:
         return out
 
     # --- persistence ----------------------------------------------------------------
+    PARAMS = ("low", "size", "res", "radius", "prefer", "plan_res", "z_min", "z_max", "free_height", "stride",
+              "max_range", "min_hits", "occ_ratio", "sure_hits", "unknown_cost")
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-plain parameters, arrays): ``hits`` and ``free`` (H, W) float32 evidence counts, ``visited``
+        (H, W) bool. The planning graph is a cache: rebuilt from these, it is the same graph."""
+        params = {k: getattr(self, k, None) for k in self.PARAMS}
+        params.update(low=self.low.tolist(), size=self.size.tolist(), plan_res=self.res * self.k)
+        return params, {"hits": self.hits.copy(), "free": self.free.copy(), "visited": self.visited.copy()}
+
+    @classmethod
+    def from_state(cls, params: dict, arrays: dict[str, np.ndarray]) -> FreeSpaceMap:
+        """The map ``state`` describes; ValueError naming the parameter or array at fault."""
+        missing = [k for k in cls.PARAMS if k not in params] + [k for k in ("hits", "free", "visited")
+                                                                   if k not in arrays]
+        if missing:
+            raise ValueError(f"free-space map: {missing[0]} missing")
+        size, res = np.asarray(params["size"], dtype=np.float64).reshape(2), float(params["res"])
+        shape = (round(size[1] / res), round(size[0] / res)) if res > 0 and np.isfinite(size).all() else None
+        for key, dtype in (("hits", np.float32), ("free", np.float32), ("visited", np.bool_)):
+            a = arrays[key]
+            if a.dtype != dtype or a.shape != shape or (a.dtype.kind == "f" and not np.isfinite(a).all()):
+                raise ValueError(f"free-space map: array {key} must be finite {np.dtype(dtype).name} {shape} "
+                                 f"(size {params['size']}, res {params['res']}), got {a.dtype} {a.shape}")
+        m = cls(**{k: params[k] for k in cls.PARAMS})
+        m.hits[:], m.free[:], m.visited[:] = arrays["hits"], arrays["free"], arrays["visited"]
+        m.version += 1
+        return m
+
     def to_dict(self) -> dict:
         """JSON-plain: parameters plus the evidence grids (hits/free as lists, visited as 0/1 rows)."""
-        return {
-            "low": self.low.tolist(), "size": self.size.tolist(), "res": self.res, "radius": self.radius,
-            "prefer": self.prefer, "plan_res": self.res * self.k, "z_min": self.z_min, "z_max": self.z_max,
-            "free_height": self.free_height, "stride": self.stride, "max_range": self.max_range,
-            "min_hits": self.min_hits, "occ_ratio": self.occ_ratio, "sure_hits": self.sure_hits,
-            "unknown_cost": self.unknown_cost,
-            "hits": self.hits.round(1).tolist(), "free": self.free.round(1).tolist(),
-            "visited": self.visited.astype(np.uint8).tolist(),
-        }
+        return {**self.state()[0], "hits": self.hits.round(1).tolist(), "free": self.free.round(1).tolist(),
+                "visited": self.visited.astype(np.uint8).tolist()}
 
     @classmethod
     def from_dict(cls, d: dict) -> FreeSpaceMap:
-        keys = ("low", "size", "res", "radius", "prefer", "plan_res", "z_min", "z_max", "free_height", "stride",
-                "max_range", "min_hits", "occ_ratio", "sure_hits", "unknown_cost")
-        m = cls(**{k: d[k] for k in keys})
-        m.hits[:] = np.asarray(d["hits"], dtype=np.float32)
-        m.free[:] = np.asarray(d["free"], dtype=np.float32)
-        m.visited[:] = np.asarray(d["visited"], dtype=bool)
-        m.version += 1
-        return m
+        types = {"hits": np.float32, "free": np.float32, "visited": bool}
+        return cls.from_state(d, {k: np.asarray(d[k], dtype=t) for k, t in types.items()})

@@ -40,6 +40,7 @@ registered at once with a wider gate (``reanchor_corr``, ``reanchor_step``,
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -183,6 +184,49 @@ class DepthLocaliser:
                 "cpu_ms_per_frame": sum(r.cpu_ms for r in self.log) / frames,
                 "reanchors": self.reanchors, "map_points": len(self.map)}
 
+    # --- persistence ------------------------------------------------------------------------
+    POSES = ("correction", "last_delta", "last_raw", "last_reg", "accepted")
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-plain: counters, the registration log, the map's parameters; which optional poses are set),
+        arrays: ``correction``, ``last_delta`` and (when set) ``last_raw``, ``last_reg``, ``accepted`` (4,4)
+        float64; ``times`` (N,) int64, ``poses`` and ``raw`` (N,4,4) float64 per frame; ``map.*``."""
+        poses = dict(zip(self.POSES, (self.correction, self._last_delta, self._last_raw, self._last_reg,
+                                      self._accepted)))
+        map_doc, map_arrays = self.map.state()
+        doc = {"since": self._since, "wide": self._wide, "reanchors": self.reanchors, "map": map_doc,
+               "set": [k for k, v in poses.items() if v is not None], "log": [dataclasses.asdict(r) for r in self.log]}
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in poses.items() if v is not None}
+        arrays.update(times=np.asarray(self.times, dtype=np.int64),
+                      poses=np.asarray(self.poses, dtype=np.float64).reshape(-1, 4, 4),
+                      raw=np.asarray(self.raw, dtype=np.float64).reshape(-1, 4, 4),
+                      **{f"map.{k}": v for k, v in map_arrays.items()})
+        return doc, arrays
+
+    @classmethod
+    def from_state(cls, doc: dict, arrays: dict[str, np.ndarray], config: LocaliserConfig | None = None
+                   ) -> DepthLocaliser:
+        """The localiser ``state`` describes (with ``config``); ValueError naming what is wrong."""
+        loc = cls(config)
+        loc.map = VoxelMap.from_state(doc["map"], {k[4:]: v for k, v in arrays.items() if k.startswith("map.")})
+        poses = {}
+        for key in doc["set"]:
+            if key not in cls.POSES or key not in arrays or arrays[key].shape != (4, 4):
+                raise ValueError(f"localiser: pose {key!r} unknown, missing or not (4,4)")
+            poses[key] = arrays[key].astype(np.float64)
+        if "correction" not in poses or "last_delta" not in poses:
+            raise ValueError("localiser: poses correction and last_delta are needed")
+        loc.correction, loc._last_delta = poses["correction"], poses["last_delta"]
+        loc._last_raw, loc._last_reg, loc._accepted = (poses.get(k) for k in cls.POSES[2:])
+        times, track, raw = arrays.get("times"), arrays.get("poses"), arrays.get("raw")
+        if times is None or track is None or raw is None or times.ndim != 1 or \
+                track.shape != (len(times), 4, 4) or raw.shape != track.shape:
+            raise ValueError("localiser: times (N,), poses and raw (N,4,4) missing or of other lengths")
+        loc.times, loc.poses, loc.raw = [int(t) for t in times], list(track.copy()), list(raw.copy())
+        loc.log = [_registration(r) for r in doc["log"]]
+        loc._since, loc._wide, loc.reanchors = int(doc["since"]), int(doc["wide"]), int(doc["reanchors"])
+        return loc
+
     # --- registration --------------------------------------------------------------------
     def _register(self, depth, K, T_odom, t: int, ignore) -> None:
         cfg = self.config
@@ -245,6 +289,16 @@ class DepthLocaliser:
         dist = float(np.linalg.norm(T_odom[:2, 3] - self._accepted[:2, 3]))
         turn = abs(wrap(yaw_of(T_odom) - yaw_of(self._accepted)))
         return cfg.max_step + cfg.per_motion * (dist + 0.3 * turn), cfg.max_turn + cfg.per_motion * (turn + dist)
+
+
+def _registration(d: dict) -> Registration:
+    """A :class:`Registration` from its JSON dict; ValueError naming a field of the wrong type."""
+    kinds = {"int": int, "bool": bool, "float": (int, float), "str": str}
+    for f in dataclasses.fields(Registration):
+        value = d.get(f.name, f.default)
+        if not isinstance(value, kinds[f.type]) or f.type != "bool" and isinstance(value, bool):
+            raise ValueError(f"localiser: log entry field {f.name} must be {f.type}, got {value!r}")
+    return Registration(**d)
 
 
 def _size(fit: Fit, pivot: np.ndarray) -> tuple[float, float]:

@@ -276,6 +276,34 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     def load(cls, path) -> SpatialMemory:
         return persistence.load(path, cls)
 
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON document, arrays): the memory exactly as it stands, saving nothing of it unchanged
+        (see ``persistence.state``); ``from_state`` rebuilds it."""
+        return persistence.state(self)
+
+    @classmethod
+    def from_state(cls, doc: dict, arrays: dict[str, np.ndarray]) -> SpatialMemory:
+        return persistence.from_state(doc, arrays, cls)
+
+    def start_episode(self, gap: int) -> int:
+        """Carry this memory into a new episode in the same place (the next day: same rooms, objects may
+        have moved): its clock jumps ``gap`` steps past the last frame, so events stay in time order and
+        nothing of the last episode counts as a few steps ago (hand-offs, motion prediction); the robot
+        was moved (no place edge from where it stood) and holds nothing; tracks stand still. Returns the
+        memory time of the new episode's first step."""
+        if gap < 1:
+            raise ValueError(f"gap must be >= 1, got {gap}")
+        start = max(self.t, self.log.last_t, -1) + int(gap)
+        self.t = start - 1
+        self.current_place = ""
+        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0)}
+        self._look_pose = {}
+        for node, track in self.tracks.items():
+            track.velocity = np.zeros(3)
+            if self._graph.nodes[node].get("held"):
+                self._set(node, start, "release", {"held": False})
+        return start
+
     def export_graphml(self, path, t: int | None = None):
         return persistence.export_graphml(self, path, t)
 

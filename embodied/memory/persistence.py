@@ -56,8 +56,10 @@ def _jsonable(value):
     return value
 
 
-def to_json(memory: SpatialMemory) -> dict:
-    """The whole memory as a JSON-ready dict: graph, event log, tracker state."""
+def to_json(memory: SpatialMemory, refresh: bool = True) -> dict:
+    """The whole memory as a JSON-ready dict: graph, event log, tracker state. ``refresh=False`` leaves the
+    geometric edges as they stand (the memory unchanged by saving it) and notes whether they are due."""
+    graph = memory.graph if refresh else memory._graph
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -68,8 +70,9 @@ def to_json(memory: SpatialMemory) -> dict:
         "grip": {k: _jsonable(v) for k, v in memory.grip.items()},
         "current_place": memory.current_place,
         "together": sorted([list(p) for p in memory.together]),
-        "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in memory.graph.nodes(data=True)},
-        "edges": [[u, v, k] for u, v, k in memory.graph.edges(keys=True)],
+        "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in graph.nodes(data=True)},
+        "edges": [[u, v, k] for u, v, k in graph.edges(keys=True)],
+        "edges_dirty": bool(memory._edges_dirty) and not refresh,
         "log": memory.log.to_json(),
         "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
         "looked": None if memory._looked is None else sorted(memory._looked),
@@ -107,7 +110,54 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     memory._looked = None if looked is None else {int(k) for k in looked}
     memory._edges_dirty = False
     check_built(memory)
+    dirty = doc.get("edges_dirty", False)
+    if not isinstance(dirty, bool):
+        raise ValueError(f"edges_dirty: expected a boolean, got {type(dirty).__name__}")
+    memory._edges_dirty = dirty  # saved without bringing the edges up to date: they are due
     return memory
+
+
+def state(memory: SpatialMemory) -> tuple[dict, dict[str, np.ndarray]]:
+    """The memory exactly as it stands, without changing it: the :func:`to_json` document (edges as they
+    are) and the arrays it does not hold: per track (in the document's order) ``tracks.K.keys`` (N,) int64
+    voxel keys and ``tracks.K.samples`` (M,3) float32 m visibility samples (a carried track keeps the ones
+    it had), and ``look_pose.K`` (4,4) float64, the pose each camera of ``doc["look_cameras"]`` last had
+    when its ground cells were read."""
+    doc = to_json(memory, refresh=False)
+    doc["look_cameras"] = list(memory._look_pose)
+    arrays = {}
+    for k, track in enumerate(memory.tracks.values()):
+        arrays[f"tracks.{k}.keys"] = np.ascontiguousarray(track.keys, dtype=np.int64)
+        arrays[f"tracks.{k}.samples"] = np.ascontiguousarray(track.samples, dtype=np.float32).reshape(-1, 3)
+    for k, pose in enumerate(memory._look_pose.values()):
+        arrays[f"look_pose.{k}"] = np.asarray(pose, dtype=np.float64)
+    return doc, arrays
+
+
+def from_state(doc: dict, arrays: dict[str, np.ndarray],
+               make: Callable[[MemoryConfig], SpatialMemory]) -> SpatialMemory:
+    """The memory :func:`state` describes; a missing or misshapen array raises ValueError naming it."""
+    memory = from_json(doc, make)
+    for k, track in enumerate(memory.tracks.values()):
+        track.keys = _array(arrays, f"tracks.{k}.keys", np.int64, (-1,))
+        track.samples = _array(arrays, f"tracks.{k}.samples", np.float32, (-1, 3))
+    cameras = doc.get("look_cameras", [])
+    if not isinstance(cameras, list) or not all(isinstance(c, str) for c in cameras):
+        raise ValueError("look_cameras: expected a list of camera names")
+    memory._look_pose = {c: _array(arrays, f"look_pose.{k}", np.float64, (4, 4)) for k, c in enumerate(cameras)}
+    return memory
+
+
+def _array(arrays: dict, key: str, dtype, shape: tuple) -> np.ndarray:
+    """``arrays[key]`` of ``dtype`` and ``shape`` (-1: any length), finite; else ValueError naming ``key``."""
+    if key not in arrays:
+        raise ValueError(f"array {key}: missing")
+    a = arrays[key]
+    if a.dtype != dtype or a.ndim != len(shape) or any(s not in (-1, n) for s, n in zip(shape, a.shape)):
+        raise ValueError(f"array {key}: expected {np.dtype(dtype).name} of shape {shape}, got {a.dtype} {a.shape}")
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        raise ValueError(f"array {key}: not finite")
+    return a.copy()
 
 
 def save(memory: SpatialMemory, path: str | os.PathLike) -> Path:

@@ -124,6 +124,34 @@ class VoxelMap:
             self._recent = None
         return len(new)
 
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-plain: voxel, crop, rebuild m; the KD-tree's centre xy and point count or null), arrays
+        ``points``/``normals`` (N,3) float64 and ``keys`` (N,) int64. The trees rebuild from these as they
+        were: the same points in the same order."""
+        tree = None if self._tree is None else {"centre": [float(v) for v in self._tree[2]], "n": self._built_n}
+        doc = {"voxel": float(self.voxel), "crop": float(self.crop), "rebuild": float(self.rebuild), "tree": tree}
+        return doc, {"points": self.points.copy(), "normals": self.normals.copy(), "keys": self._keys.copy()}
+
+    @classmethod
+    def from_state(cls, doc: dict, arrays: dict[str, np.ndarray]) -> VoxelMap:
+        """The map ``state`` describes; ValueError naming what is wrong."""
+        m = cls(float(doc["voxel"]), float(doc["crop"]), float(doc["rebuild"]))
+        if not (np.isfinite([m.voxel, m.crop, m.rebuild]).all() and m.voxel > 0 and m.crop > 0):
+            raise ValueError(f"voxel map: voxel {m.voxel}, crop {m.crop}, rebuild {m.rebuild} out of range")
+        for key, dtype, width in (("points", np.float64, 3), ("normals", np.float64, 3), ("keys", np.int64, 0)):
+            a = arrays.get(key)
+            if a is None or a.dtype != dtype or a.shape[1:] != ((width,) if width else ()) or \
+                    len(a) != len(arrays["points"]) or (width and not np.isfinite(a).all()):
+                raise ValueError(f"voxel map: array {key} missing, misshapen or not finite")
+        m.points, m.normals, m._keys = arrays["points"].copy(), arrays["normals"].copy(), arrays["keys"].copy()
+        tree = doc["tree"]
+        if tree is not None:
+            n = int(tree["n"])
+            if not 0 <= n <= len(m.points):
+                raise ValueError(f"voxel map: tree.n {n} is not within the {len(m.points)} points")
+            m._build(np.asarray(tree["centre"], dtype=np.float64).reshape(2), n)  # as it was: over the first n
+        return m
+
     def query(self, pts: np.ndarray, centre: np.ndarray, k: int, radius: float) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest map points within ``radius`` of each of ``pts`` (M,3): distances (M,k) (inf: none)
         and map indices (M,k) (len(self): none), nearest first, over both trees."""
@@ -142,14 +170,18 @@ class VoxelMap:
         order = np.argsort(d, axis=1)[:, :k]
         return np.take_along_axis(d, order, 1), np.take_along_axis(j, order, 1)
 
+    def _build(self, centre: np.ndarray, n: int) -> None:
+        """The main tree over the first ``n`` points within 1.5 ``crop`` of ``centre`` (xy)."""
+        index = np.flatnonzero(np.linalg.norm(self.points[:n, :2] - centre, axis=1) < self.crop * 1.5)
+        self._tree = (cKDTree(self.points[index]) if len(index) else None, index, centre)
+        self._built_n, self._recent = n, None
+
     def _refresh(self, centre: np.ndarray) -> None:
         tree = self._tree
         stale = tree is None or np.linalg.norm(centre - tree[2]) > self.crop / 2 or \
             len(self.points) - self._built_n > self.rebuild * max(len(tree[1]), 1)
         if stale:
-            index = np.flatnonzero(np.linalg.norm(self.points[:, :2] - centre, axis=1) < self.crop * 1.5)
-            self._tree = (cKDTree(self.points[index]) if len(index) else None, index, centre)
-            self._built_n, self._recent = len(self.points), None
+            self._build(centre, len(self.points))
         if self._recent is None:
             index = np.arange(self._built_n, len(self.points))
             self._recent = (cKDTree(self.points[index]) if len(index) else None, index)

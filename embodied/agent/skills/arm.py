@@ -52,6 +52,24 @@ class Waypoint:
     check_grasp: bool = False  # fail if the gripper closed on nothing by the end of this waypoint
 
 
+def _waypoint_json(w: Waypoint) -> dict:
+    return {**{f: getattr(w, f) for f in Waypoint.__dataclass_fields__}, "pos": [float(v) for v in w.pos]}
+
+
+def _waypoint(d: dict) -> Waypoint:
+    yaw = None if d["yaw"] is None else float(d["yaw"])
+    return Waypoint(_vec3(d["pos"]), float(d["grip"]), yaw, float(d["tol"]), int(d["hold"]), int(d["timeout"]),
+                    float(d["speed"]), bool(d["check_grasp"]))
+
+
+def _vec3(values) -> np.ndarray:
+    """(3,) float64 from JSON; ValueError unless three finite numbers."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (3,) or not np.isfinite(v).all():
+        raise ValueError(f"expected 3 finite numbers, got {values!r}")
+    return v
+
+
 def tcp_state(proprio: np.ndarray) -> tuple[np.ndarray, float, float]:
     """(TCP position (3,) m, TCP yaw rad, gripper width m) from workcell proprio (22,)."""
     p = np.asarray(proprio, dtype=np.float64)
@@ -99,6 +117,31 @@ class WaypointSkill:
         self._last_pos = None
         _, _, width = tcp_state(obs["proprio"])
         self._grip = OPEN if width > 0.07 else CLOSED
+
+    def state(self) -> dict:
+        """JSON-plain: the call, the waypoints left and the counters (``started`` false before the first
+        ``start``), and the hand's grasp state shared with the other arm skills."""
+        out = {"started": hasattr(self, "call"), "grip": float(self._grip), "hand": dict(self.hand)}
+        if out["started"]:
+            out.update(call=self.call.to_dict(), queue=[_waypoint_json(w) for w in self.queue], stage=self.stage,
+                       done=self._done, failed=self._failed, elapsed=self._elapsed, held=self._held,
+                       steps=self._steps, still=self._still,
+                       last_pos=None if self._last_pos is None else [float(v) for v in self._last_pos])
+        return out
+
+    def load_state(self, d: dict) -> None:
+        """Take up where ``state`` was taken (the skill built as the saved one was)."""
+        self._grip = float(d["grip"])
+        self.hand.clear()
+        self.hand.update({str(k): float(v) for k, v in d["hand"].items()})
+        if not d["started"]:
+            return
+        self.call = SkillCall.from_dict(d["call"])
+        self.queue = deque(_waypoint(w) for w in d["queue"])
+        self._done, self._failed = bool(d["done"]), bool(d["failed"])
+        self.stage, self._elapsed, self._held = int(d["stage"]), int(d["elapsed"]), int(d["held"])
+        self._steps, self._still = int(d["steps"]), int(d["still"])
+        self._last_pos = None if d["last_pos"] is None else _vec3(d["last_pos"])
 
     retarget_stages = 0  # waypoints that may be re-aimed while memory refines the target (0: never)
 

@@ -60,6 +60,10 @@ def wrap(angle: float) -> float:
     return float((angle + np.pi) % (2 * np.pi) - np.pi)
 
 
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
 def base_pose(obs: dict[str, Any], camera: str = CAMERA) -> np.ndarray:
     """(3,) base pose [x, y, yaw] (m, rad) from the camera-to-world extrinsics and the mount.
 
@@ -156,6 +160,35 @@ class NavigateSkill:
         self.log = []
         self.guide = np.zeros(GUIDE_DIM, dtype=np.float32)
         self._plan(base_pose(obs, self.camera))
+
+    def state(self) -> dict:
+        """JSON-plain: the call and everything ``start`` set and ``act`` moves on (``started`` false before
+        the first start); path points (2,) m. The map is the agent's, saved with it."""
+        out = {"started": hasattr(self, "call"), "done": self._done, "failed": self._failed, "log": list(self.log),
+               "guide": [float(v) for v in self.guide], "target": [float(v) for v in self.target]}
+        if out["started"]:
+            out.update(call=self.call.to_dict(), ring=[float(v) for v in self.ring], reach_now=float(self.reach_now),
+                       face_now=float(self.face_now), steps=self.steps, replans=self.replans, index=self.index,
+                       path=[[float(v) for v in p] for p in self.path], best=_finite_or_none(self.best),
+                       since_best=self.since_best, backing=self.backing, creeps=self.creeps)
+        return out
+
+    def load_state(self, d: dict) -> None:
+        """Take up where ``state`` was taken."""
+        self._done, self._failed, self.log = bool(d["done"]), bool(d["failed"]), [str(x) for x in d["log"]]
+        self.guide = np.asarray(d["guide"], dtype=np.float32).reshape(GUIDE_DIM)
+        self.target = np.asarray(d["target"], dtype=np.float64).reshape(2)
+        if not d["started"]:
+            return
+        self.call = SkillCall.from_dict(d["call"])
+        self.ring = tuple(float(v) for v in d["ring"])
+        self.reach_now, self.face_now = float(d["reach_now"]), float(d["face_now"])
+        self.steps, self.replans, self.index = int(d["steps"]), int(d["replans"]), int(d["index"])
+        self.path = [np.asarray(p, dtype=np.float64).reshape(2) for p in d["path"]]
+        self.best = np.inf if d["best"] is None else float(d["best"])
+        self.since_best, self.backing, self.creeps = int(d["since_best"]), int(d["backing"]), int(d["creeps"])
+        if len(self.ring) != 3 or not all(np.isfinite(p).all() for p in [self.target, *self.path]):
+            raise ValueError("navigate: ring must hold 3 numbers, target and path finite points")
 
     def act(self, obs: dict[str, Any]) -> np.ndarray:
         pose, override = self.guide_step(obs, scripted_done=True)
