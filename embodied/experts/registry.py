@@ -54,6 +54,7 @@ EXPERTS: dict[str, str] = {
     "ChangedObject-v0": "embodied.experts.navigation:NavigationExpert",
     "CountPerRoom-v0": "embodied.experts.room_recall:RoomExpert",
     "VanishedObject-v0": "embodied.experts.navigation:NavigationExpert",
+    "Lifelong-v0": "embodied.experts.lifelong:LifelongExpert",
 }
 
 

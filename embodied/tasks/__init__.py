@@ -123,6 +123,9 @@ _NAVIGATION = [
      "a tour of the apartment, then: go to the room that had the most objects (all gone now)"),
     ("VanishedObject-v0", "embodied.tasks.vanished_object:VanishedObject", 2000,
      "an object disappears while the robot looks away during the tour; go to where it was"),
+    # The longest tour (under 1500 steps), the delay and 20 goals of 1050 steps each.
+    ("Lifelong-v0", "embodied.tasks.lifelong:Lifelong", 23000,
+     "one long episode: 40 objects that move, go and come between 20 goals; one memory throughout"),
 ]
 
 for _name, _entry, _steps, _desc in _NAVIGATION:

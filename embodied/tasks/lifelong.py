@@ -1,0 +1,753 @@
+"""Lifelong: one long episode in an apartment that keeps changing; goal after goal, one memory.
+
+The apartment of the navigation suite with many more objects: ``objects`` (40 by default) of
+the twelve classes, up to five of a class, each instance in its own colour (so "the red mug"
+and "the blue mug" are told apart by colour), on 45 spots along the furniture's front edges,
+0.3 m apart. Twenty more instances wait out of the apartment to be added later.
+
+observe  The tour, as in the other navigation tasks (env-driven, agent actions ignored).
+delay    ``delay`` steps at the dock.
+recall   ``goals`` cycles of ``period`` steps (the first goal as the recall phase starts):
+
+         goal   the instruction (``obs["goal"]["phase"]`` 2): the robot has ``time_limit`` steps.
+                Reaching it (or running out of time) ends the goal.
+         show   ``obs["goal"]["phase"]`` 0, "watch the apartment", agent actions ignored. The env
+                makes ``changes`` changes: each moves an object to a free spot, removes one
+                (taken out of the apartment) or adds one (a new instance on a free spot). A share
+                ``watched`` of them happen in view: the env drives the robot to the viewpoint of
+                the room it stands in, turns it round once (as on the tour), then turns it to face
+                each watched change as it happens (an object glides to another spot in the room
+                while the robot follows it, is lifted away, or is set down). The others happen at
+                once, as the show starts, in the other rooms and out of the camera's view.
+         wait   ``obs["goal"]["phase"]`` 1, "wait for the next goal", agent actions ignored, until
+                the cycle's ``period`` steps are over; then the next goal.
+
+Goals, drawn at random (uniformly over the ``kinds`` that have a candidate) when each is given:
+
+         object "go to the <colour> <class>": an object where it stands now.
+         first  "go to where the <colour> <class> was first seen": an object seen on the tour
+                that has moved or gone since; the asked place is its spot on the tour.
+         was    "go to where the <colour> <class> was": an object taken away; its last spot.
+         room   "go to the room where you saw the <colour> <class>": an object taken away; the
+                room of its last spot. Success as RoomRecall: stop (5 still steps) at least
+                0.3 m inside that room.
+
+Every goal is answerable from what the robot was shown: the env renders the head camera's
+instance masks every few steps of the tour and of each show, and asks only about an object the
+camera saw (at least ``SEEN_PIXELS`` pixels of it at 96 x 96, within ``SEEN_RANGE``) in the
+place the goal is about, after its last change. What the robot sees on its own drives between
+goals adds to its memory but never to what may be asked. Every goal names a place (or a room)
+in another room than the robot's at the time, so the answer is not in view when the goal is
+given, and a robot that stays put never reaches it. The first goal is fixed at reset (the cue,
+as in MultiGoal): "go to" the first object, whose spot is the cue; nothing changes before it.
+
+Success per goal: within 0.5 m of the asked place (xy) and facing it within 30 degrees (room:
+stopped inside the room) before ``time_limit`` steps. The episode runs to the end of the last
+goal and succeeds when at least ``SUCCESS_SHARE`` (90%) of its goals succeeded.
+``info["goal_success"]`` lists the outcome of every goal ended so far, ``info["goal_index"]`` the
+index of the current one, ``info["goal_kinds"]`` / ``info["goal_chance"]`` the kind and chance of
+every goal given so far, ``info["goal_steps"]`` the steps each ended goal took,
+``info["goal_rate"]`` the share reached so far and ``info["stage"]`` the stage.
+
+Chance per goal (``Lifelong.kind_chance(options)``), as the other navigation families count it:
+a place (object, first, was) is one of the ``45 spots - objects + 1`` places it could be (1/6 at
+the defaults); a room one of the three the robot is not in (1/3). The episode's chance is the
+binomial tail: the probability of reaching at least 90% of the goals at the per-goal chance
+averaged over the kinds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import mujoco
+import numpy as np
+
+from embodied.envs.apartment import COLOURS, DELAY_TEXT, OBJECT_CLASSES, TOUR_TEXT, NavigationEnv
+from embodied.envs.cameras import CameraRig
+from embodied.envs.nav_base import DriveBase
+from embodied.envs.nav_drive import PathFollower, Progress, TourBuilder, heading, track, wrap
+from embodied.envs.nav_layout import FURNITURE, ROOMS, SEGMENTS, SIZE, WALL_HEIGHT, room_of
+from embodied.envs.nav_map import MapPainter
+from embodied.envs.nav_plan import LayoutSampler
+from embodied.envs.nav_presets import nav_presets
+from embodied.envs.scene import Entity, SceneBuilder
+from embodied.tasks.room_recall import DWELL, HIDDEN, MARGIN, STILL_MOVE, STILL_TURN
+
+# Object spots along each piece's front edge (local x, m); y and z are the piece's own slot row.
+SPOT_X: dict[str, tuple[float, ...]] = {
+    "counter": (-0.75, -0.45, -0.15, 0.15, 0.45, 0.75),
+    "table": (-0.45, -0.15, 0.15, 0.45),
+    "cabinet": (-0.27, 0.0, 0.27),
+    "fridge": (),
+    "sofa": (-0.6, -0.3, 0.0, 0.3, 0.6),
+    "coffee_table": (-0.45, -0.15, 0.15, 0.45),
+    "shelf": (-0.45, -0.15, 0.15, 0.45),
+    "bed": (-0.45, -0.15, 0.15, 0.45),
+    "nightstand": (0.0,),
+    "dresser": (-0.45, -0.15, 0.15, 0.45),
+    "desk": (-0.6, -0.3, 0.0, 0.3, 0.6),
+    "armchair": (0.0,),
+}
+SPOTS = sum(len(SPOT_X[prop]) for _, prop in FURNITURE)  # 45
+PER_CLASS = 5  # instances of each object class in the scene (60 in all)
+INSTANCES = tuple(f"{cls}_{k}" for cls in OBJECT_CLASSES for k in range(PER_CLASS))
+MAX_OBJECTS = SPOTS - 3  # a few spots stay free for moves and additions
+# Colours the namer (embodied.perception.colour) may call by one name share a group; the instances
+# of one class take colours of different groups, so "the <colour> <class>" names exactly one.
+COLOUR_GROUPS = (("red",), ("orange", "brown"), ("yellow",), ("green", "lime"), ("cyan",), ("blue",), ("purple",),
+                 ("pink",), ("white",), ("black",))
+KINDS = ("object", "first", "was", "room")
+CHANGE_KINDS, CHANGE_P = ("move", "remove", "add"), (0.5, 0.25, 0.25)
+SUCCESS_SHARE = 0.9  # an episode succeeds with at least this share of its goals reached
+
+SHOW_TEXT = "watch the apartment"
+WAIT_TEXT = "wait for the next goal"
+# The show: drive to the room's viewpoint, one full turn, then each watched change.
+SHOW_SPEED = 0.42  # m/s on the drive to the viewpoint (the tour's speed)
+DRIVE_MAX = 300  # steps; a drive that takes longer is cut short and the look starts where the robot is
+TURN_STEPS = 53  # a full turn at the tour's 1.2 rad/s
+FACE_STEPS, WATCH_STEPS, AFTER_STEPS = 25, 5, 15
+GLIDE_STEPS, LIFT_STEPS, DROP_STEPS = 40, 12, 15
+EVENT_STEPS = FACE_STEPS + WATCH_STEPS + GLIDE_STEPS + AFTER_STEPS  # the longest watched change
+MIN_MOVE = 0.6  # m between the two spots of a watched move
+# What the robot was shown: instance masks of the head camera, rendered every GLANCE_EVERY steps.
+GLANCE_SIZE, GLANCE_EVERY = 96, 3
+SEEN_PIXELS = 6  # at 96 x 96: about 11 pixels of the agent's 128 x 128 frames
+SEEN_RANGE = 5.0  # m from the camera
+HALF_VIEW = np.deg2rad(35.0)  # the head camera's half field of view, both ways
+
+
+def show_budget(changes: int) -> int:
+    """Most steps a show can take: the drive, the turn and every change watched."""
+    return DRIVE_MAX + TURN_STEPS + changes * EVENT_STEPS + 10
+
+
+@dataclass
+class LifelongOptions:
+    PRESETS: ClassVar[dict[str, dict]] = nav_presets({
+        "easy": {},
+        "medium": {"objects": 40, "goals": 24, "changes": 4, "period": 1150},
+        "hard": {"objects": 42, "goals": 28, "changes": 5, "watched": 0.35, "period": 1200},
+        "extreme": {"objects": 42, "goals": 32, "changes": 6, "watched": 0.25, "period": 1300},
+    })
+    objects: int = 40  # objects in the apartment at the start (up to 42 on 45 spots)
+    goals: int = 20  # goals in the episode
+    period: int = 1050  # steps from one goal to the next: the goal, the show, then the wait
+    changes: int = 3  # moves, removals and additions between two goals
+    watched: float = 0.5  # share of the changes made in view of the robot
+    kinds: str = "object,first,was,room"  # goal kinds to draw from (comma-separated)
+    delay: int = 10  # steps at the dock between the tour and the first goal
+    time_limit: int = 400  # steps allowed per goal
+    odom_noise: float = 0.0  # relative std of each wheel's encoder increments per control step
+
+    @property
+    def kind_list(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.kinds.split(",") if k.strip())
+
+    def validate(self) -> None:
+        if not 4 <= self.objects <= MAX_OBJECTS:
+            raise ValueError(f"objects must be in 4..{MAX_OBJECTS} ({SPOTS} spots, some kept free), got {self.objects}")
+        if not 1 <= self.goals <= 1000:
+            raise ValueError(f"goals must be in 1..1000, got {self.goals}")
+        if not 0 <= self.changes <= 10:
+            raise ValueError(f"changes must be in 0..10, got {self.changes}")
+        if not 0.0 <= self.watched <= 1.0:
+            raise ValueError(f"watched must be in [0, 1], got {self.watched}")
+        kinds = self.kind_list
+        if not kinds or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
+            raise ValueError(f"kinds must name some of {', '.join(KINDS)} (comma-separated), got {self.kinds!r}")
+        if self.delay < 0 or self.time_limit < 50:
+            raise ValueError("delay must be >= 0 and time_limit >= 50 steps")
+        if not 0.0 <= self.odom_noise <= 0.5:
+            raise ValueError(f"odom_noise must be in [0, 0.5], got {self.odom_noise}")
+        need = self.time_limit + show_budget(self.changes)
+        if self.period < need:
+            raise ValueError(f"period must be at least time_limit + the show ({need} steps for time_limit="
+                             f"{self.time_limit}, changes={self.changes}), got {self.period}")
+
+
+@dataclass
+class GoalRecord:
+    """One goal of the episode."""
+
+    kind: str  # object, first, was, room
+    obj: str  # the instance it names
+    spot: int  # the asked spot (object, first, was); for room the spot whose room is asked
+    room: int  # the asked room (room), else the spot's room
+    text: str
+    start: int  # step it was given
+    end: int = -1  # step it ended (-1: running)
+    success: bool = False
+
+
+@dataclass
+class Change:
+    """One change between goals."""
+
+    t: int
+    kind: str  # move, remove, add
+    obj: str
+    src: int  # spot it left (-1: added)
+    dst: int  # spot it went to (-1: removed)
+    watched: bool
+    start: int = -1  # look step at which a watched change begins
+    steps: int = 0  # its length in look steps
+
+
+@dataclass
+class _Show:
+    """The running show: drive, then the look (a reference pose per step) with its watched changes."""
+
+    room: int
+    follower: PathFollower
+    progress: Progress
+    drive_steps: int = 0
+    look: np.ndarray | None = None
+    look_i: int = 0
+    watched: list[Change] = field(default_factory=list)
+    yaw_marks: list[float] = field(default_factory=list)
+
+
+class Lifelong(NavigationEnv):
+    family = "Lifelong"
+    memory_skill = "a changing apartment over a long episode: where things are now, were first and were last"
+    Options = LifelongOptions
+    SLOTS: ClassVar[int] = SPOTS
+    chance = ("per goal: 1 / (45 spots - objects + 1) for a place (17% at defaults), 1/3 for a room; "
+              "episode (>= 90% of goals): the binomial tail at their mean")
+
+    # --- chance -------------------------------------------------------------------
+    @classmethod
+    def kind_chance(cls, options: LifelongOptions) -> dict[str, float]:
+        """Chance of one goal of each kind: a place among the free spots plus its own; a room among the three
+        the robot is not in."""
+        place = 1.0 / (SPOTS - options.objects + 1)
+        return {"object": place, "first": place, "was": place, "room": 1.0 / (len(ROOMS) - 1)}
+
+    @classmethod
+    def goal_chance_rate(cls, options: LifelongOptions) -> float:
+        """Chance of one goal, the kinds drawn uniformly."""
+        per = cls.kind_chance(options)
+        return float(np.mean([per[k] for k in options.kind_list]))
+
+    @classmethod
+    def chance_rate(cls, options: LifelongOptions) -> float:
+        p, n = cls.goal_chance_rate(options), options.goals
+        need = math.ceil(SUCCESS_SHARE * n - 1e-9)
+        return float(sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(need, n + 1)))
+
+    # --- construction -------------------------------------------------------------
+    def _build(self) -> tuple[mujoco.MjModel, list[Entity]]:
+        scene = SceneBuilder("apartment")
+        scene.add_entity("floor", "floor", "floor")
+        scene.add_entity("walls", "wall", "walls")
+        scene.add_entity("robot", "robot", "base")
+        walls = scene.spec.body("walls")
+        for seg in SEGMENTS:
+            for k in range(seg.tiles):
+                walls.add_geom(
+                    name=f"{seg.name}_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[*seg.tile_half(), WALL_HEIGHT / 2],
+                    pos=[*seg.tile_centre(k), WALL_HEIGHT / 2], contype=0, conaffinity=1, condim=1,
+                    rgba=[0.86, 0.84, 0.79, 1.0],
+                )
+        for name, prop in FURNITURE:
+            entity = scene.attach(prop, name, prop, (0.0, -5.0, 0.0))
+            if not SPOT_X[prop]:
+                continue
+            row = scene.spec.site(f"{name}/slot0").pos  # the piece's own slot row: y (front), z (top)
+            body = scene.spec.body(entity.root_body)
+            for k, x in enumerate(SPOT_X[prop]):
+                body.add_site(name=f"{name}/spot{k}", pos=[x, float(row[1]), float(row[2])], size=[0.02, 0, 0],
+                              group=4)
+        for name in INSTANCES:
+            scene.attach(name.rsplit("_", 1)[0], name, name.rsplit("_", 1)[0], HIDDEN)
+        return scene.compile()
+
+    def _setup(self) -> None:
+        m = self.model
+        self.entity = {e.name: e for e in self.entities}
+        self.drive = DriveBase(m, self.data, self.rig.camera_ids)
+        self._robot_body = self.drive.body
+        self._obj_body = {n: m.body(self.entity[n].root_body).id for n in INSTANCES}
+        furniture = {name: m.body(self.entity[name].root_body).id for name, _ in FURNITURE}
+        self.sampler = LayoutSampler(m, self.data, self._robot_body, furniture, list(self._obj_body.values()))
+        # This task's spots replace the pieces' own slots: the layout is checked against these.
+        self.sampler.slot_sites = [(name, m.site(f"{name}/spot{k}").id) for name, prop in FURNITURE
+                                   for k in range(len(SPOT_X[prop]))]
+        assert len(self.sampler.slot_sites) == SPOTS
+        self._painter = MapPainter(SIZE)
+        self._painted_for: object = None
+        self.apartment = None
+        self.drive.odometry.noise = self.options.odom_noise
+        self._glance_rig: CameraRig | None = None
+        self._iid = np.array([self.entity[n].instance_id for n in INSTANCES])
+        self.stage = "tour"
+        self.goals_given: list[GoalRecord] = []
+
+    def close(self):
+        if self._glance_rig is not None:
+            self._glance_rig.close()
+            self._glance_rig = None
+        super().close()
+
+    # --- layout and cue -------------------------------------------------------------
+    def _sample_layout(self, rng: np.random.Generator) -> None:
+        o = self.options
+        self.apartment = self.sampler.sample(rng)
+        order = [INSTANCES[i] for i in rng.permutation(len(INSTANCES))]
+        self.active, self.spares = order[: o.objects], order[o.objects :]
+        self.colour = {}
+        for cls in OBJECT_CLASSES:
+            groups = rng.choice(len(COLOUR_GROUPS), size=PER_CLASS, replace=False)
+            for k, g in enumerate(groups):
+                group = COLOUR_GROUPS[int(g)]
+                self.colour[f"{cls}_{k}"] = group[int(rng.integers(len(group)))]
+        self.object_yaw = {n: float(rng.uniform(-np.pi, np.pi)) for n in INSTANCES}
+        self.first_object = self.active[0]
+        self.layout_spots = self._assign_spots(rng, self.active[1:])
+        self.free_spots = sorted(set(range(SPOTS)) - set(self.layout_spots.values()))
+        self._odom_seed = int(rng.integers(2**32))
+        self._event_seed = int(rng.integers(2**63))
+
+    def _sample_cue(self, rng: np.random.Generator) -> int:
+        return int(rng.choice(self.free_spots))
+
+    def cue_variants(self) -> list[int]:
+        """Two free spots in different rooms for the first goal's object."""
+        return self._spots_in_two_rooms(self.free_spots)
+
+    def _spots(self) -> dict[str, int]:
+        if not isinstance(self.cue, (int, np.integer)) or self.cue not in self.free_spots:
+            raise ValueError(f"cue must be a free spot index, one of {self.free_spots}; got {self.cue!r}")
+        return {**self.layout_spots, self.first_object: int(self.cue)}
+
+    def _place_objects(self) -> None:
+        for name in INSTANCES:
+            self.put_object(name, HIDDEN)
+        self.spot = self._spots()
+        for name, k in self.spot.items():
+            self.put_object(name, self.apartment.slots[k])
+
+    def _reset_scene(self) -> None:
+        self.active = [self.first_object, *self.layout_spots]
+        super()._reset_scene()
+        for name in INSTANCES:  # the spares too: an added object has its colour from the start
+            for g in self.entity[name].geom_ids:
+                self.model.geom_rgba[g, :3] = COLOURS[self.colour[name]]
+        self.events_rng = np.random.default_rng(self._event_seed)
+        self.spares_left = list(self.spares)
+        self.initial = dict(self.spot)
+        self.removed: dict[str, int] = {}  # taken away -> the spot it left
+        self.known: dict[str, int] = {}  # object -> the spot the camera last saw it on (after its last change)
+        self.tour_seen: set[str] = set()
+        self.moving: set[str] = set()  # objects in the middle of a watched change
+        self.changes: list[Change] = []
+        self.goals_given = []
+        self.stage = "tour"
+        self.show: _Show | None = None
+        self.next_goal_t = 0
+        self._still, self._last_pose = 0, None
+        self.goals_given.append(self._goal_record("object", self.first_object, 0))
+
+    # --- phases ---------------------------------------------------------------------
+    def _on_phase(self, phase: str) -> None:
+        super()._on_phase(phase)
+        if phase == "delay":
+            self.stage = "delay"
+        elif phase == "recall":
+            self.stage = "goal"
+            first = self.goals_given[0]
+            first.start = self.t
+            self.next_goal_t = self.t + self.options.period
+
+    def _script(self, phase: str, k: int) -> None:
+        if phase == "observe" and self.t % GLANCE_EVERY == 0:
+            mujoco.mj_forward(self.model, self.data)
+            self._glance(tour=True)
+
+    def extra_steps(self) -> int:
+        o, d = self.options, type(self).Options()
+        return self.extra_delay() + max(0, o.goals * o.period - d.goals * d.period)
+
+    # --- actions ------------------------------------------------------------------------
+    def _apply_action(self, action: np.ndarray) -> None:
+        if self.phase != "recall" or self.stage == "goal":
+            super()._apply_action(action)
+            return
+        v = w = 0.0
+        show = self.show
+        if self.stage == "show" and show is not None:
+            pose = self.drive.pose()
+            if show.look is None:
+                v, w = show.follower.act(pose)
+            elif show.look_i + 1 < len(show.look):
+                v, w = track(pose, show.look[show.look_i], show.look[show.look_i + 1], self.control_dt)
+        self.drive.command(float(np.clip(v, -0.5, 0.5)), float(np.clip(w, -1.5, 1.5)))
+
+    # --- the cycle ----------------------------------------------------------------------
+    @property
+    def current(self) -> GoalRecord:
+        return self.goals_given[-1]
+
+    def _evaluate(self) -> tuple[bool, bool]:
+        o = self.options
+        if self.stage == "goal":
+            goal = self.current
+            met = self._met(goal)
+            if met or self.t - goal.start >= o.time_limit:
+                goal.end, goal.success = self.t, bool(met)
+                if len(self.goals_given) >= o.goals:
+                    rate = self.goal_rate()
+                    self.stage = "done"
+                    return rate >= SUCCESS_SHARE - 1e-9, rate < SUCCESS_SHARE - 1e-9
+                self._start_show()
+        elif self.stage == "show":
+            self._show_step()
+        elif self.stage == "wait" and self.t >= self.next_goal_t:
+            self._start_goal()
+        return False, False
+
+    def goal_rate(self) -> float:
+        ended = [g for g in self.goals_given if g.end >= 0]
+        return float(np.mean([g.success for g in ended])) if ended else 0.0
+
+    def _met(self, goal: GoalRecord) -> bool:
+        if goal.kind == "room":
+            return self._stopped_in(goal.room)
+        return self.reached(self._goal()[0])
+
+    def _stopped_in(self, room: int) -> bool:
+        """RoomRecall's test: still for ``DWELL`` steps, at least ``MARGIN`` m inside the room."""
+        pose = self.robot_pose()
+        last, self._last_pose = self._last_pose, pose
+        if last is not None:
+            turn = abs(float(wrap(pose[2] - last[2])))
+            still = float(np.linalg.norm(pose[:2] - last[:2])) < STILL_MOVE and turn < STILL_TURN
+            self._still = self._still + 1 if still else 0
+        x0, y0, x1, y1 = ROOMS[room]
+        inside = x0 + MARGIN <= pose[0] <= x1 - MARGIN and y0 + MARGIN <= pose[1] <= y1 - MARGIN
+        return bool(self._still >= DWELL and inside and room_of(pose[:2]) == room)
+
+    # --- goals -------------------------------------------------------------------------
+    def _goal_record(self, kind: str, obj: str, start: int) -> GoalRecord:
+        colour, cls = self.colour[obj], obj.rsplit("_", 1)[0]
+        if kind == "object":
+            spot, text = self.spot[obj], f"go to the {colour} {cls}"
+        elif kind == "first":
+            spot, text = self.initial[obj], f"go to where the {colour} {cls} was first seen"
+        elif kind == "was":
+            spot, text = self.removed[obj], f"go to where the {colour} {cls} was"
+        else:
+            spot, text = self.removed[obj], f"go to the room where you saw the {colour} {cls}"
+        return GoalRecord(kind, obj, int(spot), int(self.apartment.slot_room[spot]), text, start)
+
+    def candidates(self) -> dict[str, list[str]]:
+        """Objects each goal kind may ask about now: only what the camera was shown in that place."""
+        here = room_of(self.robot_pose()[:2])
+        rooms = self.apartment.slot_room
+        present = [n for n in self.active if self.known.get(n) == self.spot[n]]
+        first = [n for n in self.initial if n in self.tour_seen and self.spot.get(n, -1) != self.initial[n]]
+        gone = [n for n in self.removed if self.known.get(n) == self.removed[n]]
+        out = {
+            "object": [n for n in present if rooms[self.spot[n]] != here],
+            "first": [n for n in first if rooms[self.initial[n]] != here],
+            "was": [n for n in gone if rooms[self.removed[n]] != here],
+            "room": [n for n in gone if rooms[self.removed[n]] != here],
+        }
+        return {k: sorted(out[k]) for k in self.options.kind_list}
+
+    def _start_goal(self) -> None:
+        cands = self.candidates()
+        last = self.current.obj
+        asked: dict[str, int] = {}
+        for g in self.goals_given:
+            asked[g.obj] = asked.get(g.obj, 0) + 1
+        kinds = [k for k, names in cands.items() if [n for n in names if n != last]]
+        if not kinds:  # nothing knowable elsewhere (hardly ever): any object seen where it is
+            kinds, cands = ["object"], {"object": [n for n in self.active if n in self.known] or list(self.active)}
+        kind = kinds[int(self.events_rng.integers(len(kinds)))]
+        names = [n for n in cands[kind] if n != last] or cands[kind]
+        fewest = min(asked.get(n, 0) for n in names)
+        names = [n for n in names if asked.get(n, 0) == fewest]
+        obj = names[int(self.events_rng.integers(len(names)))]
+        self.goals_given.append(self._goal_record(kind, obj, self.t))
+        self.stage = "goal"
+        self.show = None
+        self._still, self._last_pose = 0, None
+        self.next_goal_t = self.t + self.options.period
+
+    # --- the show ------------------------------------------------------------------------
+    def _start_show(self) -> None:
+        self.stage = "show"
+        pose = self.robot_pose()
+        room = room_of(pose[:2])
+        target = self.apartment.viewpoints[room]
+        points = self.apartment.planner.path(pose[:2], target) + [target]
+        show = _Show(room, PathFollower(points[1:], max_v=SHOW_SPEED), Progress(40))
+        show.progress.restart(float(np.linalg.norm(target - pose[:2])))
+        self.show = show
+        self._plan_changes(room)
+        mujoco.mj_forward(self.model, self.data)
+
+    def _free_spots(self, rooms=None, exclude=()) -> list[int]:
+        taken = set(self.spot.values()) | set(exclude)
+        taken |= {c.dst for c in self.show.watched if c.dst >= 0} | {c.src for c in self.show.watched if c.src >= 0}
+        free = [k for k in range(SPOTS) if k not in taken]
+        return [k for k in free if rooms is None or int(self.apartment.slot_room[k]) in rooms]
+
+    def _plan_changes(self, room: int) -> None:
+        """Draw this show's changes: the unwatched ones happen now, out of view in the other rooms;
+        the watched ones in ``room`` wait for the look."""
+        o, rng = self.options, self.events_rng
+        others = [r for r in range(len(ROOMS)) if r != room]
+        busy = set()  # objects a change of this show already took
+        for _ in range(o.changes):
+            watched = bool(rng.random() < o.watched)
+            first = str(rng.choice(CHANGE_KINDS, p=CHANGE_P))
+            for kind in [first] + [k for k in CHANGE_KINDS if k != first]:
+                for view in (watched, not watched):
+                    change = self._draw_change(kind, view, room, others, busy)
+                    if change is not None:
+                        break
+                if change is not None:
+                    break
+            if change is None:
+                continue
+            busy.add(change.obj)
+            if change.watched:
+                self.show.watched.append(change)
+            else:
+                self._apply_change(change)
+
+    def _draw_change(self, kind: str, watched: bool, room: int, others: list[int], busy: set) -> Change | None:
+        o, rng, rooms = self.options, self.events_rng, self.apartment.slot_room
+        where = [room] if watched else others
+        pending = {c.obj for c in self.show.watched}
+
+        def ok(spot: int) -> bool:  # an unwatched change must not happen in front of the camera
+            return watched or not self._in_view(self.apartment.slots[spot])
+
+        def pick(items):
+            return items[int(rng.integers(len(items)))] if items else None
+
+        movable = [n for n in self.active if n not in busy and n not in pending and int(rooms[self.spot[n]]) in where
+                   and ok(self.spot[n])]
+        if kind == "move":
+            obj = pick(movable)
+            if obj is None:
+                return None
+            src = self.spot[obj]
+            free = [k for k in self._free_spots(where) if ok(k)]
+            if watched:
+                slots = self.apartment.slots
+                free = [k for k in free if np.linalg.norm(slots[k, :2] - slots[src, :2]) >= MIN_MOVE]
+            dst = pick(free)
+            return None if dst is None else Change(self.t, "move", obj, src, int(dst), watched)
+        # Removals and additions keep the count within 3 of ``objects`` (counting those still to come).
+        count = len(self.active) + sum(c.kind == "add" for c in self.show.watched) \
+            - sum(c.kind == "remove" for c in self.show.watched)
+        if kind == "remove":
+            if count <= o.objects - 3:
+                return None
+            obj = pick(movable)
+            return None if obj is None else Change(self.t, "remove", obj, self.spot[obj], -1, watched)
+        if count >= o.objects + 3 or not self.spares_left:
+            return None
+        dst = pick([k for k in self._free_spots(where) if ok(k)])
+        if dst is None:
+            return None
+        obj = self.spares_left.pop(int(rng.integers(len(self.spares_left))))
+        return Change(self.t, "add", obj, -1, int(dst), watched)
+
+    def _apply_change(self, change: Change, t: int | None = None) -> None:
+        """The change's end state: the object on its new spot, or out of the apartment."""
+        change.t = self.t if t is None else t
+        obj = change.obj
+        if change.kind == "move":
+            self.known.pop(obj, None)  # seen where it stood before: known again once seen on its new spot
+        if change.dst >= 0:
+            self.put_object(obj, self.apartment.slots[change.dst])
+            self.spot[obj] = change.dst
+            if obj not in self.active:
+                self.active.append(obj)
+        else:
+            self.put_object(obj, HIDDEN)
+            self.spot.pop(obj, None)
+            self.removed[obj] = change.src
+            self.active.remove(obj)
+        if change not in self.changes:
+            self.changes.append(change)
+
+    def _in_view(self, xyz) -> bool:
+        """Whether a point (an object on its spot, 10 cm up) is in the head camera's view, unoccluded by walls
+        and furniture."""
+        cam = self.model.camera("head").id
+        eye = self.data.cam_xpos[cam].copy()
+        rot = self.data.cam_xmat[cam].reshape(3, 3)
+        p = np.asarray(xyz, dtype=np.float64) + np.array([0.0, 0.0, 0.1])
+        local = rot.T @ (p - eye)  # MuJoCo camera axes: x right, y up, -z forward
+        depth = -local[2]
+        if depth <= 0.05 or depth > 9.0:
+            return False
+        margin = np.deg2rad(5.0)
+        if max(abs(math.atan2(local[0], depth)), abs(math.atan2(local[1], depth))) > HALF_VIEW + margin:
+            return False
+        geom = np.zeros(1, np.int32)
+        groups = np.array([1, 1, 0, 0, 0, 0], np.uint8)
+        x = mujoco.mj_ray(self.model, self.data, eye, p - eye, groups, 1, self._robot_body, geom)
+        return x < 0 or x >= 1.0
+
+    def _show_step(self) -> None:
+        show = self.show
+        if show.look is None:
+            pose = self.robot_pose()
+            show.drive_steps += 1
+            target = self.apartment.viewpoints[show.room]
+            dist = float(np.linalg.norm(target - pose[:2]))
+            if show.progress.update(dist) and not show.follower.done:
+                points = self.apartment.planner.path(pose[:2], target) + [target]
+                show.follower = PathFollower(points[1:], max_v=SHOW_SPEED)
+                show.progress.restart(dist)
+            if show.follower.done or show.drive_steps >= DRIVE_MAX:
+                self._start_look()
+        else:
+            show.look_i += 1
+            self._run_watched()
+            if show.look_i >= len(show.look) - 1:
+                self.stage = "wait"
+                self._glance()
+        if self.t % GLANCE_EVERY == 0:
+            self._glance()
+
+    def _start_look(self) -> None:
+        """The look's reference poses: a full turn, then each watched change faced and followed."""
+        show = self.show
+        tour = TourBuilder(np.asarray(self.drive.pose(), dtype=np.float64), self.control_dt)
+        tour.turn(2 * np.pi, steps=TURN_STEPS)
+        slots = self.apartment.slots
+        eye = tour.pose[:2].copy()
+        for change in show.watched:
+            src = slots[change.src] if change.src >= 0 else slots[change.dst]
+            tour.face(src[:2], steps=FACE_STEPS)
+            tour.hold(WATCH_STEPS)
+            change.start = tour.steps
+            if change.kind == "move":
+                change.steps = GLIDE_STEPS
+                for i in range(1, GLIDE_STEPS + 1):
+                    want = heading(eye, self._glide(change, i / GLIDE_STEPS))
+                    delta = np.clip(wrap(want - tour.pose[2]), -0.12, 0.12)
+                    tour.turn(float(delta), steps=1)
+                tour.face(slots[change.dst, :2], steps=AFTER_STEPS)
+            else:
+                change.steps = LIFT_STEPS if change.kind == "remove" else DROP_STEPS
+                tour.hold(change.steps + AFTER_STEPS)
+        show.look = tour.array()
+        show.look_i = 0
+
+    def _glide(self, change: Change, s: float) -> np.ndarray:
+        a, b = self.apartment.slots[change.src], self.apartment.slots[change.dst]
+        u = s * s * (3 - 2 * s)
+        return a + u * (b - a) + np.array([0.0, 0.0, 0.3 * np.sin(np.pi * s)])
+
+    def _run_watched(self) -> None:
+        """Move the objects of the watched changes under way at this look step."""
+        i, moved = self.show.look_i, False
+        slots = self.apartment.slots
+        for change in self.show.watched:
+            k = i - change.start
+            if not 0 < k <= change.steps:
+                continue
+            moved = True
+            s = k / change.steps
+            self.moving.add(change.obj)
+            if change.kind == "move":
+                self.put_object(change.obj, self._glide(change, s))
+            elif change.kind == "remove":
+                self.put_object(change.obj, slots[change.src] + np.array([0.0, 0.0, 0.4 * s]))
+            else:
+                self.put_object(change.obj, slots[change.dst] + np.array([0.0, 0.0, 0.5 * (1 - s)]))
+            if k == change.steps:
+                self.moving.discard(change.obj)
+                self._apply_change(change)
+        if moved:
+            mujoco.mj_forward(self.model, self.data)
+
+    # --- what the robot was shown ---------------------------------------------------------
+    def _glance(self, tour: bool = False) -> None:
+        """Render the head camera's instance masks and note every object it shows where it stands."""
+        if self._glance_rig is None:
+            self._glance_rig = CameraRig(self.model, ("head",), GLANCE_SIZE, self._video_geoms)
+        seg = self._glance_rig.render(self.data, rgb=False, depth=False, seg=True)["segmentation/head"]
+        counts = np.bincount(seg.ravel(), minlength=len(self.entities) + 1)
+        eye = self.data.cam_xpos[self.model.camera("head").id]
+        for name, iid in zip(INSTANCES, self._iid):
+            if counts[iid] < SEEN_PIXELS or name not in self.spot or name in self.moving:
+                continue
+            if np.linalg.norm(self.data.xpos[self._obj_body[name]] - eye) > SEEN_RANGE:
+                continue
+            self.known[name] = self.spot[name]
+            if tour:
+                self.tour_seen.add(name)
+
+    # --- observations -----------------------------------------------------------------------
+    def _observation(self, force_render: bool = False) -> dict:
+        obs = super()._observation(force_render)
+        obs["goal"]["phase"] = {"show": 0, "wait": 1}.get(self.stage, obs["goal"]["phase"])
+        return obs
+
+    def _instruction(self, phase: str) -> str:
+        if phase == "recall":
+            if self.stage == "show":
+                return SHOW_TEXT
+            if self.stage == "wait":
+                return WAIT_TEXT
+            return self.current.text
+        return DELAY_TEXT if phase == "delay" else TOUR_TEXT
+
+    def _target_rgb(self) -> np.ndarray:
+        if self.phase != "recall" or self.stage not in ("goal", "done"):
+            return np.zeros(3, dtype=np.float32)
+        return np.array(COLOURS[self.colour[self.current.obj]], dtype=np.float32)
+
+    def _goal_object(self) -> str:
+        return self.current.obj
+
+    def _goal_text(self) -> str:
+        return self.current.text
+
+    def _goal(self) -> tuple[np.ndarray, np.ndarray]:
+        goal = self.current
+        if goal.kind == "room":
+            return self.apartment.viewpoints[goal.room].copy(), np.zeros(2)
+        return self.apartment.slots[goal.spot, :2].copy(), self.apartment.normals[goal.spot]
+
+    @property
+    def target_room(self) -> int:
+        """The room the current goal asks for (room goals), else the room of its place."""
+        return self.current.room
+
+    def _task_info(self) -> dict:
+        chance = self.kind_chance(self.options)
+        ended = [g for g in self.goals_given if g.end >= 0]
+        return {
+            "stage": self.stage,
+            "goal_index": len(self.goals_given) - 1,
+            "goal_success": [g.success for g in ended],
+            "goal_steps": [g.end - g.start for g in ended],
+            "goal_kinds": [g.kind for g in self.goals_given],
+            "goal_chance": [chance[g.kind] for g in self.goals_given],
+            "goal_rate": self.goal_rate(),
+            "goals": self.options.goals,
+        }
+
+    def privileged(self) -> dict:
+        goal = self.current
+        return {
+            **super().privileged(),
+            "goal_kind": goal.kind, "target": goal.obj, "target_spot": goal.spot, "target_room": goal.room,
+            "spots": dict(self.spot), "removed": dict(self.removed), "known": dict(self.known),
+            "changes": len(self.changes), "watched_changes": sum(c.watched for c in self.changes),
+        }
