@@ -5,7 +5,7 @@
 
 ``moving`` (H,W) bool marks the head camera's pixels of movable things (left
 out of the scan); None when unknown. The env re-zeroes odometry on the dock
-as the recall phase starts, so the localiser re-anchors there.
+as the (first) recall phase starts, so the localiser re-anchors there, once.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ class DriftFix:
         """``phase``: the phase of the step before the first one corrected (a fresh start mid-episode)."""
         self.localiser = DepthLocaliser(config or LocaliserConfig())
         self._phase = phase
+        # The dock's re-zeroing comes once, as the first recall phase starts; a task whose goals each start
+        # a recall phase of their own (Lifelong) does not re-zero the odometry at the later ones.
+        self._anchored = phase == RECALL
 
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(JSON-plain: the last phase and the localiser's document, its arrays); see ``DepthLocaliser.state``."""
@@ -37,8 +40,9 @@ class DriftFix:
 
     def __call__(self, obs: dict, t: int, moving: np.ndarray | None) -> dict:
         phase = int(obs["goal"]["phase"])
-        if phase == RECALL and self._phase != RECALL:
+        if phase == RECALL and self._phase != RECALL and not self._anchored:
             self.localiser.reanchor()
+            self._anchored = True
         self._phase = phase
         key = f"extrinsics/{HEAD_CAMERA}"
         out = dict(obs)
