@@ -39,6 +39,7 @@ class EpisodeResult:
     failure: bool
     steps: int
     episode_return: float
+    goals: list[bool] | None = None  # per-goal outcomes, for tasks that report them (info["goal_success"])
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -244,7 +245,9 @@ def run_episodes(
                 video.add(env.render())
         if hasattr(policy, "close"):
             policy.close()
-        results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total))
+        goals = info.get("goal_success")
+        results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total,
+                                     None if goals is None else [bool(g) for g in goals]))
         if on_end is not None:
             on_end(results[-1])
         bar.set_postfix(success=f"{np.mean([r.success for r in results]):.2f}")
@@ -252,10 +255,16 @@ def run_episodes(
 
 
 def summarize(results: list[EpisodeResult]) -> dict:
+    """Episode rates; for tasks with several goals per episode (Lifelong) also the goals' success rate over
+    every goal of every episode (``goal_success_rate``) and the number of goals (``n_goals``)."""
     n = len(results)
-    return {
+    out = {
         "n_episodes": n,
         "success_rate": float(np.mean([r.success for r in results])) if n else 0.0,
         "failure_rate": float(np.mean([r.failure for r in results])) if n else 0.0,
         "mean_steps": float(np.mean([r.steps for r in results])) if n else 0.0,
     }
+    goals = [g for r in results if r.goals is not None for g in r.goals]
+    if goals:
+        out.update(n_goals=len(goals), goal_success_rate=float(np.mean(goals)))
+    return out
