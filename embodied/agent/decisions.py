@@ -93,7 +93,7 @@ class DecisionLog:
             n = len(tok["ids"])
             if any(a is None or a.dtype != np.float32 for a in got.values()) or got["features"].shape != \
                     (n, TOKEN_DIM) or got["first_xyz"].shape != (n, 3) or got["params"].shape != (PARAM_DIM,):
-                raise ValueError(f"decisions row {k}: arrays missing or misshapen")
+                raise ValueError(f"array {k}.*: row {k}'s arrays missing or misshapen")
             tokens = NodeTokens([str(i) for i in tok["ids"]], [tuple(str(x) for x in w) for w in tok["words"]],
                                 got["features"].copy(), got["first_xyz"].copy(), int(tok["t"]))
             log.rows.append({**row, "t": int(row["t"]), "proprio": got["proprio"].copy(), "tokens": tokens,

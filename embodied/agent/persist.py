@@ -139,6 +139,9 @@ def write_folder(path: str | os.PathLike, files: dict[str, bytes]) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial"))
     old = None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # a folder as mkdir makes it (mkdtemp's is private)
         for name, data in files.items():
             with open(tmp / name, "wb") as f:
                 f.write(data)
@@ -215,9 +218,10 @@ class Fields:
         value = self(key, "dict", null)
         return None if value is None else Fields(value, self.file, self.name(key))
 
-    def build(self, key: str, make, *args, null: bool = False) -> Any:
+    def build(self, key: str, make, *args, null: bool = False, arrays: tuple[Path, str] | None = None) -> Any:
         """``make(value, *args)`` (None for a null value where ``null``); whatever ``make`` raises on a bad
-        value (KeyError, TypeError, ValueError, IndexError, AttributeError) names this field."""
+        value (KeyError, TypeError, ValueError, IndexError, AttributeError) names this field, or with
+        ``arrays`` (file, prefix) an array ``make`` names ("array KEY: ...") in that file."""
         if key not in self.data:
             raise AgentStateError(self.file, self.name(key), "missing")
         value = self.data[key]
@@ -226,6 +230,9 @@ class Fields:
         try:
             return make(value, *args)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            if arrays is not None and str(e).startswith("array "):
+                name, _, problem = str(e)[6:].partition(": ")
+                raise AgentStateError(arrays[0], f"{arrays[1]}.{name}", problem) from None
             raise AgentStateError(self.file, self.name(key), f"{type(e).__name__}: {e}") from None
 
 
@@ -264,15 +271,23 @@ def load_agent(path: str | os.PathLike, cls: type[MemoryAgent], config_cls: type
     if planner is None and doc("planner", "dict", null=True) is not None:
         planner = doc.build("planner", lambda d: Planner(d["workspace_low"], d["workspace_high"]))
     agent = cls(labels, config, skills=skills, planner=planner, decider=decider)
-    memory = Fields({"memory": read_json(path / MEMORY_FILE)}, path / MEMORY_FILE)
-    agent.memory = memory.build("memory", SpatialMemory.from_state, _prefixed(arrays, "memory"))
-    agent.freespace = doc.build("freespace", FreeSpaceMap.from_state, _prefixed(arrays, "freespace"), null=True)
-    agent.drift = doc.build("drift", DriftFix.from_state, _prefixed(arrays, "drift"), config.localise, null=True)
+    _load_place(agent, path, arrays, doc)
+    agent.drift = doc.build("drift", DriftFix.from_state, _prefixed(arrays, "drift"), config.localise, null=True,
+                            arrays=(path / ARRAYS_FILE, "drift"))
     body = doc.sub("body", null=True)
     if body is not None:
         agent._build_body(body("arm", "bool"), body("mapped", "bool"))
     _restore_agent(agent, doc, arrays)
     return agent
+
+
+def _load_place(agent: MemoryAgent, path: Path, arrays: dict[str, np.ndarray], doc: Fields) -> None:
+    """The memory (memory.json and its arrays) and the free-space map of the saved agent in ``path``."""
+    memory = Fields({"memory": read_json(path / MEMORY_FILE)}, path / MEMORY_FILE)
+    agent.memory = memory.build("memory", SpatialMemory.from_state, _prefixed(arrays, "memory"),
+                                arrays=(path / ARRAYS_FILE, "memory"))
+    agent.freespace = doc.build("freespace", FreeSpaceMap.from_state, _prefixed(arrays, "freespace"), null=True,
+                                arrays=(path / ARRAYS_FILE, "freespace"))
 
 
 def _restore_agent(agent: MemoryAgent, doc: Fields, arrays: dict[str, np.ndarray]) -> None:
@@ -304,7 +319,8 @@ def _restore_agent(agent: MemoryAgent, doc: Fields, arrays: dict[str, np.ndarray
     agent.trace = doc.build("trace", _rows, ("t", "call", "text"))
     doc.build("perception_rng", _set_rng, agent.perceive.rng)
     if doc("decisions", "dict", null=True) is not None:
-        agent.decisions = doc.build("decisions", DecisionLog.from_state, _prefixed(arrays, "decisions"))
+        agent.decisions = doc.build("decisions", DecisionLog.from_state, _prefixed(arrays, "decisions"),
+                                    arrays=(doc.file.parent / ARRAYS_FILE, "decisions"))
     if doc("decider", "dict", null=True) is not None:
         if agent.decider is None or not hasattr(agent.decider, "load_state"):
             raise AgentStateError(doc.file, "decider", "saved with a decider: load with one that has load_state")
@@ -343,15 +359,14 @@ def resume_memory(agent: MemoryAgent, path: str | os.PathLike, gap: int = EPISOD
     path = Path(path)
     if path.is_dir():
         arrays = read_arrays(path / ARRAYS_FILE)
-        memory = Fields({"memory": read_json(path / MEMORY_FILE)}, path / MEMORY_FILE)
-        agent.memory = memory.build("memory", SpatialMemory.from_state, _prefixed(arrays, "memory"))
         doc = Fields(read_json(path / AGENT_FILE), path / AGENT_FILE)
-        agent.freespace = doc.build("freespace", FreeSpaceMap.from_state, _prefixed(arrays, "freespace"), null=True)
+        _load_place(agent, path, arrays, doc)
         drift = doc.sub("drift", null=True)
         if drift is not None and agent.config.localise is not None:
             loc = drift.sub("localiser")
             agent.drift = DriftFix(agent.config.localise)
-            agent.drift.localiser.map = loc.build("map", VoxelMap.from_state, _prefixed(arrays, "drift.map"))
+            agent.drift.localiser.map = loc.build("map", VoxelMap.from_state, _prefixed(arrays, "drift.map"),
+                                                  arrays=(path / ARRAYS_FILE, "drift.map"))
     else:
         try:
             agent.memory = SpatialMemory.load(path)

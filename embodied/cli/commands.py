@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from embodied.agent.ride import MemoryRider
+from embodied.cli.agent_files import AgentFiles
 from embodied.data.recording import Recorder, load_recording
 from embodied.cli.options import task_knobs, task_options
 from embodied.eval.distributed import Batch, Parallel, evaluate
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> dict | None:
         raise ValueError(f"--keyframe-every must be >= 1, got {args.keyframe_every}")
     parallel = Parallel.from_args(args)
     parallel.refuse({"--video": args.video, "--record": record, "--overlay": overlay})
+    files = AgentFiles.from_args(args, parallel.distributed)  # --resume-memory, --save-memory, --save-agent
     ride = bool(record or overlay)  # perception + memory need the camera images
     agent = args.policy.startswith(("agent", "learned:"))
     make = dict(
@@ -90,6 +92,8 @@ def run(args: argparse.Namespace) -> dict | None:
         policies = [p for p in (video if isinstance(video, PlanCaption) else None, recorder, rider) if p is not None]
         if policies:
             hooks["on_policy"] = lambda policy: [p.set_policy(policy) for p in policies]
+        if files is not None:
+            hooks = files.hooks(hooks)
         results = run_episodes(env, args.policy, seeds, video=video, head=getattr(args, "head", None),
                                perception=getattr(args, "perception", None), **hooks)
     finally:
@@ -99,10 +103,10 @@ def run(args: argparse.Namespace) -> dict | None:
         if video is not None:
             video.close()
         env.close()
-    return _run_summary(args, entry, cls, options, results)
+    return _run_summary(args, entry, cls, options, results, files.written if files is not None else ())
 
 
-def _run_summary(args: argparse.Namespace, entry, cls, options, results: list) -> dict | None:
+def _run_summary(args: argparse.Namespace, entry, cls, options, results: list, saved=()) -> dict | None:
     record = getattr(args, "record", None)
     summary = summarize(results)
     summary.update(
@@ -117,6 +121,8 @@ def _run_summary(args: argparse.Namespace, entry, cls, options, results: list) -
         summary["video"] = args.video
     if record:
         summary["record"] = record
+    if saved:
+        summary["saved"] = list(saved)
     if not args.json:
         print(
             f"{entry.name} policy={args.policy} episodes={summary['n_episodes']} "
@@ -127,6 +133,8 @@ def _run_summary(args: argparse.Namespace, entry, cls, options, results: list) -
             print(f"video: {args.video}")
         if record:
             print(f"recording: {record} (view it with: embodied viz {record} -o viewer.html)")
+        for path in saved:
+            print(f"saved: {path}")
         return None
     return summary
 

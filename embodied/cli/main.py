@@ -7,6 +7,8 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
                  [--option key=value ...] [--video out.mp4 [--overlay graph]]
                  [--record DIR [--keyframe-every N]] [--image-size PX] [--render-every K] [--json]
                  [--workers K] [--ray [ADDRESS]]   (episodes on K processes or Ray: not with --video/--record)
+                 [--resume-memory PATH] [--save-memory FILE] [--save-agent DIR]   (agent policies: day 2 in the
+                 same place, and the state to start it from; see embodied/cli/agent_files.py)
     embodied viz DIR [-o out.html] [--episode K] [--json]
     embodied viz DIR --format rrd [-o episode.rrd] [--episode K] [--json]   (a rerun recording)
     embodied bench env [--task NAME] [--option key=value ...] [--json]
@@ -40,6 +42,7 @@ import argparse
 import sys
 
 from embodied.cli import (
+    agent_files,
     bench,
     benchmark_cmds,
     commands,
@@ -95,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--render-every", type=int, default=1, help="perceive every K-th step (--record/--overlay)")
     p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
                    help="the agent's detector: the renderer's masks, the learned RGB-D segmenter, or geometry")
+    agent_files.add_arguments(p)
     add_parallel_arguments(p)  # not with --video, --record, --overlay: they need the env here
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.run)

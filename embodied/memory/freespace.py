@@ -384,17 +384,17 @@ class FreeSpaceMap:
     @classmethod
     def from_state(cls, params: dict, arrays: dict[str, np.ndarray]) -> FreeSpaceMap:
         """The map ``state`` describes; ValueError naming the parameter or array at fault."""
-        missing = [k for k in cls.PARAMS if k not in params] + [k for k in ("hits", "free", "visited")
-                                                                   if k not in arrays]
+        missing = [k for k in cls.PARAMS if k not in params]
         if missing:
-            raise ValueError(f"free-space map: {missing[0]} missing")
+            raise ValueError(f"free-space map: parameter {missing[0]} missing")
         size, res = np.asarray(params["size"], dtype=np.float64).reshape(2), float(params["res"])
         shape = (round(size[1] / res), round(size[0] / res)) if res > 0 and np.isfinite(size).all() else None
         for key, dtype in (("hits", np.float32), ("free", np.float32), ("visited", np.bool_)):
-            a = arrays[key]
-            if a.dtype != dtype or a.shape != shape or (a.dtype.kind == "f" and not np.isfinite(a).all()):
-                raise ValueError(f"free-space map: array {key} must be finite {np.dtype(dtype).name} {shape} "
-                                 f"(size {params['size']}, res {params['res']}), got {a.dtype} {a.shape}")
+            a = arrays.get(key)
+            if a is None or a.dtype != dtype or a.shape != shape or not np.isfinite(a).all():
+                got = "nothing" if a is None else f"{a.dtype} {a.shape}"
+                raise ValueError(f"array {key}: must be a finite {np.dtype(dtype).name} {shape}, got {got} "
+                                 f"(size {params['size']}, res {params['res']})")
         m = cls(**{k: params[k] for k in cls.PARAMS})
         m.hits[:], m.free[:], m.visited[:] = arrays["hits"], arrays["free"], arrays["visited"]
         m.version += 1

@@ -208,20 +208,23 @@ class DepthLocaliser:
                    ) -> DepthLocaliser:
         """The localiser ``state`` describes (with ``config``); ValueError naming what is wrong."""
         loc = cls(config)
-        loc.map = VoxelMap.from_state(doc["map"], {k[4:]: v for k, v in arrays.items() if k.startswith("map.")})
+        try:
+            loc.map = VoxelMap.from_state(doc["map"], {k[4:]: v for k, v in arrays.items() if k.startswith("map.")})
+        except ValueError as e:
+            raise ValueError(str(e).replace("array ", "array map.", 1)) from None
         poses = {}
         for key in doc["set"]:
             if key not in cls.POSES or key not in arrays or arrays[key].shape != (4, 4):
-                raise ValueError(f"localiser: pose {key!r} unknown, missing or not (4,4)")
+                raise ValueError(f"array {key}: not a localiser pose, missing or not (4,4)")
             poses[key] = arrays[key].astype(np.float64)
         if "correction" not in poses or "last_delta" not in poses:
-            raise ValueError("localiser: poses correction and last_delta are needed")
+            raise ValueError("array correction, last_delta: the localiser needs both")
         loc.correction, loc._last_delta = poses["correction"], poses["last_delta"]
         loc._last_raw, loc._last_reg, loc._accepted = (poses.get(k) for k in cls.POSES[2:])
         times, track, raw = arrays.get("times"), arrays.get("poses"), arrays.get("raw")
         if times is None or track is None or raw is None or times.ndim != 1 or \
                 track.shape != (len(times), 4, 4) or raw.shape != track.shape:
-            raise ValueError("localiser: times (N,), poses and raw (N,4,4) missing or of other lengths")
+            raise ValueError("array times, poses, raw: (N,), (N,4,4) and (N,4,4) needed, missing or misshapen")
         loc.times, loc.poses, loc.raw = [int(t) for t in times], list(track.copy()), list(raw.copy())
         loc.log = [_registration(r) for r in doc["log"]]
         loc._since, loc._wide, loc.reanchors = int(doc["since"]), int(doc["wide"]), int(doc["reanchors"])

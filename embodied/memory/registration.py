@@ -142,7 +142,7 @@ class VoxelMap:
             a = arrays.get(key)
             if a is None or a.dtype != dtype or a.shape[1:] != ((width,) if width else ()) or \
                     len(a) != len(arrays["points"]) or (width and not np.isfinite(a).all()):
-                raise ValueError(f"voxel map: array {key} missing, misshapen or not finite")
+                raise ValueError(f"array {key}: missing, misshapen or not finite (voxel map)")
         m.points, m.normals, m._keys = arrays["points"].copy(), arrays["normals"].copy(), arrays["keys"].copy()
         tree = doc["tree"]
         if tree is not None:
