@@ -9,6 +9,7 @@ simulator's truth is ``embodied.eval``.
     embodied.agent.skills   the Skill protocol
     embodied.agent.decisions   DecisionLog: what the agent saw and chose at each decision point
     embodied.agent.learned     LearnedDecider: a learned high-level policy choosing every call
+    embodied.agent.persist     saving and restoring a MemoryAgent (MemoryAgent.save/load/resume_memory)
 """
 
 from embodied.agent.memory_agent import AgentConfig, MemoryAgent
