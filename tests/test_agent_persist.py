@@ -273,10 +273,11 @@ def _run(capsys, *argv) -> dict:
 
 
 def test_run_resumes_a_saved_apartment_memory(tmp_path, capsys):
-    """Day 1 saves the agent; day 2 (same seed: the same layout and objects) starts with its memory, free-space
-    map and localiser map, its clock past day 1's, and finds the object again without a duplicate node."""
+    """MovedObject, day 1 saves the agent; day 2 (same seed: the same apartment) starts with its memory, free-space
+    map and localiser map, its clock past day 1's. Overnight the object day 1 saw moved is back where it started
+    (day 2 moves it again): day 2 takes it for the node it remembers, not a new one, and finds it."""
     day1, day2 = tmp_path / "day1", tmp_path / "day2"
-    task = ["--task", "ObjectRevisit-v0", "--seed", "5"]
+    task = ["--task", "MovedObject-v0", "--seed", "5"]
     first = _run(capsys, *task, "--save-agent", str(day1))
     assert first["success_rate"] == 1.0 and first["saved"] == [str(day1)]
     second = _run(capsys, *task, "--resume-memory", str(day1), "--save-agent", str(day2))
@@ -286,8 +287,12 @@ def test_run_resumes_a_saved_apartment_memory(tmp_path, capsys):
     assert [e.to_list() for e in before] == [e.to_list() for e in a.log.events], "day 2 began with day 1's memory"
     assert min(e.t for e in b.log.events if e.t > a.t) >= a.t + EPISODE_GAP
     assert set(a.graph.nodes) <= set(b.graph.nodes)
-    objects = lambda m: sorted(n for n, d in m.graph.nodes(data=True) if d["kind"] == "object")  # noqa: E731
-    assert objects(a) == objects(b), "day 2 saw day 1's objects as new ones"
+    objects = sorted(n for n, d in a.graph.nodes(data=True) if d["kind"] == "object")
+    assert objects == sorted(n for n, d in b.graph.nodes(data=True) if d["kind"] == "object"), "duplicates on day 2"
+    jumped = [n for n in objects if (path := b.log.trajectory(n)) and any(t > a.t for t, _ in path)
+              and np.linalg.norm(np.subtract([p for t, p in path if t <= a.t][-1],
+                                             [p for t, p in path if t > a.t][0])) > 0.3]
+    assert jumped, "no object was found moved overnight"
     assert b.rooms() == a.rooms()
     day2_agent = json.loads((day2 / AGENT_FILE).read_text())
     assert day2_agent["counters"]["t0"] == a.t + EPISODE_GAP
@@ -312,4 +317,6 @@ def test_run_refuses_agent_files_for_other_policies(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main([*argv, "--policy", "agent", "--workers", "2", "--save-memory", str(tmp_path / "m.json")]) == 2
     assert "without --workers" in capsys.readouterr().err
+    assert main([*argv, "--policy", "learned:explicit", "--save-agent", str(tmp_path / "a")]) == 2
+    assert "--save-memory saves their memory" in capsys.readouterr().err
     assert not os.listdir(tmp_path)

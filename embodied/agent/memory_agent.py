@@ -398,6 +398,7 @@ class MemoryAgent:
         memory, free-space map and localiser map saved at ``path`` (a ``save`` folder or a memory file)."""
         persist.resume_memory(self, path, gap)
 
+
 def _blank(obs: dict) -> dict:
     """The observation with every image zeroed (no colour, no depth return, no instances) and the
     instruction reduced to "wait" (an instruction shown while observing is a cue too)."""

@@ -3,8 +3,8 @@
 Each episode of the memory agent can start with the memory of an earlier one in the same place (the next
 day: same rooms and furniture, objects may have moved) and be saved when it ends:
 
-    embodied run --task ObjectRevisit-v0 --policy agent --episodes 1 --seed 5 --save-agent day1/
-    embodied run --task ObjectRevisit-v0 --policy agent --episodes 1 --seed 5 --resume-memory day1/
+    embodied run --task MovedObject-v0 --policy agent --episodes 1 --seed 5 --save-agent day1/
+    embodied run --task MovedObject-v0 --policy agent --episodes 1 --seed 5 --resume-memory day1/
 
 ``--resume-memory`` takes a ``--save-agent`` folder (memory, free-space map and localiser map) or a
 ``--save-memory`` file (the memory alone); see ``MemoryAgent.resume_memory``. With several episodes each
@@ -53,6 +53,9 @@ class AgentFiles:
         if not args.policy.startswith(("agent", "learned:")):
             raise ValueError(f"{', '.join(given)}: only for the memory agent (--policy agent or learned:RUN), "
                              f"not {args.policy!r}")
+        if flags["--save-agent"] and (args.policy.startswith("learned:") or getattr(args, "head", None)):
+            raise ValueError("--save-agent: learned skill heads and policies keep no state to save; "
+                             "--save-memory saves their memory")
         if distributed:
             raise ValueError(f"{', '.join(given)}: the agent runs in this process: run without --workers/--ray")
         resume = flags["--resume-memory"]
