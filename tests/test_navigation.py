@@ -37,15 +37,18 @@ def test_three_navigation_families_registered():
 @pytest.mark.parametrize("name,knobs,seed", [
     ("ObjectRevisit-v0", {}, 0), ("ObjectRevisit-v0", {}, 1), ("MovedObject-v0", {"query": "now"}, 2),
     ("MovedObject-v0", {"query": "first"}, 3), ("MultiGoal-v0", {}, 4), ("MultiGoal-v0", {"tour": "none"}, 5),
+    ("Lifelong-v0", {"goals": 3}, 6),
 ])
 def test_expert_reaches_goal(name, knobs, seed):
     env = gym.make(TASKS[name].env_id, images=False, **knobs)
     info, _ = run_expert(env, seed)
     assert info["is_success"], info
     u = env.unwrapped
-    assert u.reached(u._goal()[0]) or name == "MultiGoal-v0"
+    assert u.reached(u._goal()[0]) or name in ("MultiGoal-v0", "Lifelong-v0")
     if name == "MultiGoal-v0":
         assert len(info["goal_steps"]) == u.options.goals and info["goal_index"] == u.options.goals
+    if name == "Lifelong-v0":
+        assert info["goal_success"] == [True] * u.options.goals and info["goal_index"] == u.options.goals - 1
     env.close()
 
 

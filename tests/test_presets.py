@@ -62,6 +62,7 @@ def test_horizon_grows_with_what_the_preset_adds():
     assert horizon("ShellGame-v0", n_swaps=10) - horizon("ShellGame-v0") == 9 * 14
     assert horizon("SequenceRecall-v0", length=4) > horizon("SequenceRecall-v0", n_buttons=5)
     assert horizon("MultiGoal-v0", goals=5) - horizon("MultiGoal-v0") == 2 * 400
+    assert horizon("Lifelong-v0", goals=22) - horizon("Lifelong-v0") == 2 * 1050  # a period per goal
     assert horizon("ObjectRevisit-v0", time_limit=500) - horizon("ObjectRevisit-v0") == 100
 
 

@@ -23,6 +23,7 @@ EXPECTED = {
     "ObjectRevisit-v0": ["navigate"],
     "MovedObject-v0": ["navigate"],
     "MultiGoal-v0": ["navigate", "navigate", "navigate"],
+    "Lifelong-v0": ["navigate"] * 20,  # one per goal, 20 goals in a row
     "RoomRecall-v0": ["navigate"],
     "CountPerRoom-v0": ["navigate"],
     "VanishedObject-v0": ["navigate"],

@@ -22,6 +22,9 @@ COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
 DISPLACED = 0.03  # m from where first seen: an object this far off was moved, not nudged
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 ON_SLACK = 0.03  # m past a support's half-width that still counts as standing on it
+# colour_distance past the nearest node's within which a node still has the goal's colour (the palette's
+# colours are 0.28 or more apart; one object's views differ by a few hundredths)
+COLOUR_SLACK = 0.12
 
 
 class ResolutionError(LookupError):
@@ -218,8 +221,12 @@ class Resolver:
         if named:
             return named
         if self.target_rgb is not None:
-            # A colour word the namer does not use (lime, ...): rank by the goal's own colour.
-            return sorted(nodes, key=lambda n: colour_distance(self.attrs(n)["rgb"], self.target_rgb))
+            # A colour word the namer does not use (lime, ...) or did not use for it (a brown mug in bright light
+            # named orange): rank by the goal's own colour, keeping only those about as near it as the nearest
+            # (views of one object), not the other colours of the class.
+            near = {n: colour_distance(self.attrs(n)["rgb"], self.target_rgb) for n in nodes}
+            best = min(near.values())
+            return sorted((n for n in nodes if near[n] <= best + COLOUR_SLACK), key=lambda n: (near[n], n))
         if len({self.attrs(n).get("colour") for n in nodes}) <= 1:
             return nodes
         raise ResolutionError(f"no {colour} one among {nodes}")
