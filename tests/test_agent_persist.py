@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
+from embodied.agent.drift import DriftFix
 from embodied.agent.memory_agent import AgentConfig, MemoryAgent
 from embodied.agent.persist import AGENT_FILE, ARRAYS_FILE, EPISODE_GAP, MEMORY_FILE, AgentStateError
 from embodied.cli.main import main
@@ -147,6 +148,18 @@ def test_apartment_agent_restored_mid_navigation_acts_exactly_as_the_uninterrupt
         a, b = agent.localiser.trajectory(), r["agent"].localiser.trajectory()
         assert all(np.array_equal(a[k], b[k]) for k in a)
         assert np.array_equal(agent.freespace.hits, r["agent"].freespace.hits)
+
+
+def test_drift_fix_keeps_whether_the_dock_re_anchored_it():
+    """Lifelong: only the first recall phase re-zeroes odometry on the dock; an agent restored between two later
+    recall phases must not re-anchor at the next one (checked in lockstep on Lifelong-v0 too, 60 s: not here)."""
+    fix = DriftFix()
+    fix._phase, fix._anchored = 1, True  # past the first recall phase, back in another one
+    doc, arrays = fix.state()
+    again = DriftFix.from_state(json.loads(json.dumps(doc)), arrays)
+    assert (again._phase, again._anchored) == (1, True)
+    with pytest.raises(ValueError, match="anchored"):
+        DriftFix.from_state({**doc, "anchored": 1}, arrays)
 
 
 @pytest.fixture(scope="module")

@@ -28,13 +28,17 @@ class DriftFix:
         self._anchored = phase == RECALL
 
     def state(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """(JSON-plain: the last phase and the localiser's document, its arrays); see ``DepthLocaliser.state``."""
+        """(JSON-plain: the last phase, whether the dock's re-anchoring happened, the localiser's document; its
+        arrays); see ``DepthLocaliser.state``."""
         doc, arrays = self.localiser.state()
-        return {"phase": self._phase, "localiser": doc}, arrays
+        return {"phase": self._phase, "anchored": self._anchored, "localiser": doc}, arrays
 
     @classmethod
     def from_state(cls, doc: dict, arrays: dict[str, np.ndarray], config: LocaliserConfig | None = None) -> DriftFix:
         fix = cls(config, phase=int(doc["phase"]))
+        if not isinstance(doc["anchored"], bool):
+            raise ValueError(f"anchored: expected a boolean, got {doc['anchored']!r}")
+        fix._anchored = doc["anchored"]
         fix.localiser = DepthLocaliser.from_state(doc["localiser"], arrays, config)
         return fix
 
