@@ -156,7 +156,8 @@ def test_batched_permanence_gives_the_per_object_answers(house):
     track.box_min, track.box_max = middle - 0.01, middle + 0.01
     track.box_min[2] = cup.box_min[2]
     try:
-        batched = memory._holders(nodes, cups)
+        rows = memory._node_rows()  # the moved box reaches the rows through the track's watch
+        batched = memory._holders(np.array([rows.row[n] for n in nodes]), rows)
         one_by_one = [memory._container_of(memory.tracks[n].center, cups, n)
                       if memory.graph.nodes[n]["kind"] == "object" else "" for n in nodes]
         assert batched == one_by_one and batched[nodes.index(objects[0])] == cups[0]
@@ -293,3 +294,18 @@ def test_keyframes_spaced_by_the_node_count_keep_every_recall_answer(house):
             assert memory.where_was(node, t) == plain.position_at(node, t)
     past = memory.snapshot(777)
     assert dict(past.nodes(data=True)).keys() == plain.state_at(777).keys()
+
+
+def test_node_rows_follow_every_track_change():
+    """The per-node arrays kept between frames (memory/node_rows.py) equal the tracks after every frame of
+    a house where objects move, go and come back, and after a track is moved by hand (a replaced box)."""
+    stream, memory = HouseStream(90, seed=3), SpatialMemory()
+    for t in range(700):
+        memory.update(stream.frame(t))
+        rows = memory._node_rows()
+        assert rows.stale_rows(memory.tracks) == [], f"step {t}"
+        assert rows.nodes == physical_nodes(memory)
+    node = rows.nodes[len(rows.nodes) // 2]
+    memory.tracks[node].shift(np.array([0.3, 0.0, 0.0]))
+    assert memory._node_rows().stale_rows(memory.tracks) == []
+    assert np.allclose(rows.lo[rows.row[node]], memory.tracks[node].box_min)

@@ -46,25 +46,24 @@ class Association:
         which a node's last view, inside its box, also needs to settle a match) or a predicted centre
         within the motion gate. The rest could never pair, so a frame costs the nodes near what the
         camera sees, not every node remembered (re-identification at any distance looks at all)."""
-        nodes = self._physical()
-        tracks = [self.tracks[n] for n in nodes]
-        lo = np.array([tr.box_min for tr in tracks]).reshape(-1, 3)
-        hi = np.array([tr.box_max for tr in tracks]).reshape(-1, 3)
-        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
-        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
-        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
+        rows = self._node_rows()
+        nodes, tracks, attrs = rows.nodes, rows.tracks, rows.attrs
+        lo, hi, velocity = rows.lo, rows.hi, rows.velocity
+        moving = np.flatnonzero(velocity.any(axis=1))
         if len(dets) and len(nodes) > PREFILTER_FROM:
             d_lo = np.array([d.box_min for d in dets])
             d_hi = np.array([d.box_max for d in dets])
             gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
-            centres = (lo + hi) / 2 + velocity * ahead[:, None]
+            centres = (lo + hi) / 2
+            centres[moving] += velocity[moving] * self._ahead([tracks[k] for k in moving])[:, None]
             gate = self.config.move_gate + 1.5 * np.sqrt((velocity**2).sum(axis=1))
             dist = np.sqrt(((centres[None] - ((d_lo + d_hi) / 2)[:, None]) ** 2).sum(axis=2))
             keep = np.nonzero(((gap < NEAR) | (dist < gate[None])).any(axis=0))[0]
             if len(keep) < len(nodes):
-                nodes, tracks = [nodes[k] for k in keep], [tracks[k] for k in keep]
-                lo, hi, ahead, velocity = lo[keep], hi[keep], ahead[keep], velocity[keep]
-        attrs = [self._graph.nodes[n] for n in nodes]
+                nodes, tracks, attrs = [nodes[k] for k in keep], [tracks[k] for k in keep], [attrs[k] for k in keep]
+                lo, hi, velocity = lo[keep], hi[keep], velocity[keep]
+        # Constant-velocity prediction (a few steps at most): fast movers stay inside the gate.
+        ahead = self._ahead(tracks)
         cls = np.array([a["cls"] for a in attrs], dtype=object)
         colour = np.array([a["colour"] for a in attrs], dtype=object)
         rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
@@ -77,6 +76,12 @@ class Association:
             [v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views], dtype=np.float64
         ).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
+
+    def _ahead(self, tracks: list) -> np.ndarray:
+        """(K,) float64 steps each track's constant-velocity prediction runs ahead: since its last
+        observation, at most 5."""
+        t = self.t
+        return np.array([min(t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
 
     def _associate(
         self, dets: list[ObjectObservation], taken_here: set

@@ -146,29 +146,34 @@ class Permanence:
     def _permanence(self, views: list[CameraView], seen: set, t: int) -> None:
         """Unmatched nodes stay; their status says why they were not seen."""
         cfg = self.config
-        physical = self._physical()
-        lost = [n for n in physical if n not in seen]
-        if not lost or not views:
+        rows = self._node_rows()
+        is_lost = np.ones(len(rows.nodes), dtype=bool)
+        for node in seen:
+            r = rows.row.get(node)
+            if r is not None:
+                is_lost[r] = False
+        lost_rows = np.flatnonzero(is_lost)
+        if not len(lost_rows) or not views:
             return
-        containers = [n for n in physical if self._graph.nodes[n]["kind"] == "container"]
+        lost = [rows.nodes[r] for r in lost_rows]
         # Every lost node's visibility and container at once (one projection per camera, one box test
         # for all pairs): nothing below changes another node's inputs. Only the nodes whose status would
         # change, or that a container holds, go through the loop.
-        attrs = [self._graph.nodes[n] for n in lost]
+        attrs = [rows.attrs[r] for r in lost_rows]
         judged = [i for i, a in enumerate(attrs) if not (a["held"] or a["inside"])]
         todo = [i for i, a in enumerate(attrs) if a["held"] or a["inside"]]
         verdict: dict[str, str] = {}
         if judged:
-            names = [lost[i] for i in judged]
-            tracks = [self.tracks[n] for n in names]
-            boxes = (np.array([tr.box_min for tr in tracks]), np.array([tr.box_max for tr in tracks]))
-            totals, throughs, occludeds = visibility_many([tr.samples for tr in tracks], views, cfg, boxes)
+            judged_rows = lost_rows[judged]
+            boxes = (rows.lo[judged_rows], rows.hi[judged_rows])
+            samples = [rows.tracks[r].samples for r in judged_rows]
+            totals, throughs, occludeds = visibility_many(samples, views, cfg, boxes)
             statuses = np.select(
                 [totals == 0, throughs >= cfg.missing_fraction, occludeds >= 0.5],
                 ["out_of_view", "missing", "occluded"],
                 "unseen",
             )
-            holders = self._holders(names, containers, boxes)
+            holders = self._holders(judged_rows, rows)
             for k, i in enumerate(judged):
                 if holders[k] or statuses[k] != attrs[i]["status"]:
                     verdict[lost[i]] = (str(statuses[k]), holders[k])
@@ -202,36 +207,31 @@ class Permanence:
                 changes["confidence"] = _confidence(a["n_obs"], status)
                 self._set(node, t, tag, changes)
 
-    def _holders(
-        self, nodes: list[str], containers: list[str], boxes: tuple[np.ndarray, np.ndarray] | None = None
-    ) -> list[str]:
+    def _holders(self, nodes: np.ndarray, rows) -> list[str]:
         """:meth:`_container_of` for many nodes at once (the same answers): pairs are first culled
-        on x, then the survivors tested in one go. ``boxes``: the nodes' (lo, hi) (K,3) if at hand."""
+        on x, then the survivors tested in one go. ``nodes``: (K,) rows of ``rows`` (a NodeRows)."""
         out = [""] * len(nodes)
-        objects = [i for i, n in enumerate(nodes) if self._graph.nodes[n]["kind"] == "object"]
-        if not objects or not containers:
+        objects = np.flatnonzero(rows.kind[nodes] == "object")
+        containers = np.flatnonzero(rows.kind == "container")
+        if not len(objects) or not len(containers):
             return out
         m = self.config.contain_margin
-        row = {n: i for i, n in enumerate(nodes)}
-        names, owner, lo, hi = [], [], [], []
-        for c in containers:
-            tr = self.tracks[c]
-            lo.append(tr.box_min)
-            hi.append(tr.box_max)
-            names.append(c)
-            if tr.prev_box is not None:
-                lo.append(tr.prev_box[0])
-                hi.append(tr.prev_box[1])
-                names.append(c)
-        owner = np.array([row.get(c, -1) for c in names])  # the container's own row among the nodes
-        lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+        # Each container's box, then the box it had a frame ago where it moved (in that order, as ties go
+        # to the first): keys 2p and 2p + 1 for the container at position p.
+        previous = [(p, rows.tracks[c].prev_box) for p, c in enumerate(containers)
+                    if rows.tracks[c].prev_box is not None]
+        lo, hi, which = rows.lo[containers], rows.hi[containers], containers
+        if previous:
+            places = np.concatenate([2 * np.arange(len(containers)), [2 * p + 1 for p, _ in previous]])
+            order = np.argsort(places, kind="stable")
+            lo = np.concatenate([lo, np.array([b[0] for _, b in previous], dtype=np.float64)])[order]
+            hi = np.concatenate([hi, np.array([b[1] for _, b in previous], dtype=np.float64)])[order]
+            which = np.concatenate([containers, containers[[p for p, _ in previous]]])[order]
+        position = np.full(len(rows.nodes), -1)
+        position[nodes] = np.arange(len(nodes))
+        owner = position[which]  # the container's own position among the nodes (-1: not among them)
         vol = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
-        if boxes is not None:
-            own_lo, own_hi = boxes[0][objects].astype(np.float64), boxes[1][objects].astype(np.float64)
-        else:
-            tracks = [self.tracks[nodes[i]] for i in objects]
-            own_lo = np.array([tr.box_min for tr in tracks], dtype=np.float64)
-            own_hi = np.array([tr.box_max for tr in tracks], dtype=np.float64)
+        own_lo, own_hi = rows.lo[nodes[objects]], rows.hi[nodes[objects]]
         centre = (own_lo + own_hi) / 2
         # Pairs whose x could fit: boxes sorted by their low x; an object's centre x can only lie in the
         # boxes starting at most ``widest`` before it (a few, found by bisection), then the exact test.
@@ -257,14 +257,14 @@ class Permanence:
             & np.all(centre[i] <= hi[j] + m, axis=1)
             & np.all(own_lo[i, :2] >= lo[j, :2] - m, axis=1)
             & np.all(own_hi[i, :2] <= hi[j, :2] + m, axis=1)
-            & (owner[j] != np.asarray(objects)[i])
+            & (owner[j] != objects[i])
         )
         best: dict[int, tuple[float, int]] = {}
-        for a, b in zip(i[ok], j[ok]):  # the smallest box; on a tie the first container, as in the loop
+        for a, b in zip(i[ok].tolist(), j[ok].tolist()):  # the smallest box; on a tie the first container
             if a not in best or (vol[b], b) < best[a]:
                 best[a] = (vol[b], b)
         for a, (_, b) in best.items():
-            out[objects[a]] = names[b]
+            out[objects[a]] = rows.nodes[which[b]]
         return out
 
     def _container_of(self, centre: np.ndarray, containers: list[str], node: str) -> str:

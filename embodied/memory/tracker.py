@@ -13,6 +13,7 @@ from embodied.memory.association import SETTLED, Association
 from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
+from embodied.memory.node_rows import NodeRows  # noqa: F401  (the type _node_rows returns)
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name
 from embodied.perception.types import ObjectObservation
@@ -30,6 +31,10 @@ class Tracking(Association, LookedAt):
     def _physical(self) -> list[str]:
         """Physical node ids in graph order (kept between frames; do not modify the list)."""
         return self._kind_index()[1]
+
+    def _node_rows(self) -> NodeRows:
+        """The physical nodes' rows (boxes, velocities, attribute dicts, tracks), up to date now."""
+        return self._rows.sync(self._physical(), self._graph, self.tracks)
 
     def _kind_index(self) -> tuple[int, list[str], list[str]]:
         """(node count, physical nodes, place nodes), in graph order: one pass over the graph, redone

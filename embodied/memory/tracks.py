@@ -57,6 +57,9 @@ class View:
         )
 
 
+_WATCHED = frozenset(("box_min", "box_max", "velocity"))  # the attributes NodeRows keeps as arrays
+
+
 @dataclass
 class Track:
     """Tracker state of one physical node."""
@@ -74,6 +77,18 @@ class Track:
     t_obs: int = 0  # step of the last observation
     rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
     height: float = 0.0  # m, tallest view seen of a rigid object
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name in _WATCHED:
+            sink = self.__dict__.get("_sink")
+            if sink is not None:  # a NodeRows keeps this track's box and velocity as arrays: it must re-read
+                sink.append(id(self))
+
+    def watch(self, sink: list | None) -> None:
+        """Report (append ``id(self)`` to ``sink``) every later replacement of the box or the velocity;
+        None: stop. See :class:`embodied.memory.node_rows.NodeRows`."""
+        object.__setattr__(self, "_sink", sink)
 
     @property
     def center(self) -> np.ndarray:
