@@ -7,12 +7,13 @@ tests themselves, so they are kept here and refreshed row by row:
 - the row order is the physical-node list of ``Tracking._kind_index``, a list object that is replaced
   (never modified) whenever a node is added, deleted or changes kind: a new list (or a new graph)
   rebuilds every row;
-- each track of a row reports every replacement of its ``box_min``, ``box_max`` or ``velocity`` (see
+- each track of a row reports every replacement of its ``box_min``, ``box_max``, ``prev_box`` or ``velocity`` (see
   ``Track.watch``), and only those rows are read again. Tracks replace these arrays rather than write
   into them; the one in-place write (``Track._complete_height``) follows a replacement in the same call.
   A node's track object is only ever set when the node is added (a new list).
 
-Shapes: ``lo``, ``hi``, ``velocity`` (N,3) float64 m (m per step for velocity), N physical nodes.
+Shapes: ``lo``, ``hi``, ``velocity``, ``prev_lo``, ``prev_hi`` (N,3) float64 m (m per step for velocity;
+NaN where a track has no previous box), N physical nodes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class NodeRows:
         self.lo = np.zeros((0, 3))
         self.hi = np.zeros((0, 3))
         self.velocity = np.zeros((0, 3))
+        # A container's box a frame ago (where it had one): (N,3) m, NaN where none.
+        self.prev_lo = np.zeros((0, 3))
+        self.prev_hi = np.zeros((0, 3))
         self._dirty: list[int] = []  # ids of tracks that replaced a watched array since the last sync
         self._row_of: dict[int, int] = {}  # id(track) -> row
 
@@ -46,6 +50,7 @@ class NodeRows:
             for i in {self._row_of.get(k, -1) for k in self._dirty} - {-1}:
                 track = self.tracks[i]
                 self.lo[i], self.hi[i], self.velocity[i] = track.box_min, track.box_max, track.velocity
+                self.prev_lo[i], self.prev_hi[i] = track.prev_box if track.prev_box is not None else (np.nan, np.nan)
             self._dirty.clear()
         return self
 
@@ -60,6 +65,11 @@ class NodeRows:
         self.lo = np.array([tr.box_min for tr in self.tracks], dtype=np.float64).reshape(-1, 3)
         self.hi = np.array([tr.box_max for tr in self.tracks], dtype=np.float64).reshape(-1, 3)
         self.velocity = np.array([tr.velocity for tr in self.tracks], dtype=np.float64).reshape(-1, 3)
+        self.prev_lo = np.full((len(nodes), 3), np.nan)
+        self.prev_hi = np.full((len(nodes), 3), np.nan)
+        for i, track in enumerate(self.tracks):
+            if track.prev_box is not None:
+                self.prev_lo[i], self.prev_hi[i] = track.prev_box
         self._dirty = []
         self._row_of = {id(tr): i for i, tr in enumerate(self.tracks)}
         for track in self.tracks:
@@ -68,6 +78,14 @@ class NodeRows:
     def stale_rows(self, tracks: dict[str, Track]) -> list[str]:
         """The nodes whose row differs from their track now (none, unless a track was changed behind
         the watch): for tests."""
-        return [n for i, n in enumerate(self.nodes or ()) if tracks[n] is not self.tracks[i]
-                or not (np.array_equal(self.lo[i], tracks[n].box_min) and np.array_equal(self.hi[i], tracks[n].box_max)
-                        and np.array_equal(self.velocity[i], tracks[n].velocity))]
+        stale = []
+        for i, node in enumerate(self.nodes or ()):
+            track = tracks[node]
+            prev = track.prev_box if track.prev_box is not None else (np.full(3, np.nan), np.full(3, np.nan))
+            same = (track is self.tracks[i] and np.array_equal(self.lo[i], track.box_min)
+                    and np.array_equal(self.hi[i], track.box_max) and np.array_equal(self.velocity[i], track.velocity)
+                    and np.array_equal(self.prev_lo[i], prev[0], equal_nan=True)
+                    and np.array_equal(self.prev_hi[i], prev[1], equal_nan=True))
+            if not same:
+                stale.append(node)
+        return stale

@@ -216,17 +216,16 @@ class Permanence:
         if not len(objects) or not len(containers):
             return out
         m = self.config.contain_margin
-        # Each container's box, then the box it had a frame ago where it moved (in that order, as ties go
-        # to the first): keys 2p and 2p + 1 for the container at position p.
-        previous = [(p, rows.tracks[c].prev_box) for p, c in enumerate(containers)
-                    if rows.tracks[c].prev_box is not None]
+        # Each container's box, then the box it had a frame ago where it has one (in that order, as ties
+        # go to the first).
+        has_prev = ~np.isnan(rows.prev_lo[containers, 0])
         lo, hi, which = rows.lo[containers], rows.hi[containers], containers
-        if previous:
-            places = np.concatenate([2 * np.arange(len(containers)), [2 * p + 1 for p, _ in previous]])
+        if has_prev.any():
+            places = np.concatenate([2 * np.arange(len(containers)), 2 * np.flatnonzero(has_prev) + 1])
             order = np.argsort(places, kind="stable")
-            lo = np.concatenate([lo, np.array([b[0] for _, b in previous], dtype=np.float64)])[order]
-            hi = np.concatenate([hi, np.array([b[1] for _, b in previous], dtype=np.float64)])[order]
-            which = np.concatenate([containers, containers[[p for p, _ in previous]]])[order]
+            lo = np.concatenate([lo, rows.prev_lo[containers[has_prev]]])[order]
+            hi = np.concatenate([hi, rows.prev_hi[containers[has_prev]]])[order]
+            which = np.concatenate([containers, containers[has_prev]])[order]
         position = np.full(len(rows.nodes), -1)
         position[nodes] = np.arange(len(nodes))
         owner = position[which]  # the container's own position among the nodes (-1: not among them)

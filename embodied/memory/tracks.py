@@ -57,7 +57,7 @@ class View:
         )
 
 
-_WATCHED = frozenset(("box_min", "box_max", "velocity"))  # the attributes NodeRows keeps as arrays
+_WATCHED = frozenset(("box_min", "box_max", "velocity", "prev_box"))  # what NodeRows keeps as arrays
 
 
 @dataclass
@@ -86,7 +86,8 @@ class Track:
                 sink.append(id(self))
 
     def watch(self, sink: list | None) -> None:
-        """Report (append ``id(self)`` to ``sink``) every later replacement of the box or the velocity;
+        """Report (append ``id(self)`` to ``sink``) every later replacement of the box, the last frame's
+        box or the velocity;
         None: stop. See :class:`embodied.memory.node_rows.NodeRows`."""
         object.__setattr__(self, "_sink", sink)
 
