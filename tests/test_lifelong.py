@@ -76,11 +76,13 @@ def _expert_episode(seed: int, image_size: int = 48, **knobs):
     obs, info = env.reset(seed=seed)
     expert = make_expert(env)
     trace = [(obs["goal"], set(np.unique(obs["segmentation/head"]).tolist()), info)]
-    done = False
+    done, rewards = False, []
     while not done:
-        obs, _, terminated, truncated, info = env.step(expert.act(obs))
+        obs, reward, terminated, truncated, info = env.step(expert.act(obs))
         done = terminated or truncated
+        rewards.append(reward)
         trace.append((obs["goal"], set(np.unique(obs["segmentation/head"]).tolist()), info))
+    assert sum(rewards) == sum(info["goal_success"]) and set(rewards) <= {0.0, 1.0}, "1 per goal reached"
     return env, trace
 
 

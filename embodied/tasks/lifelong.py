@@ -47,7 +47,8 @@ goal and succeeds when at least ``SUCCESS_SHARE`` (90%) of its goals succeeded.
 ``info["goal_success"]`` lists the outcome of every goal ended so far, ``info["goal_index"]`` the
 index of the current one, ``info["goal_kinds"]`` / ``info["goal_chance"]`` the kind and chance of
 every goal given so far, ``info["goal_steps"]`` the steps each ended goal took,
-``info["goal_rate"]`` the share reached so far and ``info["stage"]`` the stage.
+``info["goal_rate"]`` the share reached so far and ``info["stage"]`` the stage. The reward is 1 at
+each goal reached, so the return counts the goals reached.
 
 Chance per goal (``Lifelong.kind_chance(options)``), as the other navigation families count it:
 a place (object, first, was) is one of the ``45 spots - objects + 1`` places it could be (1/6 at
@@ -399,6 +400,7 @@ class Lifelong(NavigationEnv):
             met = self._met(goal)
             if met or self.t - goal.start >= o.time_limit:
                 goal.end, goal.success = self.t, bool(met)
+                self._reward = float(met)
                 if len(self.goals_given) >= o.goals:
                     rate = self.goal_rate()
                     self.stage = "done"
@@ -409,6 +411,12 @@ class Lifelong(NavigationEnv):
         elif self.stage == "wait" and self.t >= self.next_goal_t:
             self._start_goal()
         return False, False
+
+    def step(self, action):
+        """As every task's step, but the reward is 1 at each goal reached (not once for the episode's success)."""
+        self._reward = 0.0
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, self._reward, terminated, truncated, info
 
     def goal_rate(self) -> float:
         ended = [g for g in self.goals_given if g.end >= 0]
