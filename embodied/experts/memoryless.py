@@ -14,7 +14,10 @@ way; it succeeds exactly when the guess matches, or lands close enough.
 
 What it does *not* guess: anything besides the cue. MultiGoal's later goals
 are known to the shadow expert, so there it measures the first goal's chance
-(1/13), an upper bound on the task's (1/13)^goals.
+(1/13), an upper bound on the task's (1/13)^goals. Lifelong's cue is its first
+goal's spot too; after a wrong guess the shadow's goals start at other steps
+(and, drawn from what its robot was shown, may differ), so its later goals
+measure little.
 """
 
 from __future__ import annotations
