@@ -16,6 +16,7 @@ import time
 import gymnasium as gym
 import numpy as np
 
+from embodied.eval.memory_scale.house import COLOURS
 from embodied.experts import make_expert
 from embodied.memory.memory import SpatialMemory
 from embodied.perception import Perceiver, PerceptionConfig
@@ -76,18 +77,7 @@ def bench_update(
 
 
 # --- the open floor bench viz draws: every object in view, one carried at a time ---------
-_COLOURS = {
-    "red": (0.8, 0.12, 0.12),
-    "green": (0.15, 0.7, 0.2),
-    "blue": (0.15, 0.3, 0.82),
-    "yellow": (0.84, 0.8, 0.1),
-    "purple": (0.55, 0.2, 0.75),
-    "orange": (0.85, 0.5, 0.05),
-    "cyan": (0.1, 0.79, 0.8),
-    "pink": (0.85, 0.45, 0.7),
-    "white": (0.86, 0.86, 0.86),
-    "black": (0.1, 0.1, 0.1),
-}
+_COLOURS = COLOURS  # the synthetic house's colour table (embodied/eval/memory_scale/house.py)
 _CLASSES = ("block", "ball", "mug", "book", "cone")
 _CUBE = np.stack(np.meshgrid(*[np.linspace(-0.02, 0.02, 5)] * 3, indexing="ij"), -1).reshape(-1, 3)
 _SHELL = _CUBE[np.any(np.abs(_CUBE) > 0.019, axis=1)].astype(np.float32)
