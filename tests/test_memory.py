@@ -105,6 +105,35 @@ def test_events_are_append_only_and_snapshots_rebuild_the_past():
     assert memories[0].when("missing") == [9]
 
 
+def test_the_columnar_log_reads_back_every_event_as_it_was_appended():
+    from embodied.memory.events import EventLog
+
+    log, plain = EventLog(keyframe_every=4), []
+    rng = np.random.default_rng(3)
+    for t in range(60):
+        node = f"block_{t % 5}"
+        if node not in log.state:
+            data = {"kind": "object", "cls": "block", "position": (0.1 * t, 0.0, 0.02), "size": (0.04,) * 3}
+            op, tag = "ADD", "seen"
+        elif t % 7 == 0:
+            data, op, tag = {"position": tuple(rng.normal(size=3).tolist())}, "UPDATE", "moved"
+        else:
+            data, op, tag = {"status": ["out_of_view", "visible"][t % 2], "confidence": 0.5}, "UPDATE", "seen"
+        log.append(t // 2, op, node, tag, data)
+        plain.append([t // 2, op, node, tag, data])
+    events = log.events
+    assert len(events) == len(log) == 60
+    assert [[e.t, e.op, e.node, e.tag, e.data] for e in events] == plain
+    assert events[-1].to_list() == events[59].to_list() and [e.t for e in events[10:13]] == [5, 5, 6]
+    with pytest.raises(IndexError, match="60"):
+        events[60]
+    assert log.tag_times["moved"] == [e.t for e in events if e.tag == "moved"]
+    # The JSON round trip and its replay give the same log.
+    again = EventLog.from_json(json.loads(json.dumps(log.to_json())))
+    assert [e.to_list() for e in again.events] == [e.to_list() for e in events]
+    assert all(again.state_at(t) == log.state_at(t) for t in range(31))
+
+
 def test_grasp_and_release_from_proprioception_carry_the_block():
     memory = SpatialMemory()
     blk = lambda c: detection(c)

@@ -13,9 +13,9 @@ The state as it stood at time t is rebuilt from the latest keyframe at or
 before t plus the events after it. Node attribute dicts are replaced, never
 mutated, when they change (copy-on-write), so a keyframe is just a shallow
 dict of references: a slot per node. Keyframes come every ``keyframe_every``
-events, or every as many events as there are nodes when that is more, so
-over a long run they hold about one slot per event whatever the node count
-(a snapshot then replays at most that many events).
+events, or every twice as many events as there are nodes when that is more,
+so over a long run they hold about half a slot per event whatever the node
+count (a snapshot then replays at most that many events).
 No point clouds are kept here: only attributes (positions, boxes, states).
 """
 
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
+_OP_CODE = {ADD: 0, UPDATE: 1, DELETE: 2}
 
 
 @dataclass(slots=True)
@@ -52,15 +53,55 @@ def _frozen(value: Any) -> Any:
     return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
+class EventView(Sequence):
+    """The log's events as :class:`Event` objects, made when read (the log itself keeps columns)."""
+
+    def __init__(self, log: EventLog):
+        self._log = log
+
+    def __len__(self) -> int:
+        return len(self._log.times)
+
+    def __getitem__(self, index):
+        n = len(self)
+        if isinstance(index, slice):
+            return [self._log.event(k) for k in range(*index.indices(n))]
+        k = index + n if index < 0 else index
+        if not 0 <= k < n:
+            raise IndexError(f"event {index} out of range: the log holds {n}")
+        return self._log.event(k)
+
+    def __iter__(self) -> Iterator[Event]:
+        return (self._log.event(k) for k in range(len(self)))
+
+
 class EventLog:
-    """Append-only log with per-node, per-tag and trajectory indexes and keyframes."""
+    """Append-only log with per-node, per-tag and trajectory indexes and keyframes.
+
+    Events are stored as columns (time, op, node, tag, attribute names, attribute values), not as one
+    object each: a lifelong log holds hundreds of thousands of them. ``events`` reads them back as
+    :class:`Event` objects.
+    """
 
     def __init__(self, keyframe_every: int = 256):
         self.keyframe_every = int(keyframe_every)
-        self.events: list[Event] = []
         self.times = array("q")
+        self._ops = array("b")
+        self._nodes = array("i")  # index into _node_names
+        self._tags = array("i")  # index into _tag_names
+        self._keys = array("i")  # index into _schemas: the event's attribute names, in order
+        self._values: list[tuple] = []  # the event's attribute values, in the order of its names
+        self._node_names: list[str] = []
+        self._node_code: dict[str, int] = {}
+        self._tag_names: list[str] = []
+        self._tag_code: dict[str, int] = {}
+        self._schemas: list[tuple[str, ...]] = []
+        self._schema_code: dict[tuple[str, ...], int] = {}
+        self._last_t = 0
+        self._floats: dict[float, float] = {}  # one object per distinct float value (confidences repeat)
         self.by_node: dict[str, array] = {}
         self.by_tag: dict[str, array] = {}
+        self.tag_times: dict[str, list[int]] = {}  # the times of each tag's events, oldest first
         # Trajectories: times and flattened xyz of every logged position, per node.
         self.traj_t: dict[str, array] = {}
         self.traj_xyz: dict[str, array] = {}
@@ -70,62 +111,96 @@ class EventLog:
         self.noops = 0
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self.times)
+
+    @property
+    def events(self) -> EventView:
+        """Every event, oldest first, as a read-only sequence of :class:`Event`."""
+        return EventView(self)
+
+    def event(self, index: int) -> Event:
+        """Event number ``index`` (0: the oldest)."""
+        return Event(
+            self.times[index],
+            OPS[self._ops[index]],
+            self._node_names[self._nodes[index]],
+            self._tag_names[self._tags[index]],
+            dict(zip(self._schemas[self._keys[index]], self._values[index])),
+        )
 
     @property
     def last_t(self) -> int:
         return self.times[-1] if self.times else -(2**62)
 
-    def append(self, t: int, op: str, node: str, tag: str, data: dict | None = None) -> Event | None:
-        """Record one operation; NOOP is only counted. Returns the stored event."""
+    def append(self, t: int, op: str, node: str, tag: str, data: dict | None = None) -> None:
+        """Record one operation; NOOP is only counted."""
         if op == NOOP:
             self.noops += 1
-            return None
-        if op not in OPS:
+            return
+        code = _OP_CODE.get(op)
+        if code is None:
             raise ValueError(f"unknown event op {op!r}; valid: {OPS}")
         t = int(t)
-        if t < self.last_t:
-            raise ValueError(f"event time {t} is before the last logged time {self.last_t}: the log is append-only")
-        data = dict(data or {})
-        if op == ADD and node in self.state:
-            raise ValueError(f"ADD of existing node {node!r}")
-        if op in (UPDATE, DELETE) and node not in self.state:
+        times = self.times
+        if times and t <= times[-1]:
+            if t < times[-1]:
+                raise ValueError(f"event time {t} is before the last logged time {times[-1]}: the log is append-only")
+            t = self._last_t  # one int object per step, shared by that step's entries in tag_times
+        if op == ADD:
+            if node in self.state:
+                raise ValueError(f"ADD of existing node {node!r}")
+        elif node not in self.state:
             raise ValueError(f"{op} of unknown node {node!r}")
-        event = Event(t, op, node, tag, data)
-        index = len(self.events)
-        self.events.append(event)
-        self.times.append(t)
-        self.by_node.setdefault(node, array("q")).append(index)
-        self.by_tag.setdefault(tag, array("q")).append(index)
-        self._apply(self.state, event)
+        data = data or {}
+        keys = tuple(data)
+        floats = self._floats
+        values = tuple(floats.setdefault(v, v) if type(v) is float and v and v == v else v for v in data.values())
+        index = len(times)
+        times.append(t)
+        self._last_t = t
+        self._ops.append(code)
+        self._nodes.append(_code(node, self._node_names, self._node_code))
+        self._tags.append(_code(tag, self._tag_names, self._tag_code))
+        self._keys.append(_code(keys, self._schemas, self._schema_code))
+        self._values.append(values)
+        by_node = self.by_node.get(node)
+        if by_node is None:
+            by_node = self.by_node[node] = array("q")
+        by_node.append(index)
+        by_tag = self.by_tag.get(tag)
+        if by_tag is None:
+            by_tag = self.by_tag[tag] = array("q")
+            self.tag_times[tag] = []
+        by_tag.append(index)
+        self.tag_times[tag].append(t)
+        self._apply(self.state, op, node, t, keys, values)
         position = data.get("position")
         if position is not None:
             self.traj_t.setdefault(node, array("q")).append(t)
             self.traj_xyz.setdefault(node, array("d")).extend(position)
-        # A keyframe holds a slot per node: at least as many events as there are nodes between two
-        # keyframes keeps all of them at about a slot per event, however many nodes there are.
-        if len(self.events) - self.kf_index[-1] >= max(self.keyframe_every, len(self.state)):
-            self.kf_index.append(len(self.events))
+        # A keyframe holds a slot per node: at least twice as many events as there are nodes between
+        # two keyframes keeps all of them at about half a slot per event, however many nodes there are
+        # (and the unchanged nodes' state shared between keyframes).
+        if index + 1 - self.kf_index[-1] >= max(self.keyframe_every, 2 * len(self.state)):
+            self.kf_index.append(index + 1)
             self.kf_state.append(dict(self.state))
-        return event
 
     @staticmethod
-    def _apply(state: dict[str, dict], event: Event) -> None:
+    def _apply(state: dict[str, dict], op: str, node: str, t: int, keys: tuple, values: tuple) -> None:
         # last_update is the event's own time, and a box is its position +- half its size:
         # both derived here rather than stored in every event.
-        data = event.data
-        if event.op == ADD:
-            new = {**data, "last_update": event.t}
-        elif event.op == UPDATE:
-            new = {**state[event.node], **data, "last_update": event.t}
-        else:
-            state.pop(event.node, None)
+        if op == DELETE:
+            state.pop(node, None)
             return
-        if "size" in new and ("position" in data or "size" in data):
+        new = dict(zip(keys, values)) if op == ADD else dict(state[node])
+        if op == UPDATE:
+            new.update(zip(keys, values))
+        new["last_update"] = t
+        if "size" in new and ("position" in keys or "size" in keys):
             (x, y, z), (sx, sy, sz) = new["position"], new["size"]
             new["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
             new["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
-        state[event.node] = new
+        state[node] = new
 
     # --- time travel ------------------------------------------------------
     def state_at(self, t: int) -> dict[str, dict]:
@@ -133,8 +208,9 @@ class EventLog:
         end = bisect.bisect_right(self.times, t)
         k = bisect.bisect_right(self.kf_index, end) - 1
         state = dict(self.kf_state[k])
+        ops, nodes, names, keys, schemas = self._ops, self._nodes, self._node_names, self._keys, self._schemas
         for i in range(self.kf_index[k], end):
-            self._apply(state, self.events[i])
+            self._apply(state, OPS[ops[i]], names[nodes[i]], self.times[i], schemas[keys[i]], self._values[i])
         return state
 
     def position_at(self, node: str, t: int) -> tuple[float, float, float] | None:
@@ -154,22 +230,28 @@ class EventLog:
 
     # --- indexes ------------------------------------------------------------
     def of_node(self, node: str) -> list[Event]:
-        return [self.events[i] for i in self.by_node.get(node, ())]
+        return [self.event(i) for i in self.by_node.get(node, ())]
 
     def of_tag(self, tag: str) -> list[Event]:
-        return [self.events[i] for i in self.by_tag.get(tag, ())]
+        return [self.event(i) for i in self.by_tag.get(tag, ())]
 
     def between(self, t0: int, t1: int) -> list[Event]:
         """Events with t0 < t <= t1."""
         lo, hi = bisect.bisect_right(self.times, t0), bisect.bisect_right(self.times, t1)
-        return self.events[lo:hi]
+        return [self.event(i) for i in range(lo, hi)]
 
     # --- persistence ----------------------------------------------------------
     def to_json(self) -> dict:
+        names, tags, schemas = self._node_names, self._tag_names, self._schemas
         return {
             "keyframe_every": self.keyframe_every,
             "noops": self.noops,
-            "events": [e.to_list() for e in self.events],
+            "events": [
+                [t, OPS[op], names[n], tags[g], {k: _jsonable(v) for k, v in zip(schemas[s], values)}]
+                for t, op, n, g, s, values in zip(
+                    self.times, self._ops, self._nodes, self._tags, self._keys, self._values
+                )
+            ],
         }
 
     @classmethod
@@ -183,3 +265,12 @@ class EventLog:
     def replay(self, events: Iterable[Event]) -> None:
         for e in events:
             self.append(e.t, e.op, e.node, e.tag, e.data)
+
+
+def _code(name, names: list, codes: dict) -> int:
+    """The number of ``name`` in ``names`` (appended if new)."""
+    code = codes.get(name)
+    if code is None:
+        code = codes[name] = len(names)
+        names.append(name)
+    return code

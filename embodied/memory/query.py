@@ -109,11 +109,8 @@ class Queries:
     def when(self, tag: str, obj: str | None = None) -> list[int]:
         """Times of events tagged ``tag`` (grasp, release, opened, closed, pressed, moved, missing, ...)."""
         if obj is None:
-            index = self.log.by_tag.get(tag)
-            if not index:
-                return []
-            # Straight from the time column: no Event objects for a tag that may have 100k of them.
-            return np.frombuffer(self.log.times, dtype=np.int64)[np.frombuffer(index, dtype=np.int64)].tolist()
+            # A copy of the list the log keeps per tag: a tag such as "seen" may have 100k events.
+            return list(self.log.tag_times.get(tag, ()))
         node = self.resolve(obj)
         of_node, of_tag = self.log.by_node.get(node), self.log.by_tag.get(tag)
         if not of_node or not of_tag:
