@@ -12,6 +12,10 @@ tests themselves, so they are kept here and refreshed row by row:
   into them; the one in-place write (``Track._complete_height``) follows a replacement in the same call.
   A node's track object is only ever set when the node is added (a new list).
 
+Every row re-read gets a new ``stamp`` from a counter that only grows (``clock`` is always past every
+stamp), and a rebuild a new ``generation``: an answer computed from some rows at ``clock`` c still holds
+while those rows' stamps stay below c (see ``RowMemo``).
+
 Shapes: ``lo``, ``hi``, ``velocity``, ``prev_lo``, ``prev_hi`` (N,3) float64 m (m per step for velocity;
 NaN where a track has no previous box), N physical nodes.
 """
@@ -39,6 +43,9 @@ class NodeRows:
         # A container's box a frame ago (where it had one): (N,3) m, NaN where none.
         self.prev_lo = np.zeros((0, 3))
         self.prev_hi = np.zeros((0, 3))
+        self.stamp = np.zeros(0, dtype=np.int64)  # (N,) the clock when each row was last read
+        self.clock = 1
+        self.generation = 0
         self._dirty: list[int] = []  # ids of tracks that replaced a watched array since the last sync
         self._row_of: dict[int, int] = {}  # id(track) -> row
 
@@ -51,6 +58,8 @@ class NodeRows:
                 track = self.tracks[i]
                 self.lo[i], self.hi[i], self.velocity[i] = track.box_min, track.box_max, track.velocity
                 self.prev_lo[i], self.prev_hi[i] = track.prev_box if track.prev_box is not None else (np.nan, np.nan)
+                self.stamp[i] = self.clock
+            self.clock += 1
             self._dirty.clear()
         return self
 
@@ -70,6 +79,8 @@ class NodeRows:
         for i, track in enumerate(self.tracks):
             if track.prev_box is not None:
                 self.prev_lo[i], self.prev_hi[i] = track.prev_box
+        self.stamp = np.zeros(len(nodes), dtype=np.int64)
+        self.generation += 1
         self._dirty = []
         self._row_of = {id(tr): i for i, tr in enumerate(self.tracks)}
         for track in self.tracks:
@@ -89,3 +100,28 @@ class NodeRows:
             if not same:
                 stale.append(node)
         return stale
+
+
+class RowMemo:
+    """Per-row answers that depend only on the row's own box and on the boxes of a set of rows (the
+    ``sources``), kept until one of those changes. ``get(rows, wanted, sources, compute)``: the answers
+    for the rows ``wanted`` (K,), where ``compute(rows_to_do)`` gives fresh ones for the rows given."""
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.answer: list = []
+        self.at = np.zeros(0, dtype=np.int64)  # the clock when each row's answer was computed (0: never)
+
+    def get(self, rows: NodeRows, wanted: np.ndarray, sources: np.ndarray, compute) -> list:
+        if self.generation != rows.generation:
+            self.generation = rows.generation
+            self.answer = [None] * len(rows.nodes)
+            self.at = np.zeros(len(rows.nodes), dtype=np.int64)
+        newest_source = int(rows.stamp[sources].max()) if len(sources) else 0
+        at = self.at[wanted]
+        todo = wanted[(at <= rows.stamp[wanted]) | (at <= newest_source)]
+        if len(todo):
+            for r, answer in zip(todo.tolist(), compute(todo)):
+                self.answer[r] = answer
+            self.at[todo] = rows.clock
+        return [self.answer[r] for r in wanted.tolist()]
