@@ -286,8 +286,16 @@ def test_keyframes_spaced_by_the_node_count_keep_every_recall_answer(house):
     plain.replay(log.events)
     assert len(plain.kf_index) == 1
     rng = np.random.default_rng(0)
-    for t in [0, 1, int(log.times[-1])] + [int(x) for x in rng.integers(0, memory.t, 40)]:
+    times = [0, 1, int(log.times[-1])] + [int(x) for x in rng.integers(0, memory.t, 40)]
+    for t in times:
         assert log.state_at(t) == plain.state_at(t)
+    # Both against the state the log held at those times, applied event by event.
+    stepwise, events, wanted = EventLog(), log.events, set(times)
+    for k, e in enumerate(events):
+        stepwise.append(e.t, e.op, e.node, e.tag, e.data)
+        if e.t in wanted and (k + 1 == len(events) or events[k + 1].t > e.t):
+            assert log.state_at(e.t) == stepwise.state, e.t
+            wanted.discard(e.t)
     ids = physical_nodes(memory)
     for node in ids[:40]:
         for t in (100, 777, 1500, 1999):
@@ -362,3 +370,36 @@ def test_kept_containers_in_the_shell_game_give_the_answers_of_recomputing_them(
     kept, fresh = ([e.to_list() for e in m.log.events] for m in memories)
     assert any(e[3] == "contained" for e in kept), "the ball was found under a cup"
     assert kept == fresh
+
+
+def test_snapshots_are_the_graph_networkx_builds_from_the_same_nodes_and_edges(house):
+    """memory.graph_of writes networkx's adjacency dicts directly: the graph must be the one its public
+    add_nodes_from/add_edges_from build, and a networkx graph like any other (views, copies, edits)."""
+    import networkx as nx
+
+    from embodied.memory.spatial import relations
+
+    stream, memory = house
+    sizes = []
+    for t in (0, 700, 1333, memory.t):
+        snap = memory.snapshot(t)
+        state = memory.log.state_at(t)
+        ref = nx.MultiDiGraph()
+        ref.add_nodes_from(state.items())
+        for node, attrs in ref.nodes(data=True):
+            if attrs.get("visible"):
+                attrs["last_seen"] = max(attrs.get("last_seen", min(t, memory.t)), min(t, memory.t))
+        ref.add_edges_from((u, v, k, {"rel": k}) for u, v, k in relations(state, memory.config))
+        for node, attrs in state.items():
+            for other in attrs.get("links", ()):
+                if other in state:
+                    ref.add_edge(node, other, key="connects", rel="connects")
+        assert nx.utils.graphs_equal(snap, ref) and snap.number_of_edges() == ref.number_of_edges()
+        sizes.append(snap.number_of_edges())
+        assert sorted(snap.edges(keys=True, data="rel")) == sorted(ref.edges(keys=True, data="rel"))
+        assert sorted(snap.in_edges(keys=True)) == sorted(ref.in_edges(keys=True))
+    assert max(sizes) > 300
+    snap.remove_node(next(iter(state)))
+    snap.add_edge("a", "b", key="near", rel="near")
+    assert nx.utils.graphs_equal(snap.copy(), snap) and snap.has_edge("a", "b", key="near")
+    assert memory.snapshot(memory.t).number_of_nodes() == len(state), "a snapshot is a copy"

@@ -204,13 +204,43 @@ class EventLog:
 
     # --- time travel ------------------------------------------------------
     def state_at(self, t: int) -> dict[str, dict]:
-        """Logged attributes of every node as they stood after all events at times <= t."""
+        """Logged attributes of every node as they stood after all events at times <= t.
+
+        The events after the keyframe are folded in node by node: each node changed is copied once
+        (not once per event) and its box derived once, from its final position and size, which is
+        what applying them one by one (``_apply``) gives."""
         end = bisect.bisect_right(self.times, t)
         k = bisect.bisect_right(self.kf_index, end) - 1
         state = dict(self.kf_state[k])
-        ops, nodes, names, keys, schemas = self._ops, self._nodes, self._node_names, self._keys, self._schemas
+        ops, nodes, names, keys, schemas, values, times = (
+            self._ops, self._nodes, self._node_names, self._keys, self._schemas, self._values, self.times
+        )
+        mine: dict[str, dict] = {}  # nodes copied from the keyframe (or added) so far: ours to change
+        moved: set[str] = set()  # nodes whose position or size an event set
         for i in range(self.kf_index[k], end):
-            self._apply(state, OPS[ops[i]], names[nodes[i]], self.times[i], schemas[keys[i]], self._values[i])
+            node, op = names[nodes[i]], ops[i]
+            if op == 2:  # DELETE
+                state.pop(node, None)
+                mine.pop(node, None)
+                moved.discard(node)
+                continue
+            schema = schemas[keys[i]]
+            if op == 0:  # ADD
+                attrs = mine[node] = state[node] = {}
+            else:
+                attrs = mine.get(node)
+                if attrs is None:
+                    attrs = mine[node] = state[node] = dict(state[node])
+            attrs.update(zip(schema, values[i]))
+            attrs["last_update"] = times[i]
+            if "position" in schema or "size" in schema:
+                moved.add(node)
+        for node in moved:
+            attrs = state[node]
+            if "size" in attrs:
+                (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
+                attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
+                attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
         return state
 
     def position_at(self, node: str, t: int) -> tuple[float, float, float] | None:

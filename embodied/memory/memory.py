@@ -314,18 +314,35 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     def snapshot(self, t: int) -> nx.MultiDiGraph:
         """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""
         state = self.log.state_at(t)
-        g = nx.MultiDiGraph()
-        g.add_nodes_from(state.items())  # networkx copies each attribute dict
         now = min(t, self.t)
-        for node, attrs in g.nodes(data=True):
+        nodes = {}
+        for node, attrs in state.items():
+            attrs = nodes[node] = dict(attrs)  # the graph's own copy, as networkx would make
             if attrs.get("visible"):
                 attrs["last_seen"] = max(attrs.get("last_seen", now), now)
-        g.add_edges_from((u, v, k, {"rel": k}) for u, v, k in relations(state, self.config))
-        for node, attrs in state.items():
-            for other in attrs.get("links", ()):
-                if other in state:
-                    g.add_edge(node, other, key="connects", rel="connects")
-        return g
+        edges = list(relations(state, self.config))
+        edges += [(node, other, "connects") for node, attrs in state.items()
+                  for other in attrs.get("links", ()) if other in state]
+        return graph_of(nodes, edges)
+
+
+def graph_of(nodes: dict[str, dict], edges: list[tuple[str, str, str]]) -> nx.MultiDiGraph:
+    """A MultiDiGraph of ``nodes`` (id -> attribute dict, taken as the graph's own) and keyed edges
+    (u, v, key) with ``rel=key``, all between those nodes: what ``add_nodes_from`` and ``add_edges_from``
+    build, written straight into networkx's adjacency dicts (its documented dict-of-dicts layout), three
+    times faster for the ~1,500 edges of a 500-object house. tests/test_memory_scale.py checks the two
+    agree."""
+    g = nx.MultiDiGraph()
+    g._node.update(nodes)
+    succ, pred = g._succ, g._pred
+    succ.update({node: {} for node in nodes})
+    pred.update({node: {} for node in nodes})
+    for u, v, key in edges:
+        keyed = succ[u].get(v)
+        if keyed is None:
+            keyed = succ[u][v] = pred[v][u] = {}
+        keyed[key] = {"rel": key}
+    return g
 
 
 def _compact(changes: dict, before: dict) -> dict:

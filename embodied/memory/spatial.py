@@ -9,6 +9,8 @@ replace KD-trees, so nothing is rebuilt per frame.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from embodied.memory.config import MemoryConfig
@@ -142,21 +144,24 @@ def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) 
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
         for dx in (-1, 0, 1):
-            for dy in (-1, 0, 1):
-                want = ((cell[:, 0] + dx) << 21) | (cell[:, 1] + dy)
-                first = np.searchsorted(sorted_key, want, side="left")
-                count = np.searchsorted(sorted_key, want, side="right") - first
-                rows = np.repeat(small, count)
-                pieces_i.append(rows)
-                pieces_j.append(small[order[np.repeat(first - np.cumsum(count) + count, count) + np.arange(len(rows))]])
+            # The three cells (x + dx, y - 1 .. y + 1) are consecutive keys: one range each.
+            column = (cell[:, 0] + dx) << 21
+            first = np.searchsorted(sorted_key, column | (cell[:, 1] - 1), side="left")
+            count = np.searchsorted(sorted_key, column | (cell[:, 1] + 1), side="right") - first
+            rows = np.repeat(small, count)
+            pieces_i.append(rows)
+            pieces_j.append(small[order[np.repeat(first - np.cumsum(count) + count, count) + np.arange(len(rows))]])
     for b in np.flatnonzero(big):  # a wide box against every box, both ways
         pieces_i += [np.full(k, b), np.arange(k)]
         pieces_j += [np.arange(k), np.full(k, b)]
     if not pieces_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     i, j = np.concatenate(pieces_i), np.concatenate(pieces_j)
-    keep = (i != j) & np.all((lo[j] - reach <= hi[i] + reach) & (lo[i] - reach <= hi[j] + reach), axis=1)
-    pair = np.unique(i[keep].astype(np.int64) * k + j[keep])
+    grown_lo, grown_hi = lo - reach, hi + reach
+    keep = (i != j) & np.all((grown_lo[j] <= grown_hi[i]) & (grown_lo[i] <= grown_hi[j]), axis=1)
+    pair = np.sort(i[keep].astype(np.int64) * k + j[keep])
+    if len(pair):  # two wide boxes met each other twice
+        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
     return pair // k, pair % k
 
 
@@ -177,13 +182,20 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         home = a.get("room", "")
         if home and home in nodes and nodes[home]["kind"] == "room":
             edges.add((n, home, "in_room"))
-    ids = [n for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a]
-    if not ids:
+    # One pass over the nodes with a box: what the rules below read of each.
+    rows = [
+        (n, a["box_min"], a["box_max"], a["kind"], bool(a.get("held")), a.get("cls", ""),
+         bool(a.get("articulated")), a.get("inside", ""))
+        for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a
+    ]
+    if not rows:
         return edges
-    lo = np.array([nodes[n]["box_min"] for n in ids], dtype=np.float64).reshape(-1, 3)
-    hi = np.array([nodes[n]["box_max"] for n in ids], dtype=np.float64).reshape(-1, 3)
+    ids, box_min, box_max, kind_of, held_of, cls_of, articulated_of, inside_of = zip(*rows)
+    lo = np.array(box_min, dtype=np.float64).reshape(-1, 3)
+    hi = np.array(box_max, dtype=np.float64).reshape(-1, 3)
     centre = (lo + hi) / 2
-    kinds = np.array([nodes[n]["kind"] for n in ids])
+    kinds = np.array(kind_of)
+    names = np.array(ids, dtype=object)
     volume = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
     m = cfg.contain_margin
     # Every relation joins boxes within reach of each other (near: centres closer than near_dist;
@@ -202,14 +214,14 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     over = np.all((centre[i, :2] >= lo[j, :2] - m) & (centre[i, :2] <= hi[j, :2] + m), axis=1)
     gap = lo[i, 2] - hi[j, 2]
     # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
-    held = np.array([bool(nodes[n].get("held")) for n in ids])
+    held = np.array(held_of)
     is_in &= ~held[i]
     is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[i] & physical[j] & ~is_in
     is_on &= volume[i] < volume[j] * 4  # a table does not rest on a block
     # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
     # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
     # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
-    furnishing = (kinds == "surface") & ~np.isin([nodes[n].get("cls", "") for n in ids], ["wall", "floor", "plane"])
+    furnishing = (kinds == "surface") & ~np.isin(cls_of, ["wall", "floor", "plane"])
     sunk = over & furnishing[j] & np.isin(kinds, ["object", "container"])[i]
     sunk &= (lo[i, 2] >= lo[j, 2] + cfg.on_tol) & (lo[i, 2] <= hi[j, 2])
     sunk &= (volume[i] < volume[j]) & ~is_in
@@ -218,8 +230,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         is_on[row[np.argmin(volume[j[row]])]] = True
     is_on &= ~held[i]
     remembered = {}  # unseen objects keep the container they were last known in
-    for k, n in enumerate(ids):
-        holder = nodes[n].get("inside", "")
+    for k, holder in enumerate(inside_of):
         if holder and holder in nodes:
             remembered[k] = holder
     in_rows = set()
@@ -233,7 +244,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         in_rows.add(a)
     # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
     # just outside its housing), overlaps its footprint most.
-    articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
+    articulated = np.array(articulated_of)
     furniture = (kinds == "surface") & ~room
     for r in np.flatnonzero(articulated):
         row = np.arange(bounds[r], bounds[r + 1])
@@ -246,92 +257,27 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if area.max() > 0:
             edges.add((ids[r], ids[int(c[np.argmax(area)])], "part_of"))
             in_rows.add(r)
-    # One support per object, the highest top under it; nothing in a container rests on something
-    # else, and a part hangs in its housing (part_of) rather than resting on what is below.
-    for r in np.unique(i[is_on]):
-        if r not in in_rows:
-            row = np.arange(bounds[r], bounds[r + 1])[is_on[bounds[r] : bounds[r + 1]]]
-            edges.add((ids[r], ids[int(j[row[np.argmax(hi[j[row], 2])]])], "on"))
+    # One support per object, the highest top under it (the first such pair on a tie); nothing in a
+    # container rests on something else, and a part hangs in its housing (part_of) rather than resting on
+    # what is below. Pairs come sorted by (i, j); the sort below is stable.
+    on_i, on_j = i[is_on], j[is_on]
+    if in_rows:
+        free = ~np.isin(on_i, list(in_rows))
+        on_i, on_j = on_i[free], on_j[free]
+    if len(on_i):
+        order = np.lexsort((-hi[on_j, 2], on_i))
+        on_i, on_j = on_i[order], on_j[order]
+        first = np.ones(len(on_i), dtype=bool)
+        first[1:] = on_i[1:] != on_i[:-1]
+        edges.update(zip(names[on_i[first]], names[on_j[first]], repeat("on")))
     objectish = np.isin(kinds, ["object", "container", "articulated"])
     near = (np.linalg.norm(centre[i] - centre[j], axis=1) < cfg.near_dist) & objectish[i] & objectish[j]
-    linked = {(u, v) for u, v, _ in edges} | {(v, u) for u, v, _ in edges}
-    for a, b in zip(i[near], j[near]):
-        if (ids[a], ids[b]) not in linked:
-            edges.add((ids[a], ids[b], "near"))
-    return edges
-    lo = np.array([nodes[n]["box_min"] for n in ids])
-    hi = np.array([nodes[n]["box_max"] for n in ids])
-    centre = (lo + hi) / 2
-    kinds = np.array([nodes[n]["kind"] for n in ids])
-    volume = np.prod(np.maximum(hi - lo, 1e-3), axis=1)
-    m = cfg.contain_margin
-    # inside[i, j]: centre of i within box j (grown by the margin), i no lower than j's bottom
-    # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
-    inside = np.all((centre[:, None] >= lo[None] - m) & (centre[:, None] <= hi[None] + m), axis=2)
-    inside &= lo[:, None, 2] >= lo[None, :, 2] - 0.005
-    inside &= volume[:, None] < volume[None]
-    np.fill_diagonal(inside, False)
-    room = kinds == "room"
-    container = kinds == "container"
-    physical = ~room
-    is_in = inside & container[None] & physical[:, None]
-    over = np.all((centre[:, None, :2] >= lo[None, :, :2] - m) & (centre[:, None, :2] <= hi[None, :, :2] + m), axis=2)
-    gap = lo[:, None, 2] - hi[None, :, 2]
-    # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
-    held = np.array([bool(nodes[n].get("held")) for n in ids])
-    is_in &= ~held[:, None]
-    is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[:, None] & physical[None] & ~is_in
-    np.fill_diagonal(is_on, False)
-    is_on &= volume[:, None] < volume[None] * 4  # a table does not rest on a block
-    # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
-    # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
-    # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
-    furnishing = (kinds == "surface") & ~np.isin([nodes[n].get("cls", "") for n in ids], ["wall", "floor", "plane"])
-    sunk = over & furnishing[None] & np.isin(kinds, ["object", "container"])[:, None]
-    sunk &= (lo[:, None, 2] >= lo[None, :, 2] + cfg.on_tol) & (lo[:, None, 2] <= hi[None, :, 2])
-    sunk &= (volume[:, None] < volume[None]) & ~is_in
-    for i in np.flatnonzero(sunk.any(axis=1) & ~is_on.any(axis=1)):
-        is_on[i, np.flatnonzero(sunk[i])[np.argmin(volume[sunk[i]])]] = True
-    is_on &= ~held[:, None]
-    remembered = {}  # unseen objects keep the container they were last known in
-    for i, n in enumerate(ids):
-        holder = nodes[n].get("inside", "")
-        if holder and holder in nodes:
-            remembered[i] = holder
-    in_rows = set()
-    for i, j in zip(*np.nonzero(is_in)):
-        edges.add((ids[i], ids[j], "in"))
-        in_rows.add(i)
-    for i, holder in remembered.items():
-        if held[i]:
-            continue
-        edges.add((ids[i], holder, "in"))
-        in_rows.add(i)
-    # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
-    # just outside its housing), overlaps its footprint most.
-    articulated = np.array([bool(nodes[n].get("articulated")) for n in ids])
-    furniture = (kinds == "surface") & ~room
-    for i in np.flatnonzero(articulated):
-        w = np.minimum(hi[i, :2], hi[:, :2] + 0.03) - np.maximum(lo[i, :2], lo[:, :2] - 0.03)
-        area = np.prod(np.clip(w, 0, None), axis=1) * furniture * (volume > volume[i])
-        area[i] = 0
-        zcut = (lo[i, 2] < hi[:, 2]) & (hi[i, 2] > lo[:, 2])
-        area = area * zcut
-        if area.max() > 0:
-            edges.add((ids[i], ids[int(np.argmax(area))], "part_of"))
-            in_rows.add(i)
-    # One support per object, the highest top under it; nothing in a container rests on something
-    # else, and a part hangs in its housing (part_of) rather than resting on what is below.
-    top = np.where(is_on, hi[None, :, 2], -np.inf)
-    for i in np.flatnonzero(is_on.any(axis=1)):
-        if i not in in_rows:
-            edges.add((ids[i], ids[int(np.argmax(top[i]))], "on"))
-    objectish = np.isin(kinds, ["object", "container", "articulated"])
-    dist = np.linalg.norm(centre[:, None] - centre[None], axis=2)
-    near = (dist < cfg.near_dist) & objectish[:, None] & objectish[None]
-    np.fill_diagonal(near, False)
-    linked = {(u, v) for u, v, _ in edges} | {(v, u) for u, v, _ in edges}
-    for i, j in zip(*np.nonzero(near)):
-        if (ids[i], ids[j]) not in linked:
-            edges.add((ids[i], ids[j], "near"))
+    if near.any():
+        # Not for a pair already joined by another relation, either way round.
+        row = {n: k for k, n in enumerate(ids)}
+        joined = [(row[u], row[v]) for u, v, _ in edges if u in row and v in row]
+        if joined:
+            a, b = np.array(joined).T
+            near &= ~np.isin(i * len(ids) + j, np.concatenate([a * len(ids) + b, b * len(ids) + a]))
+        edges.update(zip(names[i[near]], names[j[near]], repeat("near")))
     return edges
