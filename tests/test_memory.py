@@ -134,6 +134,8 @@ def test_the_columnar_log_reads_back_every_event_as_it_was_appended():
     again = EventLog.from_json(json.loads(json.dumps(log.to_json())))
     assert [e.to_list() for e in again.events] == [e.to_list() for e in events]
     assert all(again.state_at(t) == log.state_at(t) for t in range(31))
+    assert again.state == log.state and list(again.kf_index) == list(log.kf_index)
+    assert all(a == b for a, b in zip(again.kf_state, log.kf_state))
     # The past rebuilt from keyframes is the state the log held then, event by event.
     stepwise = EventLog()
     for k, e in enumerate(events):
@@ -225,6 +227,46 @@ def test_json_round_trip_is_exact_and_bad_files_are_named(tmp_path):
     graphml = memory.export_graphml(tmp_path / "g.graphml")
     g = nx.read_graphml(graphml)
     assert set(g.nodes) == set(memory.graph.nodes)
+
+
+def test_the_log_is_saved_as_columns_and_bad_columns_are_named(tmp_path):
+    from embodied.memory.events_json import events_to_columns
+
+    memory = SpatialMemory()
+    for t in range(8):
+        seen = [detection((0.4, 0.01 * t, 0.02)), detection((0.2, 0.3, 0.02), colour="blue")]
+        memory.update(frame(t, seen[: 1 + t % 2]))
+    path = memory.save(tmp_path / "mem.json")
+    doc = json.loads(path.read_text())
+    log = doc["log"]
+    assert log["format"] == "columns" and len(log["t"]) == len(memory.log) and "events" not in log
+    # A file of the earlier layout (one [t, op, node, tag, data] list per event) loads to the same memory.
+    old = {**doc, "log": {"keyframe_every": log["keyframe_every"], "noops": log["noops"],
+                          "events": [e.to_list() for e in memory.log.events]}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    again = SpatialMemory.load(tmp_path / "old.json")
+    assert [e.to_list() for e in again.log.events] == [e.to_list() for e in memory.log.events]
+    assert again.log.state == memory.log.state and again.history("red block") == memory.history("red block")
+    assert events_to_columns(old["log"]["events"])["values"] == log["values"]
+    status = next((s, m) for s, schema in enumerate(log["schemas"]) for m, key in enumerate(schema) if key == "status")
+
+    def broken(edit) -> str:
+        bad = json.loads(json.dumps(doc))
+        edit(bad["log"])
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match="bad.json") as err:
+            SpatialMemory.load(tmp_path / "bad.json")
+        return str(err.value)
+
+    s, m = status
+    assert f"log.values[{s}][{m}][0] (status of event" in broken(lambda g: g["values"][s][m].__setitem__(0, 3))
+    assert "log.values[0]" in broken(lambda g: g["values"][0][0].pop())
+    assert "log.node[2]" in broken(lambda g: g["node"].__setitem__(2, len(g["nodes"])))
+    assert "log.t[1]: is after the memory's time" in broken(lambda g: g["t"].__setitem__(1, 10**6))
+    assert "before the last logged time" in broken(lambda g: g["t"].__setitem__(0, 5))
+    assert "log.keys: " in broken(lambda g: g["keys"].pop())
+    assert "event 0: UPDATE of unknown node" in broken(lambda g: g["op"].__setitem__(0, 1))
+    assert "log.schemas[0]" in broken(lambda g: g["schemas"][0].append(g["schemas"][0][0]))
 
 
 def test_queries_name_objects_by_colour_and_class():

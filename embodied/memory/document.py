@@ -153,6 +153,19 @@ def _surely(value: Any, kind: str) -> bool:
     return False
 
 
+def _surely_all(values, kind: str) -> bool:
+    """True only when every value passes ``_check(value, kind)``: ``_surely`` over a column, the common
+    kinds without a call per value."""
+    types = set(map(type, values))
+    if kind in ("str", "bool"):
+        return types <= {str if kind == "str" else bool}
+    if kind in ("time", "count") and types <= {int}:
+        return not values or (0 if kind == "count" else -1) <= min(values) and max(values) < MAX_TIME
+    if kind == "number" and types <= {int, float}:
+        return not values or -(2**63) < min(values) and max(values) < 2**63 and not any(map(math.isnan, values))
+    return all(_surely(v, kind) for v in values)
+
+
 def _surely_plain(value: Any) -> bool:
     """True only when ``_plain(value)`` would pass."""
     tp = type(value)
@@ -235,13 +248,12 @@ def check_document(doc: dict) -> None:
         if edge[0] not in nodes or edge[1] not in nodes:
             raise ValueError(f"edges[{k}]: {edge[0]!r} -> {edge[1]!r} joins a node that is not in nodes")
     _log(doc.get("log"), doc["t"])
-    for k, (_, op, node, _, data) in enumerate(doc["log"]["events"]):
+    for where, node, cls in _added(doc["log"]):
         # Ids are <class>_<n> with n from the class's counter: a counter behind an id would hand it out again.
-        cls = data.get("cls") if op == ADD else None
         if isinstance(cls, str) and node.startswith(cls + "_") and node[len(cls) + 1:].isdecimal() and \
                 int(node[len(cls) + 1:]) >= counters.get(cls, 0):
             raise ValueError(f"counters.{cls}: {counters.get(cls, 0)} does not count past node {node!r} "
-                             f"(added by log.events[{k}])")
+                             f"(added by {where})")
     _tracks(doc.get("tracks"), nodes)
     looked = doc.get("looked")
     if looked is not None:
@@ -254,10 +266,13 @@ def check_document(doc: dict) -> None:
 
 def _log(log: Any, t: int) -> None:
     _fields(log, {"keyframe_every": "count", "noops": "count"}, "log")
-    if "events" not in log:
-        raise ValueError("log: missing 'events'")
     if log["keyframe_every"] < 1:
         raise ValueError(f"log.keyframe_every: {log['keyframe_every']} is not >= 1")
+    if "events" not in log:
+        from embodied.memory.document_columns import check_log_columns
+
+        check_log_columns(log, t)
+        return
     events = log["events"]
     if not isinstance(events, list):
         raise ValueError(f"log.events: expected a list, got {_show(events)}")
@@ -268,6 +283,18 @@ def _log(log: Any, t: int) -> None:
         check_event(*event, where)
         if event[0] > t:
             raise ValueError(f"{where}.t: {event[0]} is after the memory's time {t}")
+
+
+def _added(log: dict):
+    """(where, node, class) of every ADD event of a checked log, in either layout."""
+    if "events" in log:
+        for k, (_, op, node, _, data) in enumerate(log["events"]):
+            if op == ADD:
+                yield f"log.events[{k}]", node, data.get("cls")
+        return
+    from embodied.memory.document_columns import added_in_columns
+
+    yield from added_in_columns(log)
 
 
 def check_event(t: Any, op: Any, node: Any, tag: Any, data: Any, where: str = "event") -> None:

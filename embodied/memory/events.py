@@ -25,7 +25,10 @@ import bisect
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from math import isnan
 from typing import Any
+
+import numpy as np
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
@@ -137,6 +140,21 @@ class EventLog:
         if op == NOOP:
             self.noops += 1
             return
+        t, keys, values = self._record(t, op, node, tag, data or {})
+        self._apply(self.state, op, node, t, keys, values)
+        if self._keyframe_due():
+            self.kf_index.append(len(self.times))
+            self.kf_state.append(dict(self.state))
+
+    def _keyframe_due(self) -> bool:
+        # A keyframe holds a slot per node: at least twice as many events as there are nodes between two
+        # keyframes keeps all of them at about half a slot per event, however many nodes there are (and
+        # the unchanged nodes' state is shared between keyframes).
+        return len(self.times) - self.kf_index[-1] >= max(self.keyframe_every, 2 * len(self.state))
+
+    def _record(self, t: int, op: str, node: str, tag: str, data: dict) -> tuple[int, tuple, tuple]:
+        """Check one event against the log, store it in the columns and indexes; (t, names, values).
+        The state is the caller's to bring up to date."""
         code = _OP_CODE.get(op)
         if code is None:
             raise ValueError(f"unknown event op {op!r}; valid: {OPS}")
@@ -151,10 +169,11 @@ class EventLog:
                 raise ValueError(f"ADD of existing node {node!r}")
         elif node not in self.state:
             raise ValueError(f"{op} of unknown node {node!r}")
-        data = data or {}
         keys = tuple(data)
         floats = self._floats
-        values = tuple(floats.setdefault(v, v) if type(v) is float and v and v == v else v for v in data.values())
+        values = tuple(
+            floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in data.values()
+        )
         index = len(times)
         times.append(t)
         self._last_t = t
@@ -173,17 +192,11 @@ class EventLog:
             self.tag_times[tag] = []
         by_tag.append(index)
         self.tag_times[tag].append(t)
-        self._apply(self.state, op, node, t, keys, values)
         position = data.get("position")
         if position is not None:
             self.traj_t.setdefault(node, array("q")).append(t)
             self.traj_xyz.setdefault(node, array("d")).extend(position)
-        # A keyframe holds a slot per node: at least twice as many events as there are nodes between
-        # two keyframes keeps all of them at about half a slot per event, however many nodes there are
-        # (and the unchanged nodes' state shared between keyframes).
-        if index + 1 - self.kf_index[-1] >= max(self.keyframe_every, 2 * len(self.state)):
-            self.kf_index.append(index + 1)
-            self.kf_state.append(dict(self.state))
+        return t, keys, values
 
     @staticmethod
     def _apply(state: dict[str, dict], op: str, node: str, t: int, keys: tuple, values: tuple) -> None:
@@ -204,44 +217,13 @@ class EventLog:
 
     # --- time travel ------------------------------------------------------
     def state_at(self, t: int) -> dict[str, dict]:
-        """Logged attributes of every node as they stood after all events at times <= t.
-
-        The events after the keyframe are folded in node by node: each node changed is copied once
-        (not once per event) and its box derived once, from its final position and size, which is
-        what applying them one by one (``_apply``) gives."""
+        """Logged attributes of every node as they stood after all events at times <= t (from the
+        keyframe before, the events after it folded in: see ``_Fold``)."""
         end = bisect.bisect_right(self.times, t)
         k = bisect.bisect_right(self.kf_index, end) - 1
-        state = dict(self.kf_state[k])
-        ops, nodes, names, keys, schemas, values, times = (
-            self._ops, self._nodes, self._node_names, self._keys, self._schemas, self._values, self.times
-        )
-        mine: dict[str, dict] = {}  # nodes copied from the keyframe (or added) so far: ours to change
-        moved: set[str] = set()  # nodes whose position or size an event set
-        for i in range(self.kf_index[k], end):
-            node, op = names[nodes[i]], ops[i]
-            if op == 2:  # DELETE
-                state.pop(node, None)
-                mine.pop(node, None)
-                moved.discard(node)
-                continue
-            schema = schemas[keys[i]]
-            if op == 0:  # ADD
-                attrs = mine[node] = state[node] = {}
-            else:
-                attrs = mine.get(node)
-                if attrs is None:
-                    attrs = mine[node] = state[node] = dict(state[node])
-            attrs.update(zip(schema, values[i]))
-            attrs["last_update"] = times[i]
-            if "position" in schema or "size" in schema:
-                moved.add(node)
-        for node in moved:
-            attrs = state[node]
-            if "size" in attrs:
-                (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
-                attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
-                attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
-        return state
+        fold = _Fold(dict(self.kf_state[k]))
+        fold.events(self, self.kf_index[k], end)
+        return fold.finish()
 
     def position_at(self, node: str, t: int) -> tuple[float, float, float] | None:
         """Last logged position of ``node`` at or before t (None if none yet)."""
@@ -270,26 +252,70 @@ class EventLog:
         lo, hi = bisect.bisect_right(self.times, t0), bisect.bisect_right(self.times, t1)
         return [self.event(i) for i in range(lo, hi)]
 
-    # --- persistence ----------------------------------------------------------
+    # --- persistence (the JSON document: events_json.py) ---------------------------
     def to_json(self) -> dict:
-        names, tags, schemas = self._node_names, self._tag_names, self._schemas
-        return {
-            "keyframe_every": self.keyframe_every,
-            "noops": self.noops,
-            "events": [
-                [t, OPS[op], names[n], tags[g], {k: _jsonable(v) for k, v in zip(schemas[s], values)}]
-                for t, op, n, g, s, values in zip(
-                    self.times, self._ops, self._nodes, self._tags, self._keys, self._values
-                )
-            ],
-        }
+        from embodied.memory.events_json import log_to_json
+
+        return log_to_json(self)
 
     @classmethod
     def from_json(cls, doc: dict) -> EventLog:
-        log = cls(doc["keyframe_every"])
-        for t, op, node, tag, data in doc["events"]:
-            log.append(t, op, node, tag, {k: _frozen(v) for k, v in data.items()})
-        log.noops = int(doc["noops"])
+        from embodied.memory.events_json import log_from_json
+
+        return log_from_json(doc)
+
+    def columns(self) -> dict:
+        """The events as columns (read-only views; do not modify): names ``nodes``, ``tags``, ``schemas``
+        (attribute-name tuples), and per event ``t``, ``op`` (0 ADD, 1 UPDATE, 2 DELETE), ``node``,
+        ``tag`` and ``keys`` (indexes into those names) and ``values`` (tuples, in the order of its schema).""" 
+        return {"nodes": self._node_names, "tags": self._tag_names, "schemas": self._schemas, "t": self.times,
+                "op": self._ops, "node": self._nodes, "tag": self._tags, "keys": self._keys, "values": self._values}
+
+    @classmethod
+    def from_columns(cls, keyframe_every: int, noops: int, nodes: list[str], tags: list[str],
+                     schemas: list[tuple[str, ...]], t: list[int], op: list[int], node: list[int], tag: list[int],
+                     keys: list[int], values: list[list[list]]) -> EventLog:
+        """A log holding these events, in the layout of ``columns`` but with the values as one list of
+        columns per schema (``values[s][m]``: attribute m of schema s's events, in event order; see
+        ``events_json``), every index and length in range (as ``document.check_document`` makes sure;
+        JSON lists among the values become tuples). The indexes
+        and trajectories are built a column at a time, the events folded into the state a keyframe at a
+        time (``_Fold``). Raises ValueError at the first event out of time order, ADD of a node that
+        exists, or change of one that does not."""
+        log = cls(keyframe_every)
+        log.noops = int(noops)
+        log._node_names, log._tag_names, log._schemas = list(nodes), list(tags), [tuple(s) for s in schemas]
+        log._node_code = {n: k for k, n in enumerate(log._node_names)}
+        log._tag_code = {n: k for k, n in enumerate(log._tag_names)}
+        log._schema_code = {s: k for k, s in enumerate(log._schemas)}
+        log._ops, log._nodes, log._tags, log._keys = array("b", op), array("i", node), array("i", tag), array("i", keys)
+        shared: dict[int, int] = {}  # one int object per step
+        times = [shared.setdefault(x, x) for x in t]
+        log.times = array("q", times)
+        log._last_t = times[-1] if times else 0
+        late = np.flatnonzero(np.diff(np.asarray(t, dtype=np.int64)) < 0)
+        if len(late):
+            i = int(late[0]) + 1
+            raise ValueError(
+                f"event {i}: time {t[i]} is before the last logged time {t[i - 1]}: the log is append-only"
+            )
+        log._values = _thawed(values, log._keys, log._schemas, log._floats)
+        codes = np.asarray(node, dtype=np.int64)
+        log.by_node = {log._node_names[c]: array("q", rows.tobytes()) for c, rows in _groups(codes).items()}
+        by_tag = _groups(np.asarray(tag, dtype=np.int64))
+        log.by_tag = {log._tag_names[c]: array("q", rows.tobytes()) for c, rows in by_tag.items()}
+        log.tag_times = {log._tag_names[c]: [times[i] for i in rows.tolist()] for c, rows in by_tag.items()}
+        # Trajectories: the events whose schema holds a position, node by node in time order.
+        where = {k: s.index("position") for k, s in enumerate(log._schemas) if "position" in s}
+        moved = np.flatnonzero(np.isin(np.asarray(keys, dtype=np.int64), list(where)))
+        for c, rows in _groups(codes[moved]).items():
+            rows = moved[rows].tolist()
+            name = log._node_names[c]
+            log.traj_t[name] = array("q", [times[i] for i in rows])
+            log.traj_xyz[name] = array("d", [x for i in rows for x in log._values[i][where[keys[i]]]])
+        fold = _Fold(log.state)
+        fold.events(log, 0, len(times), keyframes=True)
+        fold.finish()
         return log
 
     def replay(self, events: Iterable[Event]) -> None:
@@ -304,3 +330,98 @@ def _code(name, names: list, codes: dict) -> int:
         code = codes[name] = len(names)
         names.append(name)
     return code
+
+
+class _Fold:
+    """Events applied to a state (node -> attribute dict) node by node: a node's dict is copied once, at
+    its first event (dicts not yet copied may be shared with keyframes, which never change), and its box
+    derived once, in ``finish``, from its final position and size. The state is then what applying the
+    events one by one (``EventLog._apply``) gives."""
+
+    __slots__ = ("mine", "moved", "state")
+
+    def __init__(self, state: dict[str, dict]):
+        self.state = state
+        self.mine: dict[str, dict] = {}  # nodes whose dict is this fold's own (copied or added)
+        self.moved: set[str] = set()  # nodes whose position or size an event set
+
+    def events(self, log: EventLog, start: int, end: int, keyframes: bool = False) -> None:
+        """Fold in the log's events ``start`` to ``end`` (exclusive); with ``keyframes``, add the log's
+        keyframes as it goes (a log being built). Raises ValueError at an ADD of a node that exists,
+        or an UPDATE or DELETE of one that does not."""
+        state, mine, moved = self.state, self.mine, self.moved
+        names, schemas, rows, times = log._node_names, log._schemas, log._values, log.times
+        geometric = [("position" in s or "size" in s) for s in schemas]
+        every = log.keyframe_every
+        gap = max(every, 2 * len(state))
+        for i in range(start, end):
+            code, name, k = log._ops[i], names[log._nodes[i]], log._keys[i]
+            if code == 1:  # UPDATE
+                attrs = mine.get(name)
+                if attrs is None:
+                    if name not in state:
+                        raise ValueError(f"event {i}: UPDATE of unknown node {name!r}")
+                    attrs = mine[name] = state[name] = dict(state[name])
+            elif code == 0:  # ADD
+                if name in state:
+                    raise ValueError(f"event {i}: ADD of existing node {name!r}")
+                attrs = mine[name] = state[name] = {}
+                gap = max(every, 2 * len(state))
+            elif code == 2:  # DELETE
+                if name not in state:
+                    raise ValueError(f"event {i}: DELETE of unknown node {name!r}")
+                del state[name]
+                mine.pop(name, None)
+                moved.discard(name)
+                gap = max(every, 2 * len(state))
+                if keyframes and i + 1 - log.kf_index[-1] >= gap:
+                    log.kf_index.append(i + 1)
+                    log.kf_state.append(dict(self.finish()))
+                continue
+            else:
+                raise ValueError(f"event {i}: op {code} is not 0 (ADD), 1 (UPDATE) or 2 (DELETE)")
+            attrs.update(zip(schemas[k], rows[i]))
+            attrs["last_update"] = times[i]
+            if geometric[k]:
+                moved.add(name)
+            if keyframes and i + 1 - log.kf_index[-1] >= gap:
+                log.kf_index.append(i + 1)
+                log.kf_state.append(dict(self.finish()))
+
+    def finish(self) -> dict[str, dict]:
+        """The state, boxes derived; every dict in it may now be shared (a later event copies it again)."""
+        for node in self.moved:
+            attrs = self.state[node]
+            if "size" in attrs:
+                (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
+                attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
+                attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
+        self.moved.clear()
+        self.mine.clear()
+        return self.state
+
+
+def _groups(codes: np.ndarray) -> dict[int, np.ndarray]:
+    """code -> the positions (int64, ascending) where ``codes`` (K,) holds it."""
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    return {int(codes[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
+
+
+def _thawed(values: list, keys: array, schemas: list[tuple[str, ...]], floats: dict[float, float]) -> list[tuple]:
+    """Each event's values as a tuple, from one list of columns per schema (``values[s][m][j]``: attribute m
+    of the j-th event of schema s): JSON lists back to tuples, equal floats one object."""
+    out: list = [()] * len(keys)
+    for code, events in _groups(np.frombuffer(keys, dtype=np.int32).astype(np.int64)).items():
+        columns = []
+        for column in values[code]:
+            kinds = set(map(type, column))
+            if list in kinds:
+                column = [_frozen(v) for v in column]
+            elif float in kinds:
+                column = [floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in column]
+            columns.append(column)
+        if columns:
+            for k, row in zip(events.tolist(), zip(*columns)):
+                out[k] = row
+    return out
