@@ -36,24 +36,24 @@ feeds it blank frames and the instruction "wait" while the goal's phase is 0 (ob
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from embodied.agent import persist
-from embodied.agent.aim import GRASPS, Aim, AimConfig
+from embodied.agent.aim import GRASPS, Aim
+from embodied.agent.configuration import AgentConfig
 from embodied.agent.decisions import DecisionLog
 from embodied.agent.drift import DriftFix, moving_mask
 from embodied.agent.skills.arm import arm_skills
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
-from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.memory import SpatialMemory
 from embodied.memory.config import kind_of
 from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.localise import DepthLocaliser, LocaliserConfig
-from embodied.perception import Perceiver, PerceptionConfig
+from embodied.memory.localise import DepthLocaliser
+from embodied.perception import Perceiver
 from embodied.planner.calls import SkillCall
 from embodied.planner.grammar import Goal, parse
 from embodied.planner.planner import Planner
@@ -61,24 +61,6 @@ from embodied.planner.resolver import ResolutionError
 
 RECALL = 2
 ARM_PROPRIO, BASE_PROPRIO = 22, 5
-
-
-@dataclass
-class AgentConfig:
-    perception: PerceptionConfig = field(default_factory=lambda: PerceptionConfig(shuffle_ids=True))
-    memory: MemoryConfig | None = None
-    max_retries: int = 2  # per call, before replanning
-    max_replans: int = 3  # per goal, before giving up
-    wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
-    blank_observe: bool = False  # ablation: blank frames and no instruction during observe
-    settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check
-    # A retried place or grasp is aimed off its target by the miss seen (None: retry as is).
-    aim: AimConfig | None = field(default_factory=AimConfig)
-    rooms_every: int = 50  # mobile base: re-segment rooms from the free-space map every this many steps (0: never)
-    # Mobile base: drift correction of the odometry camera pose (None: trust odometry, the ablation).
-    localise: LocaliserConfig | None = field(default_factory=LocaliserConfig)
-    record_decisions: bool = False  # keep a DecisionLog: the inputs and choice at every decision point
-    max_decisions: int = 40  # with a learned decider: decisions per goal before it gives up
 
 
 class MemoryAgent:

@@ -1,22 +1,22 @@
 """Checks of an event log saved in the column layout of :mod:`embodied.memory.events_json`, for
 :func:`embodied.memory.document.check_document`: ``ValueError("log.<field>...: <what is wrong>")`` at the
 first name, index or value out of place. Values are checked a column at a time (one attribute of one
-schema's events), the quick test first; the full check of ``document`` names the first value that fails.
+schema's events), the quick test first; the full check (``document_types``) names the first value that fails.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.document import (
+from embodied.memory.document_types import (
     ATTR_TYPES,
     MAX_TIME,
-    _attrs,
-    _check,
-    _plain,
-    _show,
-    _surely_all,
-    _surely_plain,
+    check_attrs,
+    check_plain,
+    check_value,
+    show,
+    surely_all,
+    surely_plain,
 )
 
 EVENT_COLUMNS = {"op": (0, 2), "node": "nodes", "tag": "tags", "keys": "schemas"}
@@ -24,16 +24,16 @@ EVENT_COLUMNS = {"op": (0, 2), "node": "nodes", "tag": "tags", "keys": "schemas"
 
 def check_log_columns(log: dict, t: int) -> None:
     if log.get("format") != "columns":
-        raise ValueError(f"log: missing 'events' (or 'format': 'columns'), got format {_show(log.get('format'))}")
+        raise ValueError(f"log: missing 'events' (or 'format': 'columns'), got format {show(log.get('format'))}")
     for key in ("nodes", "tags", "schemas", "t", "op", "node", "tag", "keys", "values"):
         if not isinstance(log.get(key), list):
-            raise ValueError(f"log.{key}: expected a list, got {_show(log.get(key))}")
+            raise ValueError(f"log.{key}: expected a list, got {show(log.get(key))}")
     for key in ("nodes", "tags"):
         for k, name in enumerate(log[key]):
-            _check(name, "str", f"log.{key}[{k}]")
+            check_value(name, "str", f"log.{key}[{k}]")
     for k, schema in enumerate(log["schemas"]):
         if not (isinstance(schema, list) and all(type(x) is str for x in schema) and len(set(schema)) == len(schema)):
-            raise ValueError(f"log.schemas[{k}]: expected a list of distinct attribute names, got {_show(schema)}")
+            raise ValueError(f"log.schemas[{k}]: expected a list of distinct attribute names, got {show(schema)}")
     n = len(log["t"])
     for key in EVENT_COLUMNS:
         if len(log[key]) != n:
@@ -50,20 +50,20 @@ def check_log_columns(log: dict, t: int) -> None:
     for s, (schema, columns) in enumerate(zip(schemas, values)):
         if not (isinstance(columns, list) and len(columns) == len(schema)):
             raise ValueError(f"log.values[{s}]: expected {len(schema)} columns ({', '.join(schema)}), "
-                             f"got {_show(columns)}")
+                             f"got {show(columns)}")
         for m, (key, column) in enumerate(zip(schema, columns)):
             where = f"log.values[{s}][{m}]"
             if not (isinstance(column, list) and len(column) == counts[s]):
                 raise ValueError(f"{where} ({key}): expected a list of {counts[s]} values (one per event of "
-                                 f"schema {s}), got {_show(column)}")
+                                 f"schema {s}), got {show(column)}")
             kind = ATTR_TYPES.get(key)
-            sure = all(_surely_plain(v) for v in column) if kind is None else _surely_all(column, kind)
+            sure = all(surely_plain(v) for v in column) if kind is None else surely_all(column, kind)
             if not sure:
                 for j, value in enumerate(column):
                     name = f"{where}[{j}] ({key} of event {events[s][j]})"
-                    _plain(value, name) if kind is None else _check(value, kind, name)
+                    check_plain(value, name) if kind is None else check_value(value, kind, name)
     for _, where, data in _adds(log, events):  # what a new node needs
-        _attrs(data, where, {"kind": "str", "cls": "str", "position": "vec3"})
+        check_attrs(data, where, {"kind": "str", "cls": "str", "position": "vec3"})
 
 
 def added_in_columns(log: dict):
@@ -100,5 +100,5 @@ def _integers(column: list, key: str, lo: int, hi: int, t: int) -> None:
     for k, x in enumerate(column):
         if not (type(x) is int and lo <= x <= hi):
             what = f"is after the memory's time {t}" if key == "t" and type(x) is int and x > t else \
-                f"expected an integer in {lo}..{hi}, got {_show(x)}"
+                f"expected an integer in {lo}..{hi}, got {show(x)}"
             raise ValueError(f"log.{key}[{k}]: {what}")

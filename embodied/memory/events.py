@@ -252,18 +252,7 @@ class EventLog:
         lo, hi = bisect.bisect_right(self.times, t0), bisect.bisect_right(self.times, t1)
         return [self.event(i) for i in range(lo, hi)]
 
-    # --- persistence (the JSON document: events_json.py) ---------------------------
-    def to_json(self) -> dict:
-        from embodied.memory.events_json import log_to_json
-
-        return log_to_json(self)
-
-    @classmethod
-    def from_json(cls, doc: dict) -> EventLog:
-        from embodied.memory.events_json import log_from_json
-
-        return log_from_json(doc)
-
+    # --- persistence (the JSON document: events_json.log_to_json / log_from_json) -----------
     def columns(self) -> dict:
         """The events as columns (read-only views; do not modify): names ``nodes``, ``tags``, ``schemas``
         (attribute-name tuples), and per event ``t``, ``op`` (0 ADD, 1 UPDATE, 2 DELETE), ``node``,

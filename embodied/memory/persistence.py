@@ -23,7 +23,8 @@ import numpy as np
 
 from embodied.memory.config import MemoryConfig
 from embodied.memory.document import check_built, check_document
-from embodied.memory.events import EventLog, _frozen
+from embodied.memory.events import _frozen
+from embodied.memory.events_json import log_from_json, log_to_json
 from embodied.memory.tracks import Track
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def to_json(memory: SpatialMemory, refresh: bool = True) -> dict:
         "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in graph.nodes(data=True)},
         "edges": [[u, v, k] for u, v, k in graph.edges(keys=True)],
         "edges_dirty": bool(memory._edges_dirty) and not refresh,
-        "log": memory.log.to_json(),
+        "log": log_to_json(memory.log),
         "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
         "looked": None if memory._looked is None else sorted(memory._looked),
     }
@@ -100,7 +101,7 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
         memory.graph.add_node(node, **{k: _frozen(v) for k, v in attrs.items()})
     for u, v, k in doc["edges"]:
         memory.graph.add_edge(u, v, key=k, rel=k)
-    memory.log = EventLog.from_json(doc["log"])
+    memory.log = log_from_json(doc["log"])
     memory.tracks = {
         n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()
     }
