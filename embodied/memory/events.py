@@ -244,6 +244,16 @@ class EventLog:
     def of_node(self, node: str) -> list[Event]:
         return [self.event(i) for i in self.by_node.get(node, ())]
 
+    def history(self, node: str) -> list[dict]:
+        """Every event of ``node``, oldest first, as {t, op, tag, data} dicts, straight from the columns."""
+        times, ops, tags, keys, values = self.times, self._ops, self._tags, self._keys, self._values
+        tag_names, schemas = self._tag_names, self._schemas
+        return [
+            {"t": times[i], "op": OPS[ops[i]], "tag": tag_names[tags[i]],
+             "data": dict(zip(schemas[keys[i]], values[i]))}
+            for i in self.by_node.get(node, ())
+        ]
+
     def of_tag(self, tag: str) -> list[Event]:
         return [self.event(i) for i in self.by_tag.get(tag, ())]
 

@@ -83,7 +83,7 @@ class Queries:
 
     def history(self, obj: str) -> list[dict]:
         """Every logged event of the object, oldest first: {t, op, tag, data}."""
-        return [{"t": e.t, "op": e.op, "tag": e.tag, "data": dict(e.data)} for e in self.log.of_node(self.resolve(obj))]
+        return self.log.history(self.resolve(obj))
 
     def trajectory(self, obj: str) -> list[tuple[int, tuple[float, float, float]]]:
         """(t, position) each time the object's logged position changed."""

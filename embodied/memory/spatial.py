@@ -234,14 +234,19 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if holder and holder in nodes:
             remembered[k] = holder
     in_rows = set()
+    joined = [(i[is_in], j[is_in])]  # row pairs joined by in, part_of or on: not also near
     for a, b in zip(i[is_in], j[is_in]):
         edges.add((ids[a], ids[b], "in"))
         in_rows.add(a)
+    if remembered:
+        row_of = {n: k for k, n in enumerate(ids)}
     for a, holder in remembered.items():
         if held[a]:
             continue
         edges.add((ids[a], holder, "in"))
         in_rows.add(a)
+        if holder in row_of:
+            joined.append((np.array([a]), np.array([row_of[holder]])))
     # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
     # just outside its housing), overlaps its footprint most.
     articulated = np.array(articulated_of)
@@ -257,6 +262,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if area.max() > 0:
             edges.add((ids[r], ids[int(c[np.argmax(area)])], "part_of"))
             in_rows.add(r)
+            joined.append((np.array([r]), np.array([c[np.argmax(area)]])))
     # One support per object, the highest top under it (the first such pair on a tie); nothing in a
     # container rests on something else, and a part hangs in its housing (part_of) rather than resting on
     # what is below. Pairs come sorted by (i, j); the sort below is stable.
@@ -270,14 +276,13 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         first = np.ones(len(on_i), dtype=bool)
         first[1:] = on_i[1:] != on_i[:-1]
         edges.update(zip(names[on_i[first]], names[on_j[first]], repeat("on")))
+        joined.append((on_i[first], on_j[first]))
     objectish = np.isin(kinds, ["object", "container", "articulated"])
     near = (np.linalg.norm(centre[i] - centre[j], axis=1) < cfg.near_dist) & objectish[i] & objectish[j]
     if near.any():
         # Not for a pair already joined by another relation, either way round.
-        row = {n: k for k, n in enumerate(ids)}
-        joined = [(row[u], row[v]) for u, v, _ in edges if u in row and v in row]
-        if joined:
-            a, b = np.array(joined).T
-            near &= ~np.isin(i * len(ids) + j, np.concatenate([a * len(ids) + b, b * len(ids) + a]))
+        a, b = np.concatenate([p[0] for p in joined]), np.concatenate([p[1] for p in joined])
+        k = len(ids)
+        near &= ~np.isin(i * k + j, np.concatenate([a * k + b, b * k + a]))
         edges.update(zip(names[i[near]], names[j[near]], repeat("near")))
     return edges
