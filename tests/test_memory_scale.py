@@ -320,18 +320,18 @@ def test_node_rows_follow_every_track_change():
 
 
 class _Recompute:
-    """A RowMemo that keeps nothing: every answer computed afresh (the reference)."""
+    """A HolderMemo that keeps nothing: every answer computed afresh (the reference)."""
 
     calls = 0
 
-    def get(self, rows, wanted, sources, compute):
+    def get(self, rows, wanted, margin, compute):
         _Recompute.calls += 1
         return list(compute(wanted))
 
 
 def test_kept_containers_of_lost_objects_give_the_answers_of_recomputing_them():
     """Each lost object's container is kept between frames until its box or a container's changes
-    (node_rows.RowMemo): a memory that recomputes it every frame logs exactly the same events."""
+    (node_rows.HolderMemo): a memory that recomputes it every frame logs exactly the same events."""
     stream = HouseStream(90, seed=5)
     kept, fresh = SpatialMemory(), SpatialMemory()
     fresh._holder_memo = _Recompute()
@@ -352,7 +352,7 @@ def test_kept_containers_of_lost_objects_give_the_answers_of_recomputing_them():
 def test_kept_containers_in_the_shell_game_give_the_answers_of_recomputing_them(monkeypatch):
     """The same in the workcell, where cups cover the ball and are shuffled with it inside."""
     import embodied.eval.evaluate as evaluate
-    from embodied.memory.node_rows import RowMemo
+    from embodied.memory.node_rows import HolderMemo
     from embodied.perception import PerceptionConfig
 
     memories = []
@@ -365,7 +365,7 @@ def test_kept_containers_in_the_shell_game_give_the_answers_of_recomputing_them(
     monkeypatch.setattr(evaluate, "SpatialMemory", Kept)
     for seed_run in range(2):
         if seed_run:
-            monkeypatch.setattr(RowMemo, "get", _Recompute.get)
+            monkeypatch.setattr(HolderMemo, "get", _Recompute.get)
         evaluate.run_episode("ShellGame-v0", 3, PerceptionConfig(shuffle_ids=True, seed=3), accuracy=False)
     kept, fresh = ([e.to_list() for e in m.log.events] for m in memories)
     assert any(e[3] == "contained" for e in kept), "the ball was found under a cup"

@@ -143,11 +143,13 @@ class AgentTracking:
         cfg = self.config
         xy = np.asarray(pos[:2], dtype=np.float64)
         near, near_d = "", np.inf
-        for node in self._kind_index()[2]:
-            a = self._graph.nodes[node]
-            d = float(np.hypot(a["position"][0] - xy[0], a["position"][1] - xy[1]))
-            if d < near_d:
-                near, near_d = node, d
+        places = self._kind_index()[2]  # a new list whenever a node comes or goes; places never move
+        if places:
+            if self._place_xy[0] is not places:
+                self._place_xy = (places, np.array([self._graph.nodes[n]["position"][:2] for n in places]))
+            d = np.hypot(self._place_xy[1][:, 0] - xy[0], self._place_xy[1][:, 1] - xy[1])
+            k = int(np.argmin(d))  # the first of equals, as a scan in order would keep
+            near, near_d = places[k], float(d[k])
         if near_d > cfg.place_spacing:
             near = self._new_id("place")
             self._add_node(

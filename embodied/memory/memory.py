@@ -38,7 +38,7 @@ from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
 from embodied.memory.room_nodes import RoomTracking
 from embodied.memory.spatial import relations
-from embodied.memory.node_rows import NodeRows, RowMemo
+from embodied.memory.node_rows import HolderMemo, NodeRows
 from embodied.memory.tracker import Tracking
 from embodied.memory.tracks import Track
 from embodied.perception.types import Frame
@@ -72,7 +72,8 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self._look_pose: dict[str, np.ndarray] = {}  # camera -> its 4x4 pose when last read for cells
         self._kinds: tuple[int, list[str], list[str]] | None = None  # see Tracking._kind_index
         self._rows = NodeRows()  # the physical nodes' boxes as arrays, kept between frames (see node_rows)
-        self._holder_memo = RowMemo()  # each lost object's container (Permanence._permanence)
+        self._holder_memo = HolderMemo()  # each lost object's container (Permanence._permanence)
+        self._place_xy: tuple[list | None, np.ndarray] = (None, np.zeros((0, 2)))  # places xy (AgentTracking._places)
 
     @property
     def graph(self) -> nx.MultiDiGraph:

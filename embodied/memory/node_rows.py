@@ -14,7 +14,7 @@ tests themselves, so they are kept here and refreshed row by row:
 
 Every row re-read gets a new ``stamp`` from a counter that only grows (``clock`` is always past every
 stamp), and a rebuild a new ``generation``: an answer computed from some rows at ``clock`` c still holds
-while those rows' stamps stay below c (see ``RowMemo``).
+while those rows' stamps stay below c (see ``HolderMemo``).
 
 Shapes: ``lo``, ``hi``, ``velocity``, ``prev_lo``, ``prev_hi`` (N,3) float64 m (m per step for velocity;
 NaN where a track has no previous box), N physical nodes.
@@ -102,26 +102,45 @@ class NodeRows:
         return stale
 
 
-class RowMemo:
-    """Per-row answers that depend only on the row's own box and on the boxes of a set of rows (the
-    ``sources``), kept until one of those changes. ``get(rows, wanted, sources, compute)``: the answers
-    for the rows ``wanted`` (K,), where ``compute(rows_to_do)`` gives fresh ones for the rows given."""
+class HolderMemo:
+    """Each lost object's container (``Permanence._holders``), kept between frames. An answer holds until
+    the object's own box changes, or a container changes a box (now or a frame ago, before or after the
+    change, grown by ``margin``) that holds the object's centre: a container is a candidate only for
+    objects whose centre its grown box holds. ``get(rows, wanted, margin, compute)``: the answers for the
+    rows ``wanted`` (K,), where ``compute(rows_to_do)`` gives fresh ones for the rows given."""
 
     def __init__(self) -> None:
         self.generation = -1
         self.answer: list = []
-        self.at = np.zeros(0, dtype=np.int64)  # the clock when each row's answer was computed (0: never)
+        self.valid = np.zeros(0, dtype=bool)
+        self.at = np.zeros(0, dtype=np.int64)  # the clock when each row's answer was computed
+        self.clock = 0  # the rows' clock at the last call; the container boxes as they were then:
+        self.boxes: tuple[np.ndarray, ...] = ()
 
-    def get(self, rows: NodeRows, wanted: np.ndarray, sources: np.ndarray, compute) -> list:
+    def get(self, rows: NodeRows, wanted: np.ndarray, margin: float, compute) -> list:
         if self.generation != rows.generation:
             self.generation = rows.generation
             self.answer = [None] * len(rows.nodes)
+            self.valid = np.zeros(len(rows.nodes), dtype=bool)
             self.at = np.zeros(len(rows.nodes), dtype=np.int64)
-        newest_source = int(rows.stamp[sources].max()) if len(sources) else 0
-        at = self.at[wanted]
-        todo = wanted[(at <= rows.stamp[wanted]) | (at <= newest_source)]
+            self.boxes = ()
+        if self.boxes:
+            containers = np.flatnonzero(rows.kind == "container")
+            changed = containers[rows.stamp[containers] >= self.clock]
+            if len(changed):
+                centre = (rows.lo + rows.hi) / 2
+                before = [b[changed] for b in self.boxes]
+                after = [rows.lo[changed], rows.hi[changed], rows.prev_lo[changed], rows.prev_hi[changed]]
+                for lo, hi in (before[:2], before[2:], after[:2], after[2:]):
+                    inside = (centre[:, None] >= lo[None] - margin) & (centre[:, None] <= hi[None] + margin)
+                    self.valid &= ~inside.all(axis=2).any(axis=1)  # NaN (no box a frame ago) holds nothing
+        self.valid &= self.at > rows.stamp  # the object's own box changed since
+        todo = wanted[~self.valid[wanted]]
         if len(todo):
             for r, answer in zip(todo.tolist(), compute(todo)):
                 self.answer[r] = answer
+            self.valid[todo] = True
             self.at[todo] = rows.clock
+        self.clock = rows.clock
+        self.boxes = (rows.lo.copy(), rows.hi.copy(), rows.prev_lo.copy(), rows.prev_hi.copy())
         return [self.answer[r] for r in wanted.tolist()]

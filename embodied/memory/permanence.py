@@ -173,10 +173,8 @@ class Permanence:
                 ["out_of_view", "missing", "occluded"],
                 "unseen",
             )
-            # A lost object's container changes only with its own box or a container's: kept till then.
-            holders = self._holder_memo.get(
-                rows, judged_rows, np.flatnonzero(rows.kind == "container"), lambda r: self._holders(r, rows)
-            )
+            # A lost object's container changes only with its own box or a container's box around it.
+            holders = self._holder_memo.get(rows, judged_rows, cfg.contain_margin, lambda r: self._holders(r, rows))
             for k, i in enumerate(judged):
                 if holders[k] or statuses[k] != attrs[i]["status"]:
                     verdict[lost[i]] = (str(statuses[k]), holders[k])
