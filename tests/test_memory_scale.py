@@ -403,3 +403,23 @@ def test_snapshots_are_the_graph_networkx_builds_from_the_same_nodes_and_edges(h
     snap.add_edge("a", "b", key="near", rel="near")
     assert nx.utils.graphs_equal(snap.copy(), snap) and snap.has_edge("a", "b", key="near")
     assert memory.snapshot(memory.t).number_of_nodes() == len(state), "a snapshot is a copy"
+
+
+def test_paths_from_the_kept_place_graph_are_those_of_a_fresh_one():
+    """``path`` keeps the place graph until a node comes or goes or a link is made: its answers stay
+    those of a graph built afresh, while the robot keeps travelling and linking places."""
+    stream, memory = HouseStream(60, seed=2), SpatialMemory()
+    rng = np.random.default_rng(0)
+    for t in range(1500):
+        memory.update(stream.frame(t))
+        if t % 100 == 99:
+            places = memory.places()
+            pairs = [(places[int(rng.integers(len(places)))], places[int(rng.integers(len(places)))])
+                     for _ in range(10)]
+            kept = [memory.path(a, b) for a, b in pairs]
+            graph = memory._place_paths[2]
+            memory.path(*pairs[1])
+            assert memory._place_paths[2] is graph, "kept between two paths"
+            memory._place_paths = (None, -1, None)  # forget it: built afresh
+            assert [memory.path(a, b) for a, b in pairs] == kept, t
+    assert len(memory.places()) >= 5 and len(memory.log.tag_times["connected"]) >= len(memory.places())

@@ -74,6 +74,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self._rows = NodeRows()  # the physical nodes' boxes as arrays, kept between frames (see node_rows)
         self._holder_memo = HolderMemo()  # each lost object's container (Permanence._permanence)
         self._place_xy: tuple[list | None, np.ndarray] = (None, np.zeros((0, 2)))  # places xy (AgentTracking._places)
+        self._place_paths: tuple = (None, -1, None)  # (places list, links made, nx.Graph): Queries._place_graph
 
     @property
     def graph(self) -> nx.MultiDiGraph:

@@ -145,20 +145,32 @@ class Queries:
             node = self.resolve(ref)
             kind = self.graph.nodes[node]["kind"] if node in self.graph else ""
             ends.append(node if kind == "place" else self.nearest_place(self.graph.nodes[node]["position"]))
-        places = nx.Graph()
+        places = nx.Graph(self._place_graph())
+        places.add_nodes_from(ends)
+        try:
+            return nx.shortest_path(places, ends[0], ends[1], weight="weight")
+        except nx.NetworkXNoPath:
+            raise KeyError(f"no known path between {ends[0]!r} and {ends[1]!r}") from None
+
+    def _place_graph(self) -> nx.Graph:
+        """The places joined by the robot's travels, edges weighted by length (m); kept until a node comes
+        or goes or a link is made (places never move). Do not modify: ``path`` copies it."""
+        places = self._kind_index()[2]
+        links = len(self.log.tag_times.get("connected", ()))
+        cached = self._place_paths
+        if cached[0] is places and cached[1] == links:
+            return cached[2]
+        g = nx.Graph()
         graph = self.graph
         kinds = graph.nodes(data="kind")
         # The places' own edges, in the order graph.edges() would give them (graph order, then each
         # node's edges): the same graph and the same path on ties, without walking every edge.
         for u, v, k in graph.out_edges([n for n, kind in kinds if kind == "place"], keys=True):
             if k == "connects" and kinds[v] == "place":
-                pu, pv = (np.asarray(self.graph.nodes[n]["position"]) for n in (u, v))
-                places.add_edge(u, v, weight=float(np.linalg.norm(pu - pv)))
-        places.add_nodes_from(ends)
-        try:
-            return nx.shortest_path(places, ends[0], ends[1], weight="weight")
-        except nx.NetworkXNoPath:
-            raise KeyError(f"no known path between {ends[0]!r} and {ends[1]!r}") from None
+                pu, pv = (np.asarray(graph.nodes[n]["position"]) for n in (u, v))
+                g.add_edge(u, v, weight=float(np.linalg.norm(pu - pv)))
+        self._place_paths = (places, links, g)
+        return g
 
     def summary(self) -> dict:
         """Counts for reports: nodes by kind, edges by relation, events."""
