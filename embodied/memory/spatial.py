@@ -9,7 +9,7 @@ replace KD-trees, so nothing is rebuilt per frame.
 
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -158,7 +158,11 @@ def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) 
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     i, j = np.concatenate(pieces_i), np.concatenate(pieces_j)
     grown_lo, grown_hi = lo - reach, hi + reach
-    keep = (i != j) & np.all((grown_lo[j] <= grown_hi[i]) & (grown_lo[i] <= grown_hi[j]), axis=1)
+    keep = i != j
+    for axis in range(3):  # axis by axis, each on the pairs left (one axis's 1-D gathers are cheap)
+        i, j = i[keep], j[keep]
+        glo, ghi = grown_lo[:, axis], grown_hi[:, axis]
+        keep = (glo[j] <= ghi[i]) & (glo[i] <= ghi[j])
     pair = np.sort(i[keep].astype(np.int64) * k + j[keep])
     if len(pair):  # two wide boxes met each other twice
         pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
@@ -177,22 +181,22 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     in_room:  a node (physical or place) to the room node its ``room`` attribute names
               (set by ``SpatialMemory.update_rooms`` from the robot's free-space map)
     """
-    edges: set[tuple[str, str, str]] = set()
-    for n, a in nodes.items():
-        home = a.get("room", "")
-        if home and home in nodes and nodes[home]["kind"] == "room":
-            edges.add((n, home, "in_room"))
     # One pass over the nodes with a box: what the rules below read of each.
     rows = [
         (n, a["box_min"], a["box_max"], a["kind"], bool(a.get("held")), a.get("cls", ""),
          bool(a.get("articulated")), a.get("inside", ""))
         for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a
     ]
+    rooms = {row[0] for row in rows if row[3] == "room"}  # (a room node has its floor's box)
+    edges: set[tuple[str, str, str]] = {
+        (n, home, "in_room") for n, a in nodes.items()
+        if (home := a.get("room", "")) and (home in rooms or home in nodes and nodes[home]["kind"] == "room")
+    }
     if not rows:
         return edges
     ids, box_min, box_max, kind_of, held_of, cls_of, articulated_of, inside_of = zip(*rows)
-    lo = np.array(box_min, dtype=np.float64).reshape(-1, 3)
-    hi = np.array(box_max, dtype=np.float64).reshape(-1, 3)
+    lo = np.fromiter(chain.from_iterable(box_min), np.float64, 3 * len(ids)).reshape(-1, 3)
+    hi = np.fromiter(chain.from_iterable(box_max), np.float64, 3 * len(ids)).reshape(-1, 3)
     centre = (lo + hi) / 2
     kinds = np.array(kind_of)
     names = np.array(ids, dtype=object)
