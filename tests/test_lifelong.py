@@ -221,3 +221,17 @@ def test_a_colour_the_namer_does_not_use_picks_that_object_not_the_latest_of_its
     assert np.allclose(plan[0].xyz[:2], (0.25, 0.15), atol=0.02), plan
     plan = Planner().plan(parse("go to the white mug"), memory, target_rgb=np.array(COLOURS["white"]))
     assert np.allclose(plan[0].xyz[:2], (0.55, -0.15), atol=0.02), plan
+
+
+def test_run_reports_goals_by_kind():
+    """`embodied run --json` on Lifelong reports the goals' success per kind, counted over every goal."""
+    from embodied.eval.rollout import run_episodes, summarize
+
+    env = gym.make(ENV, images=False, **SHORT)
+    results = run_episodes(env, "expert", [0, 7], progress=False)
+    env.close()
+    summary = summarize(results)
+    by_kind = summary["goals_by_kind"]
+    assert sum(k["n"] for k in by_kind.values()) == summary["n_goals"] == 6
+    assert set(by_kind) <= set(KINDS) and all(k["success_rate"] == 1.0 for k in by_kind.values())
+    assert all(len(r.goal_kinds) == len(r.goals) == 3 for r in results)

@@ -40,6 +40,7 @@ class EpisodeResult:
     steps: int
     episode_return: float
     goals: list[bool] | None = None  # per-goal outcomes, for tasks that report them (info["goal_success"])
+    goal_kinds: list[str] | None = None  # the kind of each of those goals (info["goal_kinds"]), where reported
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -246,8 +247,10 @@ def run_episodes(
         if hasattr(policy, "close"):
             policy.close()
         goals = info.get("goal_success")
+        kinds = info.get("goal_kinds")
         results.append(EpisodeResult(seed, bool(info["is_success"]), bool(info["is_failure"]), steps, total,
-                                     None if goals is None else [bool(g) for g in goals]))
+                                     None if goals is None else [bool(g) for g in goals],
+                                     None if goals is None or kinds is None else [str(k) for k in kinds[:len(goals)]]))
         if on_end is not None:
             on_end(results[-1])
         bar.set_postfix(success=f"{np.mean([r.success for r in results]):.2f}")
@@ -256,7 +259,8 @@ def run_episodes(
 
 def summarize(results: list[EpisodeResult]) -> dict:
     """Episode rates; for tasks with several goals per episode (Lifelong) also the goals' success rate over
-    every goal of every episode (``goal_success_rate``) and the number of goals (``n_goals``)."""
+    every goal of every episode (``goal_success_rate``), the number of goals (``n_goals``) and, where the
+    task names each goal's kind, both per kind (``goals_by_kind``: kind -> {n, success_rate})."""
     n = len(results)
     out = {
         "n_episodes": n,
@@ -267,4 +271,12 @@ def summarize(results: list[EpisodeResult]) -> dict:
     goals = [g for r in results if r.goals is not None for g in r.goals]
     if goals:
         out.update(n_goals=len(goals), goal_success_rate=float(np.mean(goals)))
+        by_kind: dict[str, list[bool]] = {}
+        for r in results:
+            for kind, ok in zip(r.goal_kinds or (), r.goals or ()):
+                by_kind.setdefault(kind, []).append(ok)
+        if by_kind:
+            out["goals_by_kind"] = {
+                k: {"n": len(v), "success_rate": float(np.mean(v))} for k, v in sorted(by_kind.items())
+            }
     return out
