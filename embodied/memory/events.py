@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from embodied.memory.columns import groups, thawed
+
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
 _OP_CODE = {ADD: 0, UPDATE: 1, DELETE: 2}
@@ -49,11 +51,6 @@ class Event:
 
 def _jsonable(value: Any) -> Any:
     return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
-
-
-def _frozen(value: Any) -> Any:
-    """JSON lists back to the tuples they were (attribute values are never lists)."""
-    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
 class EventView(Sequence):
@@ -298,16 +295,16 @@ class EventLog:
             raise ValueError(
                 f"event {i}: time {t[i]} is before the last logged time {t[i - 1]}: the log is append-only"
             )
-        log._values = _thawed(values, log._keys, log._schemas, log._floats)
+        log._values = thawed(values, log._keys, log._schemas, log._floats)
         codes = np.asarray(node, dtype=np.int64)
-        log.by_node = {log._node_names[c]: array("q", rows.tobytes()) for c, rows in _groups(codes).items()}
-        by_tag = _groups(np.asarray(tag, dtype=np.int64))
+        log.by_node = {log._node_names[c]: array("q", rows.tobytes()) for c, rows in groups(codes).items()}
+        by_tag = groups(np.asarray(tag, dtype=np.int64))
         log.by_tag = {log._tag_names[c]: array("q", rows.tobytes()) for c, rows in by_tag.items()}
         log.tag_times = {log._tag_names[c]: [times[i] for i in rows.tolist()] for c, rows in by_tag.items()}
         # Trajectories: the events whose schema holds a position, node by node in time order.
         where = {k: s.index("position") for k, s in enumerate(log._schemas) if "position" in s}
         moved = np.flatnonzero(np.isin(np.asarray(keys, dtype=np.int64), list(where)))
-        for c, rows in _groups(codes[moved]).items():
+        for c, rows in groups(codes[moved]).items():
             rows = moved[rows].tolist()
             name = log._node_names[c]
             log.traj_t[name] = array("q", [times[i] for i in rows])
@@ -398,29 +395,3 @@ class _Fold:
         self.moved.clear()
         self.mine.clear()
         return self.state
-
-
-def _groups(codes: np.ndarray) -> dict[int, np.ndarray]:
-    """code -> the positions (int64, ascending) where ``codes`` (K,) holds it."""
-    order = np.argsort(codes, kind="stable")
-    cuts = np.flatnonzero(np.diff(codes[order])) + 1
-    return {int(codes[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
-
-
-def _thawed(values: list, keys: array, schemas: list[tuple[str, ...]], floats: dict[float, float]) -> list[tuple]:
-    """Each event's values as a tuple, from one list of columns per schema (``values[s][m][j]``: attribute m
-    of the j-th event of schema s): JSON lists back to tuples, equal floats one object."""
-    out: list = [()] * len(keys)
-    for code, events in _groups(np.frombuffer(keys, dtype=np.int32).astype(np.int64)).items():
-        columns = []
-        for column in values[code]:
-            kinds = set(map(type, column))
-            if list in kinds:
-                column = [_frozen(v) for v in column]
-            elif float in kinds:
-                column = [floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in column]
-            columns.append(column)
-        if columns:
-            for k, row in zip(events.tolist(), zip(*columns)):
-                out[k] = row
-    return out

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
+from embodied.memory.columns import frozen
 from embodied.memory.config import MemoryConfig
 from embodied.memory.document import check_built, check_document
-from embodied.memory.events import _frozen
 from embodied.memory.events_json import log_from_json, log_to_json
 from embodied.memory.tracks import Track
 
@@ -94,11 +94,11 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     memory.t = int(doc["t"])
     memory.frames = int(doc["frames"])
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
-    memory.grip = {k: _frozen(v) for k, v in doc["grip"].items()}
+    memory.grip = {k: frozen(v) for k, v in doc["grip"].items()}
     memory.current_place = str(doc["current_place"])
     memory.together = {(str(u), str(v)) for u, v in doc["together"]}
     for node, attrs in doc["nodes"].items():
-        memory.graph.add_node(node, **{k: _frozen(v) for k, v in attrs.items()})
+        memory.graph.add_node(node, **{k: frozen(v) for k, v in attrs.items()})
     for u, v, k in doc["edges"]:
         memory.graph.add_edge(u, v, key=k, rel=k)
     memory.log = log_from_json(doc["log"])

@@ -1,0 +1,41 @@
+"""Helpers for an event log kept as columns (:mod:`embodied.memory.events`): grouping events by a code,
+and turning JSON values back into the tuples the memory holds."""
+
+from __future__ import annotations
+
+from array import array
+from math import isnan
+from typing import Any
+
+import numpy as np
+
+
+def frozen(value: Any) -> Any:
+    """JSON lists back to the tuples they were (attribute values are never lists)."""
+    return tuple(frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def groups(codes: np.ndarray) -> dict[int, np.ndarray]:
+    """code -> the positions (int64, ascending) where ``codes`` (K,) holds it."""
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    return {int(codes[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
+
+
+def thawed(values: list, keys: array, schemas: list[tuple[str, ...]], floats: dict[float, float]) -> list[tuple]:
+    """Each event's values as a tuple, from one list of columns per schema (``values[s][m][j]``: attribute m
+    of the j-th event of schema s): JSON lists back to tuples, equal floats one object."""
+    out: list = [()] * len(keys)
+    for code, events in groups(np.frombuffer(keys, dtype=np.int32).astype(np.int64)).items():
+        columns = []
+        for column in values[code]:
+            kinds = set(map(type, column))
+            if list in kinds:
+                column = [frozen(v) for v in column]
+            elif float in kinds:
+                column = [floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in column]
+            columns.append(column)
+        if columns:
+            for k, row in zip(events.tolist(), zip(*columns)):
+                out[k] = row
+    return out
