@@ -14,7 +14,8 @@ from embodied.envs.base import PRESET_NAMES, options_from
 from embodied.envs.nav_layout import room_of
 from embodied.experts import make_expert
 from embodied.planner.grammar import parse
-from embodied.tasks.lifelong import INSTANCES, KINDS, SPOTS, Lifelong, LifelongOptions
+from embodied.tasks.lifelong import INSTANCES, SPOTS, Lifelong, LifelongOptions
+from embodied.tasks.lifelong_options import KINDS
 from tests.agent_helpers import run_agent
 from tests.helpers import run_expert
 
