@@ -46,6 +46,8 @@ import networkx as nx
 import numpy as np
 from scipy.ndimage import distance_transform_edt
 
+from embodied.memory.grid_graph import grid_graph
+
 ROBOT_RADIUS = 0.18  # m: the base's bumper capsule (scenes/apartment/robot.xml)
 GOAL = -1  # the virtual goal node of ``path_to_any``
 
@@ -232,20 +234,8 @@ class FreeSpaceMap:
             old.update(version=self.version, fine_clear=fine_clear, known_free=known_free, clear=clear,
                        occupied=self.occupied)
             return old
-        graph = nx.Graph()
-        ids = np.arange(h * w).reshape(h, w)
-        graph.add_nodes_from(ids[nav].tolist())
         res = self.res * k
-        for di, dj in ((0, 1), (1, 0), (1, 1), (1, -1)):
-            src_v = (slice(0, h - di), slice(max(0, -dj), w - max(0, dj)))
-            dst_v = (slice(di, h), slice(max(0, dj), w + min(0, dj)))
-            ok = nav[src_v] & nav[dst_v]
-            src, dst = ids[src_v][ok], ids[dst_v][ok]
-            c = np.minimum(clear_q.flat[src], clear_q.flat[dst]) * self.res
-            cost = res * math.hypot(di, dj) * (1.0 + 2.0 * np.maximum(0.0, self.prefer - c))
-            if self.unknown_cost is not None:
-                cost *= np.where(known.flat[src] & known.flat[dst], 1.0, 1.0 + self.unknown_cost)
-            graph.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), cost.tolist()))
+        graph = grid_graph(nav, clear_q * self.res, known, res, self.prefer, self.unknown_cost)
         jj, ii = np.meshgrid(np.arange(w), np.arange(h))
         centres = self.low + res * (np.stack([jj, ii], axis=-1) + 0.5)
         self._cache = {"version": self.version, "nav": nav, "graph": graph, "w": w, "centres": centres,
