@@ -27,12 +27,10 @@ never planned through.
 
 Planning (``path``) runs networkx A* on a coarser grid (``plan_res``, twice
 the map's cells by default) whose nodes are cells at least ``radius`` (robot
-bumper 0.18 m + margin) from every occupied cell; edges cost their length,
-times a penalty when clearance drops below ``prefer`` (paths keep to the
-middle of doorways), times ``1 + unknown_cost`` where a cell is not known
-free: unknown floor (say, right in front of furniture no viewpoint looked
-down at) may be crossed, but known floor is preferred, and the driver's
-depth check stops it if the unknown turns out blocked. Unknown cells count
+bumper 0.18 m + margin) from every occupied cell (edge costs: ``grid_graph``;
+paths keep to the middle of doorways): unknown floor (say, right in front of
+furniture no viewpoint looked down at) may be crossed, but known floor is
+preferred, and the driver's depth check stops it if it turns out blocked. Unknown cells count
 only within the bounding box of the known ones (+3 cells).
 ``unknown_cost=None`` plans on known free cells only. The graph is rebuilt
 only when the planning grid changed since the last query.
