@@ -207,9 +207,7 @@ class EventLog:
             new.update(zip(keys, values))
         new["last_update"] = t
         if "size" in new and ("position" in keys or "size" in keys):
-            (x, y, z), (sx, sy, sz) = new["position"], new["size"]
-            new["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
-            new["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
+            _derive_box(new)
         state[node] = new
 
     # --- time travel ------------------------------------------------------
@@ -389,9 +387,14 @@ class _Fold:
         for node in self.moved:
             attrs = self.state[node]
             if "size" in attrs:
-                (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
-                attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
-                attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
+                _derive_box(attrs)
         self.moved.clear()
         self.mine.clear()
         return self.state
+
+
+def _derive_box(attrs: dict) -> None:
+    """box_min / box_max from the position (the box centre) and size: derived, never logged."""
+    (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
+    attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
+    attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
