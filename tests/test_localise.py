@@ -74,6 +74,62 @@ def test_far_face_of_a_thin_wall_never_matches_the_near_face():
     assert np.abs(moved).max() < 1e-3  # nothing pulls the near face onto the far one
 
 
+def _room_depth(pose: np.ndarray, walls=(0.0, 4.0, 0.0, 3.0), size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """Depth (H,W) m and K (3,3) of a camera at ``pose`` (4,4 camera-to-world, OpenCV axes) in a box room:
+    walls at x = walls[0], walls[1] and y = walls[2], walls[3] (1.5 m high), the floor at z = 0."""
+    f = size / 2 / np.tan(np.radians(40))
+    K = np.array([[f, 0, size / 2], [0, f, size / 2], [0, 0, 1.0]])
+    v, u = np.mgrid[0:size, 0:size] + 0.5
+    rays = np.stack([(u - K[0, 2]) / f, (v - K[1, 2]) / f, np.ones_like(u)], -1)  # camera frame, z = 1
+    d = rays @ pose[:3, :3].T
+    o = pose[:3, 3]
+    hit = np.full(u.shape, np.inf)
+    for axis, value in ((0, walls[0]), (0, walls[1]), (1, walls[2]), (1, walls[3]), (2, 0.0)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = (value - o[axis]) / d[..., axis]
+        p = o + s[..., None] * d
+        inside = (s > 0) & (p[..., 2] >= -1e-9) & (p[..., 2] <= 1.5)
+        inside &= (p[..., 0] >= walls[0] - 1e-9) & (p[..., 0] <= walls[1] + 1e-9)
+        inside &= (p[..., 1] >= walls[2] - 1e-9) & (p[..., 1] <= walls[3] + 1e-9)
+        hit = np.where(inside & (s < hit), s, hit)
+    return np.where(np.isfinite(hit), hit, 0.0).astype(np.float32), K
+
+
+def _looking(x: float, y: float, yaw: float) -> np.ndarray:
+    """Camera-to-world (4,4) of a level camera 1.2 m up at (x, y), looking along ``yaw`` (OpenCV axes)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    T = np.eye(4)
+    T[:3, :3] = np.array([[s, 0, c], [-c, 0, s], [0, -1, 0]])  # columns: camera x (right), y (down), z (forward)
+    T[:3, 3] = (x, y, 1.2)
+    return T
+
+
+def test_a_frame_whose_fit_is_refused_adds_nothing_to_the_map():
+    """The map keeps what fits placed: a frame whose odometry is off by more than any fit may correct
+    (0.4 rad) is refused and leaves the map as it was, so a wrong pose cannot build the ghost walls that
+    later fits would lock onto; the next frame still fits tightly, and a frame of new ground (too little
+    overlap to judge) still extends the map."""
+    loc = DepthLocaliser(LocaliserConfig(every=1, moved=0.0))
+    first = _looking(1.0, 1.5, 0.0)
+    loc.correct(*_room_depth(first), first, 0)
+    near = _looking(1.05, 1.5, 0.0)
+    loc.correct(*_room_depth(near), near, 1)
+    assert loc.log[-1].accepted and loc.log[-1].rmse < 0.005
+    mapped = len(loc.map)
+    truth = _looking(1.1, 1.5, 0.0)
+    loc.correct(*_room_depth(truth), _looking(1.1, 1.5, 0.4), 2)  # a burst of wheel slip: 0.4 rad off
+    assert not loc.log[-1].accepted, loc.log[-1]
+    assert len(loc.map) == mapped
+    after = _looking(1.12, 1.5, 0.0)
+    loc.correct(*_room_depth(after), after, 3)
+    assert loc.log[-1].accepted and loc.log[-1].rmse < 0.005
+    # Turned round to face the unmapped half of the room: too little overlap to judge, so it joins the map.
+    mapped = len(loc.map)
+    back = _looking(1.12, 1.5, np.pi)
+    loc.correct(*_room_depth(back), back, 4)
+    assert loc.log[-1].why == "low overlap" and len(loc.map) > mapped + 100
+
+
 def test_config_is_checked():
     with pytest.raises(ValueError, match="solver"):
         DepthLocaliser(LocaliserConfig(solver="gicp"))

@@ -26,9 +26,14 @@ at least ``min_structure`` matches lie on vertical surfaces (floor alone
 fixes no x, y or yaw), the point-to-plane RMSE is at most ``max_rmse``, and
 the change is at most ``max_step`` m / ``max_turn`` rad plus ``per_motion``
 of the odometry's motion since the last accepted fit; otherwise ``C`` is
-kept (odometry carries the estimate). Either way the frame's points in
-voxels the map does not have yet are added (first come, first kept), so the
-map grows into new rooms and keeps what it saw first where it has been.
+kept (odometry carries the estimate). The frame's points in voxels the map
+does not have yet are added (first come, first kept) when the fit was
+accepted with a point-to-plane RMSE of at most ``map_rmse``, or when there
+was little to judge it by (the first frame; new ground: too little overlap,
+the part that overlaps within ``max_rmse``), so the map grows into new rooms
+and keeps what it saw first where it has been. A refused or loose fit adds
+nothing: at 10 % wheel noise a frame placed at a wrong pose left ghost
+walls that the next fits locked onto.
 
 Re-anchoring: a jump of the odometry larger than the base can move in one
 frame (``jump_step`` m / ``jump_turn`` rad), or a call to ``reanchor()``,
@@ -80,14 +85,17 @@ class LocaliserConfig:
     reanchor_step: float = 0.5
     reanchor_turn: float = 0.3
     reanchor_frames: int = 3
+    # A frame's new points join the map only from a fit at most this tight (or new ground, too little overlap
+    # to judge): a frame placed at a wrong pose would leave ghost walls that later fits lock onto.
+    map_rmse: float = 0.01
 
     def validate(self) -> None:
         if self.every < 1 or self.stride < 1 or self.iterations < 1:
             raise ValueError("LocaliserConfig: every, stride and iterations must be >= 1")
         if not 0 < self.min_depth < self.max_depth:
             raise ValueError(f"LocaliserConfig: need 0 < min_depth < max_depth, got {self.min_depth}, {self.max_depth}")
-        if min(self.voxel, self.crop, self.max_corr, self.max_rmse, self.max_step, self.max_turn) <= 0:
-            raise ValueError("LocaliserConfig: voxel, crop, max_corr, max_rmse, max_step, max_turn must be > 0")
+        if min(self.voxel, self.crop, self.max_corr, self.max_rmse, self.map_rmse, self.max_step, self.max_turn) <= 0:
+            raise ValueError("LocaliserConfig: voxel, crop, max_corr, max_rmse, map_rmse, max_step, max_turn must be > 0")
         if self.solver not in ("planar", "open3d"):
             raise ValueError(f"LocaliserConfig: solver must be 'planar' or 'open3d', got {self.solver!r}")
 
@@ -244,7 +252,10 @@ class DepthLocaliser:
         rec = self._icp(pts, normals, T_odom, t) if len(self.map) else Registration(t, False, False)
         if rec.accepted:
             pts, normals = pts @ self._last_delta[:3, :3].T + self._last_delta[:3, 3], normals @ self._last_delta[:3, :3].T
-        self.map.add(pts, normals)
+        placed = rec.accepted and rec.rmse <= cfg.map_rmse
+        new_ground = rec.why == "low overlap" and rec.rmse <= cfg.max_rmse  # what does overlap agrees
+        if not rec.ran or placed or new_ground:
+            self.map.add(pts, normals)
         rec.ms, rec.cpu_ms = (time.perf_counter() - start) * 1e3, (time.thread_time() - cpu) * 1e3
         self.log.append(rec)
 

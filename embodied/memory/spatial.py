@@ -206,17 +206,19 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     # the rest: touching, give or take a few cm), so only those pairs are tested: (i, j), sorted.
     i, j = near_pairs(lo, hi, max(m, cfg.on_tol, cfg.near_dist, 0.03))
     bounds = np.searchsorted(i, np.arange(len(ids) + 1))  # row r's pairs: bounds[r]:bounds[r + 1]
+    # The pairs' geometry, gathered once: i's centre within j's box grown by the margin, per axis.
+    ci, lo_i, lo_j, hi_j = centre[i], lo[i, 2], lo[j], hi[j]
+    within = (ci >= lo_j - m) & (ci <= hi_j + m)
+    over = within[:, 0] & within[:, 1]
     # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
     # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
-    inside = np.all((centre[i] >= lo[j] - m) & (centre[i] <= hi[j] + m), axis=1)
-    inside &= lo[i, 2] >= lo[j, 2] - 0.005
-    inside &= volume[i] < volume[j]
+    smaller = volume[i] < volume[j]
+    inside = over & within[:, 2] & (lo_i >= lo_j[:, 2] - 0.005) & smaller
     room = kinds == "room"
     container = kinds == "container"
     physical = ~room
     is_in = inside & container[j] & physical[i]
-    over = np.all((centre[i, :2] >= lo[j, :2] - m) & (centre[i, :2] <= hi[j, :2] + m), axis=1)
-    gap = lo[i, 2] - hi[j, 2]
+    gap = lo_i - hi_j[:, 2]
     # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
     held = np.array(held_of)
     is_in &= ~held[i]
@@ -225,10 +227,12 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
     # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
     # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
-    furnishing = (kinds == "surface") & ~np.isin(cls_of, ["wall", "floor", "plane"])
-    sunk = over & furnishing[j] & np.isin(kinds, ["object", "container"])[i]
-    sunk &= (lo[i, 2] >= lo[j, 2] + cfg.on_tol) & (lo[i, 2] <= hi[j, 2])
-    sunk &= (volume[i] < volume[j]) & ~is_in
+    classes = np.array(cls_of)
+    furnishing = (kinds == "surface") & (classes != "wall") & (classes != "floor") & (classes != "plane")
+    movable = (kinds == "object") | container
+    sunk = over & furnishing[j] & movable[i]
+    sunk &= (lo_i >= lo_j[:, 2] + cfg.on_tol) & (lo_i <= hi_j[:, 2])
+    sunk &= smaller & ~is_in
     for r in np.setdiff1d(i[sunk], i[is_on]):
         row = np.arange(bounds[r], bounds[r + 1])[sunk[bounds[r] : bounds[r + 1]]]
         is_on[row[np.argmin(volume[j[row]])]] = True
@@ -281,8 +285,9 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         first[1:] = on_i[1:] != on_i[:-1]
         edges.update(zip(names[on_i[first]], names[on_j[first]], repeat("on")))
         joined.append((on_i[first], on_j[first]))
-    objectish = np.isin(kinds, ["object", "container", "articulated"])
-    near = (np.linalg.norm(centre[i] - centre[j], axis=1) < cfg.near_dist) & objectish[i] & objectish[j]
+    objectish = movable | (kinds == "articulated")
+    apart = ci - centre[j]
+    near = (np.sqrt(np.einsum("ij,ij->i", apart, apart)) < cfg.near_dist) & objectish[i] & objectish[j]
     if near.any():
         # Not for a pair already joined by another relation, either way round.
         a, b = np.concatenate([p[0] for p in joined]), np.concatenate([p[1] for p in joined])
