@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from embodied.data.commit import recover
 from embodied.data.layout import (
     IMAGE_PREFIX,
@@ -112,6 +114,9 @@ def _check_stats(root: Path, info: Info) -> list[str]:
         shape = [3, 1, 1] if f["dtype"] == "video" else [1] if key.startswith("observation.depth.") else list(f["shape"])
         if list(s["mean"].shape) != shape:
             problems.append(f"{path}: mean of {key!r} has shape {list(s['mean'].shape)}, expected {shape}")
+        for stat in ("mean", "std"):  # a policy normalises with these: NaN or inf would poison every batch
+            if not np.isfinite(s[stat]).all():
+                problems.append(f"{path}: {stat} of {key!r} is not all finite numbers")
     return problems
 
 
