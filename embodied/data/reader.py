@@ -48,6 +48,7 @@ from embodied.data.video import decode_range
 from embodied.data.writer import load_episodes, load_tasks, read_parquet, read_parquet_schema
 
 SCALAR_KEYS = ("skill.id", "skill.index", "phase", "task_index", "episode_index", "index", "frame_index", "next.success")
+REQUIRED_FEATURES = ("observation.state", "action", "skill.params", *SCALAR_KEYS)  # what the reader reads
 EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index", "data/file_index",
                    "dataset_from_index", "dataset_to_index")
 VIDEO_COLUMNS = ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
@@ -91,9 +92,14 @@ def episode_problems(root: Path, info: Info, episodes: list[dict], tasks: dict[s
             problems.append(DatasetError(ep_path, f"task {r['tasks']} not in {TASKS_PATH}", k))
     if at != info.total_frames:
         problems.append(DatasetError(root / INFO_PATH, f"total_frames {info.total_frames}, episodes cover {at}"))
-    missing = [k for k in ("observation.state", "action") if k not in info.features]
+    missing = [k for k in REQUIRED_FEATURES if k not in info.features]
     if missing:
         problems.append(DatasetError(root / INFO_PATH, f"feature {missing[0]!r} missing"))
+    videos = root / "videos"
+    undeclared = sorted(d.name for d in videos.iterdir() if d.is_dir() and d.name not in info.video_keys) \
+        if videos.is_dir() else []
+    if undeclared:
+        problems.append(DatasetError(root / INFO_PATH, f"videos/{undeclared[0]} holds video that no feature declares"))
     return problems
 
 
@@ -195,9 +201,6 @@ class DemoDataset(Dataset):
         self.episodes = load_episodes(self.root)
         tasks = load_tasks(self.root)
         self.tasks = {i: t for t, i in tasks.items()}
-        missing = [k for k in ("observation.state", "action", "skill.params", *SCALAR_KEYS) if k not in self.info.features]
-        if missing:
-            raise DatasetError(self.root / INFO_PATH, f"feature {missing[0]!r} missing")
         for problem in episode_problems(self.root, self.info, self.episodes, tasks):
             raise problem
         self.frames = load_frames(self.root, self.info, self.episodes, depth=depth)
