@@ -207,18 +207,18 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     i, j = near_pairs(lo, hi, max(m, cfg.on_tol, cfg.near_dist, 0.03))
     bounds = np.searchsorted(i, np.arange(len(ids) + 1))  # row r's pairs: bounds[r]:bounds[r + 1]
     # The pairs' geometry, gathered once: i's centre within j's box grown by the margin, per axis.
-    ci, lo_i, lo_j, hi_j = centre[i], lo[i, 2], lo[j], hi[j]
+    ci, bottom_i, lo_j, hi_j = centre[i], lo[i, 2], lo[j], hi[j]
     within = (ci >= lo_j - m) & (ci <= hi_j + m)
     over = within[:, 0] & within[:, 1]
     # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
     # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
     smaller = volume[i] < volume[j]
-    inside = over & within[:, 2] & (lo_i >= lo_j[:, 2] - 0.005) & smaller
+    inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - 0.005) & smaller
     room = kinds == "room"
     container = kinds == "container"
     physical = ~room
     is_in = inside & container[j] & physical[i]
-    gap = lo_i - hi_j[:, 2]
+    gap = bottom_i - hi_j[:, 2]
     # Something in the gripper rests on nothing and is in nothing, whatever it hovers over.
     held = np.array(held_of)
     is_in &= ~held[i]
@@ -231,7 +231,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     furnishing = (kinds == "surface") & (classes != "wall") & (classes != "floor") & (classes != "plane")
     movable = (kinds == "object") | container
     sunk = over & furnishing[j] & movable[i]
-    sunk &= (lo_i >= lo_j[:, 2] + cfg.on_tol) & (lo_i <= hi_j[:, 2])
+    sunk &= (bottom_i >= lo_j[:, 2] + cfg.on_tol) & (bottom_i <= hi_j[:, 2])
     sunk &= smaller & ~is_in
     for r in np.setdiff1d(i[sunk], i[is_on]):
         row = np.arange(bounds[r], bounds[r + 1])[sunk[bounds[r] : bounds[r + 1]]]
