@@ -179,6 +179,25 @@ def test_check_names_statistics_that_are_not_finite(dataset: Path, tmp_path: Pat
         DemoDataset(root, 1, 1, cameras=["scene"], normalize=True)
 
 
+def test_check_and_reader_name_a_camera_whose_feature_was_dropped(dataset: Path, tmp_path: Path):
+    """info.json without the wrist camera while its videos stay: both the check and the reader name
+    info.json and the video folder (before, the check passed it and the reader said the camera was unknown)."""
+    import shutil
+
+    from embodied.data import DemoDataset
+    from embodied.data.layout import INFO_PATH, DatasetError
+
+    root = tmp_path / "ds"
+    shutil.copytree(dataset, root)
+    info = json.loads((root / INFO_PATH).read_text())
+    del info["features"]["observation.images.wrist"]
+    (root / INFO_PATH).write_text(json.dumps(info))
+    expected = "videos/observation.images.wrist holds video that no feature declares"
+    assert any(str(root / INFO_PATH) in p and expected in p for p in check_dataset(root)), check_dataset(root)
+    with pytest.raises(DatasetError, match=expected):
+        DemoDataset(root, 1, 1, cameras=["wrist"])
+
+
 def test_refuses_existing_dataset_without_resume(dataset: Path):
     with pytest.raises(ValueError, match="--resume"):
         record(RecordConfig([TASK], 1, dataset, image_size=SIZE), progress=False)

@@ -74,9 +74,10 @@ def test_far_face_of_a_thin_wall_never_matches_the_near_face():
     assert np.abs(moved).max() < 1e-3  # nothing pulls the near face onto the far one
 
 
-def _room_depth(pose: np.ndarray, walls=(0.0, 4.0, 0.0, 3.0), size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """Depth (H,W) m and K (3,3) of a camera at ``pose`` (4,4 camera-to-world, OpenCV axes) in a box room:
-    walls at x = walls[0], walls[1] and y = walls[2], walls[3] (1.5 m high), the floor at z = 0."""
+def _room_depth(pose: np.ndarray, size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """Depth (H,W) m and K (3,3) of a camera at ``pose`` (4,4 camera-to-world, OpenCV axes) in the 4 x 3 m
+    room of ``_room``: walls at x = 0, 4 and y = 0, 3 (1.5 m high), the floor at z = 0."""
+    walls = (0.0, 4.0, 0.0, 3.0)
     f = size / 2 / np.tan(np.radians(40))
     K = np.array([[f, 0, size / 2], [0, f, size / 2], [0, 0, 1.0]])
     v, u = np.mgrid[0:size, 0:size] + 0.5
