@@ -30,12 +30,12 @@ def _strip(info: dict) -> dict:
 
 
 def run_agent(task: str, seed: int, config: AgentConfig | None = None, on_step=None, goal_text=None,
-              skills: dict | None = None, **env_kwargs) -> tuple[MemoryAgent, dict, int]:
+              skills: dict | None = None, sensors=None, **env_kwargs) -> tuple[MemoryAgent, dict, int]:
     """One agent episode; returns (agent, last info without privileged state, steps).
 
     ``on_step(raw_env, agent, info)`` lets a test disturb the world (it gets the raw env);
-    ``goal_text(text) -> text`` rewrites the instruction the agent reads; ``skills`` replace the
-    agent's scripted ones by name.
+    ``goal_text(text) -> text`` rewrites the instruction the agent reads; ``sensors(obs, labels) -> obs``
+    rewrites the whole observation (a detector's misses); ``skills`` replace the agent's scripted ones by name.
     """
     raw = gym.make(f"embodied/{task}", **env_kwargs)
     labels = raw.unwrapped.labels  # the detector's vocabulary, fixed before the episode
@@ -47,6 +47,8 @@ def run_agent(task: str, seed: int, config: AgentConfig | None = None, on_step=N
     while not done:
         if goal_text is not None:
             obs = {**obs, "goal": {**obs["goal"], "text": goal_text(obs["goal"]["text"])}}
+        if sensors is not None:
+            obs = sensors(obs, labels)
         obs, _, terminated, truncated, info = env.step(agent.act(obs))
         steps += 1
         done = terminated or truncated

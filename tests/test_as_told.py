@@ -4,9 +4,10 @@ keeps it in memory as an event and carries it out at the end. Blank or wiped mem
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
-from embodied.agent.memory_agent import AgentConfig
+from embodied.agent.memory_agent import RECALL, AgentConfig
 from embodied.experts import make_expert
 from embodied.planner.grammar import GrammarError, parse
 from tests.agent_helpers import run_agent
@@ -76,6 +77,37 @@ def test_without_the_instruction_in_memory_the_agent_fails(knob):
     agent, info, _ = run_agent("TouchAsTold-v0", 21, AgentConfig(**{knob: True}), n_options=5, distractors=2)
     assert not info["is_success"]
     assert any(e["tag"] == "unresolved" and "no instruction told for later" in e["text"] for e in agent.log)
+
+
+def _blocks_unseen_until(recall_steps: int):
+    """An observation filter: the masks show no block until ``recall_steps`` steps into the recall phase,
+    as a detector that keeps missing them would."""
+    recalled = []
+
+    def sensors(obs, labels):
+        if int(obs["goal"]["phase"]) == RECALL:
+            recalled.append(1)
+        if len(recalled) > recall_steps:
+            return obs
+        blocks = [int(i) for i, cls in labels.items() if cls == "block"]
+        return {k: (np.where(np.isin(v, blocks), 0, v) if k.startswith("segmentation/") else v)
+                for k, v in obs.items()}
+    return sensors
+
+
+@pytest.mark.parametrize("retry", [10, 0])
+def test_a_goal_memory_cannot_resolve_yet_is_planned_again_once_the_referent_is_seen(retry):
+    # No block reaches memory before 20 steps of recall: the told instruction names a block memory lacks.
+    agent, info, _ = run_agent("TouchAsTold-v0", 21, AgentConfig(retry_unresolved=retry), n_options=5,
+                               distractors=2, sensors=_blocks_unseen_until(20))
+    unresolved = [e for e in agent.log if e["tag"] == "unresolved"]
+    assert len(unresolved) == 1 and "nothing in memory is a 'block'" in unresolved[0]["text"], agent.log
+    if retry:  # tried again while idle; the blocks seen, the plan runs and succeeds
+        assert info["is_success"], agent.plan_text()
+        planned = [e["t"] for e in agent.log if e["tag"] == "plan"]
+        assert planned and planned[0] >= unresolved[0]["t"] + 20  # not before the blocks were seen
+    else:  # planned once, then idle to the horizon
+        assert not info["is_success"] and not agent.done_calls and not agent.trace
 
 
 def test_go_as_told_agent_goes_to_the_object_named_at_the_start():

@@ -17,6 +17,9 @@ class AgentConfig:
     memory: MemoryConfig | None = None
     max_retries: int = 2  # per call, before replanning
     max_replans: int = 3  # per goal, before giving up
+    # A goal memory cannot resolve yet ("nothing in memory is a cup") is planned again every this many steps
+    # while the robot stands idle: a later frame may show the referent (0: plan once and idle).
+    retry_unresolved: int = 10
     wipe_at_recall: bool = False  # ablation: forget everything at the first recall step
     blank_observe: bool = False  # ablation: blank frames and no instruction during observe
     settle_steps: int = 1  # steps of memory updates between a skill's end and its effect check

@@ -114,6 +114,7 @@ class MemoryAgent:
         self._moving: np.ndarray | None = None  # this step's movable head-camera pixels
         self._ask = False  # a decision is due: the goal changed or a call ended
         self._decided = 0  # decisions taken for the current goal (a decider's budget)
+        self._unresolved = -1  # the step the plan last failed to resolve against memory (-1: it resolved)
         if self.decider is not None:
             self.decider.reset()
 
@@ -244,7 +245,7 @@ class MemoryAgent:
         self.replans = 0
         self.skill, self.current_call = None, None
         self.done_calls = []
-        self._ask, self._decided = True, 0
+        self._ask, self._decided, self._unresolved = True, 0, -1
         if self.freespace is not None and self.config.rooms_every:
             self.memory.update_rooms(self.freespace)  # rooms as the map stands now, before planning
         if self.decider is None:
@@ -257,8 +258,11 @@ class MemoryAgent:
             self.plan = self.planner.plan(self.goal, self.memory, self.target_rgb)
         except ResolutionError as err:
             self.plan = []
-            self._note("unresolved", str(err))
+            if self._unresolved < 0:  # noted once; the tries that follow fail the same way
+                self._note("unresolved", str(err))
+            self._unresolved = self.t - 1
             return
+        self._unresolved = -1
         self.attempts = 0
         if self.plan or why != "plan":
             self._note(why, self.plan_text())
@@ -269,6 +273,10 @@ class MemoryAgent:
             call = self.decider.decide(self.goal_text, self.memory, obs, self.t - 1)
             self.plan = [] if call is None else [call]
             self._note("decide", str(call) if call is not None else "stop")
+        every = self.config.retry_unresolved
+        if not self.plan and self.decider is None and self._unresolved >= 0 and every \
+                and self.t - 1 - self._unresolved >= every:
+            self._make_plan("plan")  # memory may hold the referent now: a later, sharper or luckier view
         if not self.plan:
             self.current_call = None
             return
@@ -364,7 +372,8 @@ class MemoryAgent:
 
     # --- saving and restoring (embodied.agent.persist) --------------------------------
     # The agent's own counters persist saves besides its parts (memory, map, drift fix, skills, plan, log).
-    STATE_FIELDS = ("t", "t0", "attempts", "replans", "_settle", "_since", "_phase", "_ask", "_decided")
+    STATE_FIELDS = ("t", "t0", "attempts", "replans", "_settle", "_since", "_phase", "_ask", "_decided",
+                    "_unresolved")
 
     def save(self, path) -> Path:
         """The whole agent into the folder ``path``, atomically: loaded, it acts exactly as this one would."""

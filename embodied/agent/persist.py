@@ -56,7 +56,7 @@ from policies.config_json import config_from_dict
 if TYPE_CHECKING:
     from embodied.agent.memory_agent import MemoryAgent
 
-FORMAT, VERSION = "embodied.agent", 1
+FORMAT, VERSION = "embodied.agent", 2
 AGENT_FILE, MEMORY_FILE, ARRAYS_FILE = "agent.json", "memory.json", "arrays.safetensors"
 # A resumed memory's clock jumps this many steps past its last frame (see SpatialMemory.start_episode).
 EPISODE_GAP = 1000
