@@ -311,6 +311,10 @@ class Planner:
         if call.skill == "place" and into in memory.graph:
             xyz = (*self._in_drawer_xy(r, into), call.xyz[2])
             return SkillCall(call.skill, call.target, tuple(xyz), call.yaw, call.size, call.note, call.extra)
+        if call.skill == "navigate" and call.target in memory.graph and call.extra.get("when"):
+            # An object's point, now or first (a room's centre stays): memory's latest estimate of it.
+            return SkillCall(call.skill, call.target, tuple(r.position(call.target, call.extra["when"])), call.yaw,
+                             call.size, call.note, call.extra)
         if not call.target or call.target not in memory.graph or call.skill in ("place", "navigate"):
             return call
         return SkillCall(

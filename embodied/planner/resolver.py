@@ -25,6 +25,11 @@ ON_SLACK = 0.03  # m past a support's half-width that still counts as standing o
 # colour_distance past the nearest node's within which a node still has the goal's colour (the palette's
 # colours are 0.28 or more apart; one object's views differ by a few hundredths)
 COLOUR_SLACK = 0.12
+# Steps an object must be seen at a place before it counts as where it was first: a glimpse at the edge
+# of view that memory re-estimates at once (a jump it logs as "moved") is no place the object stood.
+SETTLED = 3
+# Event tags whose position starts a new stay: a move, a carry, a sighting after time out of view.
+MOVES = ("moved", "carried", "seen")
 
 
 class ResolutionError(LookupError):
@@ -42,13 +47,38 @@ class Resolver:
         return self.memory.graph.nodes[node]
 
     def position(self, node: str, when: str = "now") -> np.ndarray:
-        """(3,) m: where the node is now, or where it was when first seen (``when="first"``)."""
+        """(3,) m: where the node is now, or where it was first (``when="first"``: ``first_place``)."""
         if when == "first":
-            first = self.memory.history(node)[0]["t"]
-            pos = self.memory.where_was(node, first)
+            pos = self.first_place(node)
             if pos is not None:
-                return np.asarray(pos, dtype=np.float64)
+                return pos
         return np.asarray(self.memory.where_is(node)["position"], dtype=np.float64)
+
+    def first_place(self, node: str) -> np.ndarray | None:
+        """(3,) m: the first place memory saw the node stay at (``first_stay``); None without a position."""
+        stay = self.first_stay(node)
+        return None if stay is None else stay[1]
+
+    def first_stay(self, node: str) -> tuple[int, np.ndarray] | None:
+        """(t, (3,) m): the first place memory saw the node stay at, seen there for ``SETTLED`` steps or
+        more before it moved, and when memory logged it there. Without such a stay: the only place, or
+        the latest. Visible time comes from the node's status events: seen (visible) until missing, out
+        of view, occluded or hidden."""
+        stays: list[tuple[int, np.ndarray]] = []
+        held, since = 0, None
+        for e in self.memory.history(node):
+            data, t = e["data"], e["t"]
+            if "position" in data and (not stays or e["tag"] in MOVES):
+                if stays and held + (t - since if since is not None else 0) >= SETTLED:
+                    return stays[-1]
+                stays.append((t, np.asarray(data["position"], dtype=np.float64)))
+                held, since = 0, (t if since is not None else None)
+            status = data.get("status")
+            if status == "visible" and since is None:
+                since = t
+            elif status not in (None, "visible") and since is not None:
+                held, since = held + t - since, None
+        return stays[-1] if stays else None
 
     def size(self, node: str) -> np.ndarray:
         """(3,) m: the node's box size (zeros for a node without a box: the agent, a place)."""
@@ -173,11 +203,12 @@ class Resolver:
         farthest displaced first ("any": a re-estimate of where a still object is never wins)."""
         began, farthest = {}, {}
         for n in nodes:
-            trajectory = self.memory.trajectory(n)
-            if not trajectory:
+            stay = self.first_stay(n)
+            if stay is None:
                 continue
-            first = np.asarray(trajectory[0][1])
-            away = [(t, float(np.linalg.norm(np.asarray(p) - first))) for t, p in trajectory]
+            since, first = stay  # a glimpse memory re-estimated before the object stayed is no move
+            away = [(t, float(np.linalg.norm(np.asarray(p) - first))) for t, p in self.memory.trajectory(n)
+                    if t >= since]
             away = [(t, d) for t, d in away if d > DISPLACED]
             if away:
                 began[n], farthest[n] = away[0][0], max(d for _, d in away)

@@ -54,6 +54,10 @@ CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre 
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1 (the base's documented action scaling)
 GUIDE_DIM = 6  # route features per step (``NavigateSkill.guide_features``)
 ROOM_REACH = 0.15  # m: a "go to the room" call ends this close to the room's centre
+RETARGET = 0.03  # m: memory's estimate of the target moving less than this leaves the route as it is
+# m: within reach and facing, the skill still drives on when its path's end is this much nearer the target
+# (the success radius leaves only a few cm past ``reach`` for errors in memory and pose)
+CLOSER = 0.05
 
 
 def wrap(angle: float) -> float:
@@ -215,7 +219,7 @@ class NavigateSkill:
             return pose, self._fail("step budget")
         dist = float(np.linalg.norm(self.target - pose[:2]))
         facing = abs(wrap(np.arctan2(*(self.target - pose[:2])[::-1]) - pose[2]))
-        if scripted_done and dist <= self.reach_now and facing <= self.face_now:
+        if scripted_done and dist <= self.reach_now and facing <= self.face_now and not self._nearer_ahead(dist):
             self._done = True
             return pose, np.zeros(2, dtype=np.float32)
         if self.backing > 0:  # after a blocked view: back off a little before planning again
@@ -269,6 +273,23 @@ class NavigateSkill:
         out[4] = float(self.index == n - 1)
         out[5] = float(self.index >= n)
         return out
+
+    def retarget(self, call: SkillCall, obs: dict[str, Any]) -> bool:
+        """Take memory's fresher estimate of the target point (a room's point stays): True when taken.
+        The route is planned again only when its end no longer stands within the ring around the new point."""
+        new = np.asarray(call.xyz[:2], dtype=np.float64)
+        if self._done or self._failed or call.extra.get("room") or np.linalg.norm(new - self.target) < RETARGET:
+            return False
+        self.log.append(f"t{self.steps}: target re-estimated {np.round(self.target, 3)} -> {np.round(new, 3)}")
+        self.call, self.target = call, new
+        lo, hi, _ = self.ring
+        if self.path and not lo <= np.linalg.norm(self.path[-1] - new) <= hi:
+            self._plan(base_pose(obs, self.camera), count=False)
+        return True
+
+    def _nearer_ahead(self, dist: float) -> bool:
+        """Whether the path still to drive ends ``CLOSER`` m or more nearer the target than ``dist``."""
+        return self.index < len(self.path) and float(np.linalg.norm(self.path[-1] - self.target)) <= dist - CLOSER
 
     # --- planning ------------------------------------------------------------------------
     def _fail(self, why: str) -> np.ndarray:
@@ -324,8 +345,10 @@ class NavigateSkill:
         cost = 3.0 * np.abs(d - stand_prefer) + 0.3 * ~known
         return pts, cost
 
-    def _plan(self, pose: np.ndarray) -> None:
-        self.replans += 1
+    def _plan(self, pose: np.ndarray, count: bool = True) -> None:
+        """A route to the best stand-off from ``pose``; ``count``: a replan of the budget (not so for a
+        re-estimated target)."""
+        self.replans += count
         goals, costs = self.stand_offs()
         path = self.map.path_to_any(pose[:2], goals, costs, end_radius=self.stand_clear) if len(goals) else []
         if not path:
