@@ -122,6 +122,37 @@ def test_skill_from_observations_drives_to_the_goal_object(toured):
     assert np.linalg.norm(pose[:2] - u.robot_pose()[:2]) < 1e-3
 
 
+@pytest.mark.parametrize("retarget", [True, False])
+def test_navigate_takes_memorys_fresher_estimate_of_its_target(retarget):
+    """Started 30 cm off the goal object (on its approach side, as a stale memory estimate would be), the
+    skill reaches the object only when handed the fresher point on the way; taking it costs no replan."""
+    env = gym.make("embodied/ObjectRevisit-v0")
+    obs, info = env.reset(seed=3)
+    small = np.array([i for i, c in env.unwrapped.labels.items() if c not in STATIC])
+    fs = FreeSpaceMap()
+    while info["phase"] != "recall":
+        integrate_observation(fs, obs, np.isin(obs["segmentation/head"], small))
+        obs, _, _, _, info = env.step(np.zeros(2, np.float32))
+    truth = env.unwrapped.privileged()["goal"]  # privileged here only to place the stale and fresh points
+    goal = np.asarray(truth["xy"])
+    normal = (np.asarray(truth["approach"]) - goal) / np.linalg.norm(np.asarray(truth["approach"]) - goal)
+    skill = NavigateSkill(fs)
+    skill.start(SkillCall("navigate", xyz=(*(goal + 0.3 * normal), 0.0), extra={"when": "now"}), obs)
+    assert not skill.retarget(SkillCall("navigate", xyz=(*(goal + 0.31 * normal), 0.0), extra={"when": "now"}), obs)
+    for k in range(400):
+        if retarget and k == 20:
+            assert skill.retarget(SkillCall("navigate", xyz=(*goal, 0.0), extra={"when": "now"}), obs)
+        obs, _, terminated, truncated, info = env.step(skill.act(obs))
+        integrate_observation(fs, obs, np.isin(obs["segmentation/head"], small))
+        if terminated or truncated or skill.done or skill.failed:
+            break
+    env.close()
+    assert info["is_success"] == retarget, skill.log
+    if retarget:
+        assert np.allclose(skill.target, goal) and skill.replans == 0
+        assert any("target re-estimated" in line for line in skill.log)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_object_revisit_end_to_end_from_observations(seed):
     ep = run_nav_episode("ObjectRevisit-v0", seed)

@@ -311,10 +311,11 @@ class Planner:
         if call.skill == "place" and into in memory.graph:
             xyz = (*self._in_drawer_xy(r, into), call.xyz[2])
             return SkillCall(call.skill, call.target, tuple(xyz), call.yaw, call.size, call.note, call.extra)
-        if call.skill == "navigate" and call.target in memory.graph and call.extra.get("when"):
-            # An object's point, now or first (a room's centre stays): memory's latest estimate of it.
-            return SkillCall(call.skill, call.target, tuple(r.position(call.target, call.extra["when"])), call.yaw,
-                             call.size, call.note, call.extra)
+        if call.skill == "navigate" and call.target in memory.graph and call.extra.get("when") == "now":
+            # Where an object is now: memory's latest estimate (where it was first lies in the past, and a
+            # room's centre stays).
+            return SkillCall(call.skill, call.target, tuple(r.position(call.target)), call.yaw, call.size, call.note,
+                             call.extra)
         if not call.target or call.target not in memory.graph or call.skill in ("place", "navigate"):
             return call
         return SkillCall(
