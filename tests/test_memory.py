@@ -131,9 +131,19 @@ def test_the_columnar_log_reads_back_every_event_as_it_was_appended():
     with pytest.raises(IndexError, match="60"):
         events[60]
     assert log.tag_times["moved"] == [e.t for e in events if e.tag == "moved"]
+    # history builds each event's dict from compiled per-schema builders: the same dicts, also for a name
+    # that would break out of a naive string literal (names come from files too).
+    log.append(30, "UPDATE", "block_1", "seen", {"it's \"odd\"}": 1})
+    plain.append([30, "UPDATE", "block_1", "seen", {"it's \"odd\"}": 1}])
+    for node in ("block_0", "block_1", "nobody"):
+        assert log.history(node) == [{"t": t, "op": op, "tag": tag, "data": data}
+                                     for t, op, n, tag, data in plain if n == node]
+    assert log.history("block_1")[-1]["data"] == {"it's \"odd\"}": 1}
+    events = log.events
     # The JSON round trip and its replay give the same log.
     again = log_from_json(json.loads(json.dumps(log_to_json(log))))
     assert [e.to_list() for e in again.events] == [e.to_list() for e in events]
+    assert again.history("block_1") == log.history("block_1")
     assert all(again.state_at(t) == log.state_at(t) for t in range(31))
     assert again.state == log.state and list(again.kf_index) == list(log.kf_index)
     assert all(a == b for a, b in zip(again.kf_state, log.kf_state))

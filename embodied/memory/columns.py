@@ -15,6 +15,17 @@ def frozen(value: Any) -> Any:
     return tuple(frozen(v) for v in value) if isinstance(value, list) else value
 
 
+def row_builder(names: tuple[str, ...]):
+    """A function ``(t, op, tag, values) -> {"t", "op", "tag", "data": {name: value}}`` for events of one
+    schema. It is compiled with the names as constant keys, as ``dataclasses`` compiles ``__init__``: a
+    dict display with constant keys builds in well under half the time of ``dict(zip(names, values))``,
+    which is most of what ``history`` costs on a node with hundreds of events."""
+    if not all(isinstance(n, str) for n in names):
+        raise ValueError(f"event log: attribute names must be strings, got {names!r}")
+    data = ", ".join(f"{n!r}: v[{i}]" for i, n in enumerate(names))  # repr: any string is a safe literal
+    return eval(f"lambda t, o, g, v: {{'t': t, 'op': o, 'tag': g, 'data': {{{data}}}}}", {})
+
+
 def groups(codes: np.ndarray) -> dict[int, np.ndarray]:
     """code -> the positions (int64, ascending) where ``codes`` (K,) holds it."""
     order = np.argsort(codes, kind="stable")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from embodied.memory.columns import groups, thawed
+from embodied.memory.columns import groups, row_builder, thawed
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
@@ -97,6 +97,7 @@ class EventLog:
         self._tag_code: dict[str, int] = {}
         self._schemas: list[tuple[str, ...]] = []
         self._schema_code: dict[tuple[str, ...], int] = {}
+        self._rows: list = []  # per schema: its history row builder (columns.row_builder)
         self._last_t = 0
         self._floats: dict[float, float] = {}  # one object per distinct float value (confidences repeat)
         self.by_node: dict[str, array] = {}
@@ -242,12 +243,11 @@ class EventLog:
     def history(self, node: str) -> list[dict]:
         """Every event of ``node``, oldest first, as {t, op, tag, data} dicts, straight from the columns."""
         times, ops, tags, keys, values = self.times, self._ops, self._tags, self._keys, self._values
-        tag_names, schemas = self._tag_names, self._schemas
-        return [
-            {"t": times[i], "op": OPS[ops[i]], "tag": tag_names[tags[i]],
-             "data": dict(zip(schemas[keys[i]], values[i]))}
-            for i in self.by_node.get(node, ())
-        ]
+        tag_names = self._tag_names
+        rows = self._rows
+        while len(rows) < len(self._schemas):  # schemas only grow: one builder each, made on first use
+            rows.append(row_builder(self._schemas[len(rows)]))
+        return [rows[keys[i]](times[i], OPS[ops[i]], tag_names[tags[i]], values[i]) for i in self.by_node.get(node, ())]
 
     def of_tag(self, tag: str) -> list[Event]:
         return [self.event(i) for i in self.by_tag.get(tag, ())]
@@ -261,7 +261,7 @@ class EventLog:
     def columns(self) -> dict:
         """The events as columns (read-only views; do not modify): names ``nodes``, ``tags``, ``schemas``
         (attribute-name tuples), and per event ``t``, ``op`` (0 ADD, 1 UPDATE, 2 DELETE), ``node``,
-        ``tag`` and ``keys`` (indexes into those names) and ``values`` (tuples, in the order of its schema).""" 
+        ``tag`` and ``keys`` (indexes into those names) and ``values`` (tuples, in the order of its schema)."""
         return {"nodes": self._node_names, "tags": self._tag_names, "schemas": self._schemas, "t": self.times,
                 "op": self._ops, "node": self._nodes, "tag": self._tags, "keys": self._keys, "values": self._values}
 
