@@ -274,8 +274,11 @@ class DepthLocaliser:
         rec = Registration(t, True, False, fit.fitness, fit.rmse, fit.structure, fit.weak)
         step, turn = _size(fit, pivot)
         # A tight, well-constrained fit may move as far as after a re-anchor: a burst of wheel slip (large noise)
-        # can turn the odometry further in one interval than the motion-scaled gate allows.
-        sure = fit.rmse <= cfg.max_rmse / 3 and fit.fitness >= 0.8 and fit.weak == 0
+        # can turn the odometry further in one interval than the motion-scaled gate allows. A fit with one
+        # direction left to odometry (a corridor) counts only if nearly every point found its match.
+        sure = fit.rmse <= cfg.max_rmse / 3 and (
+            fit.fitness >= 0.8 and fit.weak == 0 or fit.fitness >= 0.95 and fit.weak == 1
+        )
         allow_step, allow_turn = self._allowed(wide, T_odom)
         if sure:
             allow_step, allow_turn = max(allow_step, cfg.reanchor_step), max(allow_turn, cfg.reanchor_turn)
