@@ -241,3 +241,23 @@ def test_where_an_object_was_first_is_where_it_first_stayed_not_a_glimpse(glimps
             Resolver(memory).resolve(moved)
     else:
         assert Resolver(memory).resolve(moved) == ["block_0"]
+
+
+def test_where_an_object_was_first_is_where_memory_watched_it_leave_from():
+    """A block first seen as a drawer slides it out, then lifted and carried away in view: it never
+    stood still where it was first seen, but memory watched it travel from there, so that is where it
+    was first (a glimpse re-estimated once is no such travel). A blank start, the block seen only
+    after the carry, leaves no trace of the first place."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.resolver import Resolver
+    from tests.memory_helpers import detection, frame
+
+    path = [(0.62 - 0.03 * k, 0.10, 0.02) for k in range(4)] + [(0.53, 0.10 - 0.04 * k, 0.02) for k in range(1, 6)]
+    end = (0.53, -0.10, 0.02)
+    for shown in (path, []):
+        memory = SpatialMemory()
+        for t, where in enumerate(shown + [end] * 6):
+            memory.update(frame(t, [detection(where)]))
+        (node,) = memory.find(cls="block")
+        first = Resolver(memory).position(node, "first")
+        assert np.allclose(first, path[0] if shown else end, atol=0.01), (shown != [], first)

@@ -47,7 +47,7 @@ NAV_REACH = 0.55  # m: the head camera this close to a goal point (the base is 0
 # travel (MemoryConfig.agent_log_tol), so these allow that lag on top of a fingertip on the top.
 TOUCH_REACH = 0.08  # m (xy) from the target's centre
 TOUCH_ABOVE = 0.10  # m above the target's top
-IN_DRAWER = 0.075  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
+IN_DRAWER = 0.10  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
 TRAY_FLOOR = 0.012  # m: a drawer tray's floor above the drawer's lowest point
 
 

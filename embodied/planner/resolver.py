@@ -30,6 +30,7 @@ COLOUR_SLACK = 0.12
 SETTLED = 3
 # Event tags whose position starts a new stay: a move, a carry, a sighting after time out of view.
 MOVES = ("moved", "carried", "seen")
+TRACKED = ("moved", "carried")  # a move logged while memory followed the node (not a re-sighting)
 
 
 class ResolutionError(LookupError):
@@ -60,25 +61,36 @@ class Resolver:
         return None if stay is None else stay[1]
 
     def first_stay(self, node: str) -> tuple[int, np.ndarray] | None:
-        """(t, (3,) m): the first place memory saw the node stay at, seen there for ``SETTLED`` steps or
-        more before it moved, and when memory logged it there. Without such a stay: the only place, or
-        the latest. Visible time comes from the node's status events: seen (visible) until missing, out
-        of view, occluded or hidden."""
-        stays: list[tuple[int, np.ndarray]] = []
+        """(t, (3,) m): the first place memory saw the node stay at, and when memory logged it there. A
+        place counts when the node was seen there for ``SETTLED`` steps or more, or when memory watched
+        it travel away from there (the next ``SETTLED`` positions logged as tracked moves: a drawer sliding it
+        out, a hand carrying it); a glimpse re-estimated at once is no place. Without either: the
+        first place. Visible time comes from the node's status events: seen (visible) until missing,
+        out of view, occluded or hidden."""
+        stays: list[tuple[int, np.ndarray, str]] = []  # (t, position, tag of the event that began it)
+        seen: list[int] = []  # steps seen at each stay
         held, since = 0, None
         for e in self.memory.history(node):
             data, t = e["data"], e["t"]
             if "position" in data and (not stays or e["tag"] in MOVES):
-                if stays and held + (t - since if since is not None else 0) >= SETTLED:
-                    return stays[-1]
-                stays.append((t, np.asarray(data["position"], dtype=np.float64)))
+                if stays:
+                    seen.append(held + (t - since if since is not None else 0))
+                stays.append((t, np.asarray(data["position"], dtype=np.float64), e["tag"]))
                 held, since = 0, (t if since is not None else None)
             status = data.get("status")
             if status == "visible" and since is None:
                 since = t
             elif status not in (None, "visible") and since is not None:
                 held, since = held + t - since, None
-        return stays[-1] if stays else None
+        if not stays:
+            return None
+        seen.append(held + (self.memory.t - since if since is not None else 0))
+        for k, (t, position, _) in enumerate(stays):
+            after = stays[k + 1:k + 1 + SETTLED]
+            watched_away = len(after) == SETTLED and all(tag in TRACKED for _, _, tag in after)
+            if seen[k] >= SETTLED or watched_away:
+                return t, position
+        return stays[0][:2]
 
     def size(self, node: str) -> np.ndarray:
         """(3,) m: the node's box size (zeros for a node without a box: the agent, a place)."""
