@@ -261,3 +261,12 @@ def test_where_an_object_was_first_is_where_memory_watched_it_leave_from():
         (node,) = memory.find(cls="block")
         first = Resolver(memory).position(node, "first")
         assert np.allclose(first, path[0] if shown else end, atol=0.01), (shown != [], first)
+    # A glimpse re-estimated at once (a jump logged as a move), then nudged every few steps: moves far
+    # apart in time are no travel from the glimpse; it was first at b.
+    a, b = (0.30, 0.05, 0.02), (0.42, 0.05, 0.02)
+    later = [b] * 5 + [(0.42, 0.05 + 0.05 * k, 0.02) for k in (1, 2, 3) for _ in range(5)]
+    memory = SpatialMemory()
+    for t, where in enumerate([a] + later):
+        memory.update(frame(t, [] if where is None else [detection(where)]))
+    (node,) = memory.find(cls="block")
+    assert np.allclose(Resolver(memory).position(node, "first"), b, atol=0.01)

@@ -63,9 +63,9 @@ class Resolver:
     def first_stay(self, node: str) -> tuple[int, np.ndarray] | None:
         """(t, (3,) m): the first place memory saw the node stay at, and when memory logged it there. A
         place counts when the node was seen there for ``SETTLED`` steps or more, or when memory watched
-        it travel away from there (the next ``SETTLED`` positions logged as tracked moves: a drawer sliding it
-        out, a hand carrying it); a glimpse re-estimated at once is no place. Without either: the
-        first place. Visible time comes from the node's status events: seen (visible) until missing,
+        it travel away from there (the next ``SETTLED`` positions logged as tracked moves, step on step:
+        a drawer sliding it out, a hand carrying it); a glimpse re-estimated at once is no place.
+        Without either: the first place. Visible time comes from the node's status events: seen (visible) until missing,
         out of view, occluded or hidden."""
         stays: list[tuple[int, np.ndarray, str]] = []  # (t, position, tag of the event that began it)
         seen: list[int] = []  # steps seen at each stay
@@ -86,8 +86,9 @@ class Resolver:
             return None
         seen.append(held + (self.memory.t - since if since is not None else 0))
         for k, (t, position, _) in enumerate(stays):
-            after = stays[k + 1:k + 1 + SETTLED]
-            watched_away = len(after) == SETTLED and all(tag in TRACKED for _, _, tag in after)
+            run = stays[k:k + 1 + SETTLED]  # this stay and the next ones: a travel is tracked moves step on step
+            watched_away = len(run) == SETTLED + 1 and all(
+                tag in TRACKED and t1 - t0 <= 2 for (t0, _, _), (t1, _, tag) in zip(run, run[1:]))
             if seen[k] >= SETTLED or watched_away:
                 return t, position
         return stays[0][:2]
