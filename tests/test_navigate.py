@@ -82,7 +82,7 @@ def test_paths_never_cross_occupied_cells(toured):
         n += 1
         pts = np.concatenate([np.linspace(a, b, max(2, int(np.linalg.norm(b - a) / 0.02))) for a, b in
                               zip(path[:-1], path[1:])])
-        assert not occ[fs._flat(pts)].any()
+        assert not occ[fs.flat_cells(pts)].any()
         assert fs.clearance_at(pts[1:]).min() >= fs.radius - 0.03  # the first point is the robot itself
         assert box_distance(pts, boxes).min() >= ROBOT_RADIUS, "the path would bump into the real scene"
         assert np.linalg.norm(path[-1] - goal) < 0.25

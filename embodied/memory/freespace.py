@@ -103,7 +103,7 @@ class FreeSpaceMap:
     def centre(self, i: int, j: int) -> np.ndarray:
         return self.low + self.res * np.array([j + 0.5, i + 0.5])
 
-    def _flat(self, xy: np.ndarray) -> np.ndarray:
+    def flat_cells(self, xy: np.ndarray) -> np.ndarray:
         """Flat cell indices of points (N, >=2); -1 for points off the map."""
         ij = np.floor((xy[:, :2] - self.low) / self.res).astype(np.int64)
         ok = (ij[:, 0] >= 0) & (ij[:, 0] < self.shape[1]) & (ij[:, 1] >= 0) & (ij[:, 1] < self.shape[0])
@@ -126,7 +126,8 @@ class FreeSpaceMap:
             self._rays = {key: (v.ravel(), u.ravel(), np.stack([x, y, np.ones_like(x)], axis=1))}
         return self._rays[key]
 
-    def integrate(self, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, ignore: np.ndarray | None = None) -> None:
+    def integrate(self, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray,
+                  ignore: np.ndarray | None = None) -> None:
         """Fold one depth image into the map.
 
         ``depth`` (H, W) float32: metres along the optical axis, 0 / NaN / inf =
@@ -151,7 +152,7 @@ class FreeSpaceMap:
         z = pts[:, 2]
         obstacle = (z >= self.z_min) & (z <= self.z_max)
         floor = z < self.z_min
-        self._add(self.hits, self._flat(pts[obstacle]))
+        self._add(self.hits, self.flat_cells(pts[obstacle]))
         # Free evidence: the low part (z < free_height) of rays ending on the floor or on a low
         # obstacle, stopping one cell short of an obstacle hit; floor points themselves.
         low_end = z < self.free_height
@@ -165,7 +166,7 @@ class FreeSpaceMap:
             s = s0[:, None] + (s1 - s0)[:, None] * frac[None, :]  # (M, n)
             keep = (s1 > s0)[:, None] & np.ones((1, n), dtype=bool)
             samples = cam[None, None, :2] + s[..., None] * (p[:, None, :2] - cam[None, None, :2])
-            self._add(self.free, self._flat(samples[keep].reshape(-1, 2)))
+            self._add(self.free, self.flat_cells(samples[keep].reshape(-1, 2)))
         self.version += 1
 
     def mark_visited(self, xy, radius: float = ROBOT_RADIUS) -> None:
@@ -249,7 +250,7 @@ class FreeSpaceMap:
     def clearance_at(self, xy) -> np.ndarray:
         """(N,) clearance (m) at points (N, 2), looked up in the map's cells (0 off the map)."""
         xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
-        flat = self._flat(xy)
+        flat = self.flat_cells(xy)
         out = np.zeros(len(xy))
         out[flat >= 0] = self._planning()["fine_clear"].ravel()[flat[flat >= 0]]
         return out
@@ -261,7 +262,7 @@ class FreeSpaceMap:
         step = step or self.res
         n = max(2, int(np.ceil(np.linalg.norm(b - a) / step)) + 1)
         pts = a + np.linspace(0.0, 1.0, n)[:, None] * (b - a)
-        flat = self._flat(pts)
+        flat = self.flat_cells(pts)
         if (flat < 0).any():
             return False
         r = self.radius if radius is None else radius

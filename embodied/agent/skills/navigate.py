@@ -49,6 +49,8 @@ import numpy as np
 from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
 from embodied.planner.calls import SkillCall
 
+from .nav_geometry import nearest_obstacle_ahead, stand_off_candidates
+
 CAMERA = "head"
 CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre (scenes/apartment/robot.xml)
 MAX_V, MAX_W = 0.5, 1.5  # m/s and rad/s at action 1 (the base's documented action scaling)
@@ -308,42 +310,9 @@ class NavigateSkill:
         return np.zeros(2, dtype=np.float32)
 
     def stand_offs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(K, 2) candidate stand-off points around the target (map cells) and their extra costs (K,).
-
-        A candidate is a known-free map cell (or, when the map plans through
-        unknown cells, any unoccupied one, at a small extra cost) ``stand_min``..``stand_max`` from the
-        target with at least ``stand_clear`` clearance (a little less than the
-        planning radius: the last metres are driven slowly) whose straight line
-        to the target crosses no occupied cell short of the target's support.
-        """
-        m = self.map
-        stand_min, stand_max, stand_prefer = self.ring
-        r = int(np.ceil(stand_max / m.res)) + 1
-        ci, cj = m.cell(self.target)
-        i0, i1, j0, j1 = max(0, ci - r), min(m.shape[0], ci + r + 1), max(0, cj - r), min(m.shape[1], cj + r + 1)
-        ii, jj = np.mgrid[i0:i1, j0:j1]
-        pts = m.low + m.res * (np.stack([jj.ravel(), ii.ravel()], axis=1) + 0.5)
-        d = np.linalg.norm(pts - self.target, axis=1)
-        flat = ii.ravel() * m.shape[1] + jj.ravel()
-        clear = m.clearance_at(pts)
-        free = m.known_free.ravel()[flat] if m.unknown_cost is None else ~m.occupied.ravel()[flat]
-        keep = (d >= stand_min) & (d <= stand_max) & (clear >= self.stand_clear) & free
-        known = m.known_free.ravel()[flat][keep]
-        pts, d, clear = pts[keep], d[keep], clear[keep]
-        if not len(pts):
-            return np.zeros((0, 2)), np.zeros(0)
-        # Line of sight: samples every half cell from the candidate to ``support`` short of the target.
-        frac = np.linspace(0.0, 1.0, int(np.ceil(stand_max / (m.res / 2))) + 1)
-        span = np.maximum(0.0, d - self.support) / np.maximum(d, 1e-9)
-        seg = pts[:, None, :] + (frac[None, :, None] * span[:, None, None]) * (self.target - pts)[:, None, :]
-        cells = m._flat(seg.reshape(-1, 2)).reshape(len(pts), -1)
-        occ = m.occupied.ravel()
-        ok = ~((cells < 0) | occ[np.maximum(cells, 0)]).any(axis=1)
-        pts, d, clear, known = pts[ok], d[ok], clear[ok], known[ok]
-        # Closer is better (a remembered position is a few cm off at worst; the reach is 0.5 m), known floor
-        # a little better than unknown; among equals the path length decides.
-        cost = 3.0 * np.abs(d - stand_prefer) + 0.3 * ~known
-        return pts, cost
+        """(K, 2) candidate stand-off points around the target and their extra costs (K,): see
+        ``nav_geometry.stand_off_candidates``."""
+        return stand_off_candidates(self.map, self.target, self.ring, self.stand_clear, self.support)
 
     def _plan(self, pose: np.ndarray, count: bool = True) -> None:
         """A route to the best stand-off from ``pose``; ``count``: a replan of the budget (not so for a
@@ -397,26 +366,8 @@ class NavigateSkill:
 
     def _blocked(self, obs: dict[str, Any], pose: np.ndarray) -> bool:
         """An obstacle point in the base's corridor closer than ``stop_dist`` past the bumper, short of the waypoint."""
-        depth = np.asarray(obs[f"depth/{self.camera}"])
-        K = np.asarray(obs[f"intrinsics/{self.camera}"], dtype=np.float64)
-        T = np.asarray(obs[f"extrinsics/{self.camera}"], dtype=np.float64)
-        h, w = depth.shape
-        v, u = np.mgrid[h // 3 : h : 3, w // 4 : 3 * w // 4 : 3]  # central columns, middle-to-bottom rows
-        d = depth[v, u].astype(np.float64)
-        ok = np.isfinite(d) & (d > 0.02)
-        if not ok.any():
-            return False
-        x = (u[ok] + 0.5 - K[0, 2]) / K[0, 0] * d[ok]
-        y = (v[ok] + 0.5 - K[1, 2]) / K[1, 1] * d[ok]
-        pts = np.stack([x, y, d[ok]], axis=1) @ T[:3, :3].T + T[:3, 3]
-        rel = pts[:, :2] - pose[:2]
-        c, s = np.cos(pose[2]), np.sin(pose[2])
-        fwd, lat = c * rel[:, 0] + s * rel[:, 1], -s * rel[:, 0] + c * rel[:, 1]
-        obstacle = (pts[:, 2] > 0.05) & (pts[:, 2] < 1.3) & (np.abs(lat) < ROBOT_RADIUS + 0.02)
-        ahead = fwd[obstacle & (fwd > 0)]
-        if len(ahead) < 3:
-            return False
-        nearest = float(np.sort(ahead)[2])
         goal = self.path[min(self.index, len(self.path) - 1)] if self.path else pose[:2]
+        ahead = nearest_obstacle_ahead(obs[f"depth/{self.camera}"], obs[f"intrinsics/{self.camera}"],
+                                       obs[f"extrinsics/{self.camera}"], pose)
         to_goal = float(np.linalg.norm(goal - pose[:2]))
-        return nearest < ROBOT_RADIUS + self.stop_dist and nearest < to_goal + ROBOT_RADIUS
+        return ahead < ROBOT_RADIUS + self.stop_dist and ahead < to_goal + ROBOT_RADIUS
