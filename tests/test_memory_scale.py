@@ -14,6 +14,7 @@ from embodied.cli.main import main
 from embodied.eval.memory_scale import LOOKS, HouseStream, check_truth, physical_nodes, run_grid
 from embodied.memory.memory import SpatialMemory
 from embodied.memory.spatial import visibility, visibility_many
+from embodied.perception.colour import colour_name
 from tests.memory_helpers import detection, down_camera, frame
 
 
@@ -117,6 +118,31 @@ def test_an_object_found_in_new_ground_is_a_new_one_a_look_alike_moved_unseen_is
     assert memory.find(cls="block") == [first, far]
     assert memory.where_is(first)["position"][1] == pytest.approx(0.25, abs=0.01)
     assert memory.where_is(far)["position"][0] == pytest.approx(3.4, abs=0.01)
+
+
+def _looked_like(det, rgb):
+    """``det`` seen in another light: its RGB (and so its colour name) replaced."""
+    det.rgb = np.array(rgb, np.float32)
+    det.colour = colour_name(det.rgb)
+    return det
+
+
+@pytest.mark.parametrize("far_rgb, same", [((0.04, 0.04, 0.04), False), ((0.9, 0.9, 0.9), True)])
+def test_a_look_alike_far_away_is_the_unseen_object_only_if_its_brightness_could_be_the_light(far_rgb, same):
+    # Lifelong seed 900000: a white vase first seen dim (0.58, named grey) was taken for the black vase
+    # (0.04) found across the apartment, 14x darker: the colour tolerance weighs brightness little.
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [_looked_like(detection((0.4, 0.0, 0.02)), (0.58, 0.58, 0.58))]))
+    memory.update(frame(3, [], pose=down_camera(x=3.4)))  # ground 3 m away, looked at: nothing there
+    memory.update(frame(4, [_looked_like(detection((3.4, 0.0, 0.02)), far_rgb)], pose=down_camera(x=3.4)))
+    blocks = memory.find(cls="block")
+    if same:  # the same white block in a brighter light, moved unseen
+        assert len(blocks) == 1 and memory.where_is(blocks[0])["position"][0] == pytest.approx(3.4, abs=0.01)
+    else:  # another block; the grey one keeps its place
+        assert len(blocks) == 2
+        grey = next(n for n in blocks if memory.graph.nodes[n]["colour"] == "grey")
+        assert memory.where_is(grey)["position"][0] == pytest.approx(0.4, abs=0.01)
 
 
 def test_a_memory_saved_before_looked_cells_were_kept_reidentifies_anywhere(tmp_path):

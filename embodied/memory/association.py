@@ -10,7 +10,8 @@ by score:
   motion   same class and colour, centre within the gate of the node's
            constant-velocity prediction                     score 1 - d/gate
   re-id    an unseen (missing / out of view / hidden) node of the same class
-           and colour, nearest first, at any distance
+           and colour (under another colour name: within reid_brightness_ratio
+           in brightness), nearest first, at any distance
 Anything left over is a new node. Cameras are processed one after another,
 each updating the tracks, so the second camera sees the first's result.
 Supports and furniture (seen in pieces) match by box overlap instead.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import SIZE_CLASSES
-from embodied.memory.gating import colour_distance_matrix, footprint_overlap, looks_as_before
+from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.perception.types import ObjectObservation
 
@@ -188,9 +189,10 @@ class Association:
         for i in todo:
             det = dets[i]
             ok = (cls == det.label) | (not cfg.strict_class and det.label in SIZE_CLASSES)
-            ok &= (colour == det.colour) | (
-                colour_distance_matrix(np.asarray(det.rgb, dtype=np.float64)[None], rgb)[0] < cfg.colour_tolerance
-            )
+            d_rgb = np.asarray(det.rgb, dtype=np.float64)
+            near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
+            near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio
+            ok &= (colour == det.colour) | near_colour
             handoff = np.nonzero(recent & ok)[0]
             if len(handoff) and np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
                 continue

@@ -76,6 +76,10 @@ class MemoryConfig:
     handoff_gate: float = 0.5  # m
     reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
     colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
+    # Re-identification at any distance under another colour name: the two looks may differ in brightness
+    # by at most this factor (a room's light, not 14x: a white vase seen dim, named grey, is no black vase,
+    # though the tolerance above, which weighs brightness little, lets achromatic colours through).
+    reid_brightness_ratio: float = 3.0
     # A camera that sees a still object this many times brighter (or dimmer) than it last did saw a light
     # go on (off): logged even when the colour name stays (a white light on a grey button).
     brightness_ratio: float = 1.4

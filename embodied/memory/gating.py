@@ -15,6 +15,14 @@ def brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) ->
     return 1 if now > ratio * then else -1 if then > ratio * now else 0
 
 
+def brightness_ratio(rgb: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(N,) how many times brighter or dimmer (>= 1) each row of ``others`` (N,3) is than ``rgb`` (3,), by
+    the brightest channel."""
+    a = max(float(np.max(rgb)), 1e-3)
+    b = np.maximum(np.asarray(others, dtype=np.float64).reshape(-1, 3).max(axis=1), 1e-3)
+    return np.maximum(a / b, b / a)
+
+
 def colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``colour_distance`` between every row of a (D,3) and of b (N,3): (D,N)."""
     na = np.maximum(a.max(axis=1), 1e-3)
