@@ -216,8 +216,12 @@ SECTIONS = (
                                  "agent_dev_nav_loc", "agent_dev_nav_first2", "agent_dev_first2"))),
     Section("benchmark-memoryless", "benchmark", "benchmark.md", "protocol_experts, ml_stash",
             _benchmark("memoryless", ("protocol_experts", "ml_stash"))),
+    Section("benchmark-memoryless-nav", "benchmark", "benchmark.md", "ml_nav_tiers",
+            _benchmark("memoryless", ("ml_nav_tiers",))),
     Section("benchmark-wiped", "benchmark", "benchmark.md", "wiped_manip, wiped_nav, wiped_rearrange",
             _benchmark("agent:wiped", ("wiped_manip", "wiped_nav", "wiped_rearrange"))),
+    Section("benchmark-wiped-tiers", "benchmark", "benchmark.md", "wiped_tiers_manip",
+            _benchmark("agent:wiped", ("wiped_tiers_manip",))),
 )
 BY_NAME = {s.name: s for s in SECTIONS}
 
