@@ -46,10 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from embodied.agent.skills.nav_geometry import nearest_obstacle_ahead, stand_off_candidates
 from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
 from embodied.planner.calls import SkillCall
-
-from .nav_geometry import nearest_obstacle_ahead, stand_off_candidates
 
 CAMERA = "head"
 CAMERA_MOUNT = 0.1  # m: the head camera sits this far ahead of the base centre (scenes/apartment/robot.xml)
