@@ -168,24 +168,30 @@ class Association:
         the better explanation (the hand-off merge joins them once every camera is in)."""
         cfg = self.config
         todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)]
-        nodes = self._physical()
-        if not todo or not nodes:
+        if not todo:
             return
-        tracks = [self.tracks[n] for n in nodes]
-        attrs = [self._graph.nodes[n] for n in nodes]
+        rows = self._node_rows()
+        nodes, tracks = rows.nodes, rows.tracks
+        if not nodes:
+            return
+        # One pass over the attribute dicts for what every candidate needs (a house holds hundreds).
+        status, last, cls, colour, rgb = zip(*[(a["status"], a["last_seen"], a["cls"], a["colour"], a["rgb"])
+                                               for a in rows.attrs])
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
-        rank = np.array([REID_RANK.get(a["status"], -1) for a in attrs])
-        free = (rank >= 0) & ~surface & np.array([n not in taken_here for n in nodes])
-        last = np.array([a["last_seen"] for a in attrs])
+        rank = np.array([REID_RANK.get(s, -1) for s in status])
+        free = (rank >= 0) & ~surface
+        for n in taken_here:
+            r = rows.row.get(n)
+            if r is not None:
+                free[r] = False
+        last = np.array(last)
         recent = (last < self.t) & (last >= self.t - cfg.handoff_steps) & ~surface
         if not (free | recent).any():
             return
-        cls = np.array([a["cls"] for a in attrs], dtype=object)
-        colour = np.array([a["colour"] for a in attrs], dtype=object)
-        rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
-        ahead = np.array([min(self.t - tr.t_obs, 5) for tr in tracks], dtype=np.float64)
-        velocity = np.array([tr.velocity for tr in tracks], dtype=np.float64).reshape(-1, 3)
-        centres = np.array([tr.center for tr in tracks]).reshape(-1, 3) + velocity * ahead[:, None]
+        cls = np.array(cls, dtype=object)
+        colour = np.array(colour, dtype=object)
+        rgb = np.array(rgb, dtype=np.float64).reshape(-1, 3)
+        centres = (rows.lo + rows.hi) / 2 + rows.velocity * self._ahead(tracks)[:, None]
         for i in todo:
             det = dets[i]
             ok = (cls == det.label) | (not cfg.strict_class and det.label in SIZE_CLASSES)

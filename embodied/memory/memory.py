@@ -315,16 +315,17 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     # --- time travel -----------------------------------------------------------------
     def snapshot(self, t: int) -> nx.MultiDiGraph:
         """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""
-        state = self.log.state_at(t)
         now = min(t, self.t)
         nodes = {}
-        for node, attrs in state.items():
+        for node, attrs in self.log.state_at(t).items():
             attrs = nodes[node] = dict(attrs)  # the graph's own copy, as networkx would make
             if attrs.get("visible"):
                 attrs["last_seen"] = max(attrs.get("last_seen", now), now)
-        edges = list(relations(state, self.config))
-        edges += [(node, other, "connects") for node, attrs in state.items()
-                  for other in attrs.get("links", ()) if other in state]
+        # The rules read the fresh copies, not the log's dicts: those lie wherever a long run's events
+        # left them in the heap, and each pass over them would pay a cache miss a node.
+        edges = list(relations(nodes, self.config))
+        edges += [(node, other, "connects") for node, attrs in nodes.items()
+                  for other in attrs.get("links", ()) if other in nodes]
         return graph_of(nodes, edges)
 
 
@@ -340,10 +341,12 @@ def graph_of(nodes: dict[str, dict], edges: list[tuple[str, str, str]]) -> nx.Mu
     succ.update({node: {} for node in nodes})
     pred.update({node: {} for node in nodes})
     for u, v, key in edges:
-        keyed = succ[u].get(v)
+        out = succ[u]
+        keyed = out.get(v)
         if keyed is None:
-            keyed = succ[u][v] = pred[v][u] = {}
-        keyed[key] = {"rel": key}
+            out[v] = pred[v][u] = {key: {"rel": key}}
+        else:
+            keyed[key] = {"rel": key}
     return g
 
 

@@ -111,7 +111,7 @@ class HolderMemo:
 
     def __init__(self) -> None:
         self.generation = -1
-        self.answer: list = []
+        self.answer = np.zeros(0, dtype=object)  # (N,) each row's container id ("": none), None: not yet
         self.valid = np.zeros(0, dtype=bool)
         self.at = np.zeros(0, dtype=np.int64)  # the clock when each row's answer was computed
         self.clock = 0  # the rows' clock at the last call; the container boxes as they were then:
@@ -120,7 +120,7 @@ class HolderMemo:
     def get(self, rows: NodeRows, wanted: np.ndarray, margin: float, compute) -> list:
         if self.generation != rows.generation:
             self.generation = rows.generation
-            self.answer = [None] * len(rows.nodes)
+            self.answer = np.full(len(rows.nodes), None, dtype=object)
             self.valid = np.zeros(len(rows.nodes), dtype=bool)
             self.at = np.zeros(len(rows.nodes), dtype=np.int64)
             self.boxes = ()
@@ -143,4 +143,4 @@ class HolderMemo:
             self.at[todo] = rows.clock
         self.clock = rows.clock
         self.boxes = (rows.lo.copy(), rows.hi.copy(), rows.prev_lo.copy(), rows.prev_hi.copy())
-        return [self.answer[r] for r in wanted.tolist()]
+        return self.answer[wanted].tolist()

@@ -24,6 +24,22 @@ from embodied.perception.colour import same_colour
 from embodied.perception.types import CameraView
 
 
+class _Samples:
+    """The sample clouds (N,3) m of some tracks, by position in ``rows``: read only when asked, as
+    ``visibility_many`` asks only for the boxes a camera may see (in a house, a few of hundreds)."""
+
+    __slots__ = ("rows", "tracks")
+
+    def __init__(self, tracks: list, rows: list[int]):
+        self.tracks, self.rows = tracks, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.tracks[self.rows[i]].samples
+
+
 class Permanence:
     """Needs the SpatialMemory fields (_graph, tracks, config, together, changed, _set, delete, _physical)."""
 
@@ -57,8 +73,9 @@ class Permanence:
         if not fresh:
             return
         by_cls: dict[str, list[str]] = {}
-        for n in self._physical():
-            by_cls.setdefault(self._graph.nodes[n]["cls"], []).append(n)
+        rows = self._node_rows()
+        for n, a in zip(rows.nodes, rows.attrs):
+            by_cls.setdefault(a["cls"], []).append(n)
         for new in fresh:
             if new not in self._graph or len(by_cls.get(self._graph.nodes[new]["cls"], ())) < 2:
                 continue
@@ -155,29 +172,33 @@ class Permanence:
         lost_rows = np.flatnonzero(is_lost)
         if not len(lost_rows) or not views:
             return
-        lost = [rows.nodes[r] for r in lost_rows]
+        # Plain lists and ints from here: a house loses hundreds of nodes from view every frame, and
+        # numpy scalars cost several times a list's own items in the loops below.
+        lost_list = lost_rows.tolist()
+        lost = [rows.nodes[r] for r in lost_list]
         # Every lost node's visibility and container at once (one projection per camera, one box test
         # for all pairs): nothing below changes another node's inputs. Only the nodes whose status would
         # change, or that a container holds, go through the loop.
-        attrs = [rows.attrs[r] for r in lost_rows]
-        judged = [i for i, a in enumerate(attrs) if not (a["held"] or a["inside"])]
-        todo = [i for i, a in enumerate(attrs) if a["held"] or a["inside"]]
+        attrs = [rows.attrs[r] for r in lost_list]
+        judged, todo = [], []
+        for i, a in enumerate(attrs):
+            (todo if a["held"] or a["inside"] else judged).append(i)
         verdict: dict[str, str] = {}
         if judged:
             judged_rows = lost_rows[judged]
             boxes = (rows.lo[judged_rows], rows.hi[judged_rows])
-            samples = [rows.tracks[r].samples for r in judged_rows]
+            samples = _Samples(rows.tracks, judged_rows.tolist())
             totals, throughs, occludeds = visibility_many(samples, views, cfg, boxes)
             statuses = np.select(
                 [totals == 0, throughs >= cfg.missing_fraction, occludeds >= 0.5],
                 ["out_of_view", "missing", "occluded"],
                 "unseen",
-            )
+            ).tolist()
             # A lost object's container changes only with its own box or a container's box around it.
             holders = self._holder_memo.get(rows, judged_rows, cfg.contain_margin, lambda r: self._holders(r, rows))
-            for k, i in enumerate(judged):
-                if holders[k] or statuses[k] != attrs[i]["status"]:
-                    verdict[lost[i]] = (str(statuses[k]), holders[k])
+            for i, status, holder in zip(judged, statuses, holders):
+                if holder or status != attrs[i]["status"]:
+                    verdict[lost[i]] = (status, holder)
                     todo.append(i)
         for i in sorted(todo):
             node, a = lost[i], attrs[i]

@@ -9,6 +9,7 @@ replace KD-trees, so nothing is rebuilt per frame.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain, repeat
 
 import numpy as np
@@ -75,28 +76,34 @@ def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float
     """(K,) bool: boxes (K,3) no point of which can project into the image with z > 5 cm (every corner
     behind that, or every corner in front and past one image edge: a box is convex and the
     projection keeps that side of an edge). Conservative: False means it may be seen."""
-    lo, hi = lo - margin, hi + margin
-    corners = np.stack([np.where([(c >> a) & 1 for a in range(3)], hi, lo) for c in range(8)], axis=1)  # (K,8,3)
-    cam = corners @ view.world_to_cam[:3, :3].T + view.world_to_cam[:3, 3]
-    z = cam[..., 2]
-    behind = (z <= 0.05).all(axis=1)
-    front = (z > 0.05).all(axis=1)
-    safe = np.where(z > 1e-6, z, 1e-6)
-    u = view.K[0, 0] * cam[..., 0] / safe + view.K[0, 2]
-    v = view.K[1, 1] * cam[..., 1] / safe + view.K[1, 2]
+    rot, shift = view.world_to_cam[:3, :3], view.world_to_cam[:3, 3]
+    fx, fy, cx, cy = view.K[0, 0], view.K[1, 1], view.K[0, 2], view.K[1, 2]
     h, w = view.depth.shape
-    past = (u < 0).all(axis=1) | (u > w - 1).all(axis=1) | (v < 0).all(axis=1) | (v > h - 1).all(axis=1)
+    # Each test is a linear function of a world point: the camera z, and for a point in front (z > 0)
+    # the four "past an edge" tests multiplied through by z (u < 0 is fx x + cx z < 0, and so on),
+    # written so that past means negative. Over a box its largest and smallest values are at corners:
+    # the value at the centre plus or minus |row| . half-size, with no corner projected.
+    rows = np.stack([rot[2], fx * rot[0] + cx * rot[2], -(fx * rot[0] + (cx - (w - 1)) * rot[2]),
+                     fy * rot[1] + cy * rot[2], -(fy * rot[1] + (cy - (h - 1)) * rot[2])])
+    offsets = np.array([shift[2], fx * shift[0] + cx * shift[2], -(fx * shift[0] + (cx - (w - 1)) * shift[2]),
+                        fy * shift[1] + cy * shift[2], -(fy * shift[1] + (cy - (h - 1)) * shift[2])])
+    mid = ((lo + hi) / 2) @ rows.T + offsets
+    spread = ((hi - lo) / 2 + margin) @ np.abs(rows).T
+    behind = mid[:, 0] + spread[:, 0] <= 0.05
+    front = mid[:, 0] - spread[:, 0] > 0.05
+    past = (mid[:, 1:] + spread[:, 1:] < 0).any(axis=1)
     return behind | (front & past)
 
 
 def visibility_many(
-    clouds: list[np.ndarray], views: list[CameraView], cfg: MemoryConfig,
+    clouds: Sequence[np.ndarray], views: list[CameraView], cfg: MemoryConfig,
     boxes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`visibility` of many remembered objects at once: one projection per camera for all
     their points. Returns per object (K,) the count of points with a depth return in some image
     and the seen-through and occluded fractions (0 where the count is 0). With ``boxes`` (lo, hi)
-    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image."""
+    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image, and
+    only those are read from ``clouds`` (any sequence: it may fetch them on demand)."""
     k = len(clouds)
     total, through, occluded = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
     if k == 0:
