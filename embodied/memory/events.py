@@ -212,14 +212,18 @@ class EventLog:
         state[node] = new
 
     # --- time travel ------------------------------------------------------
-    def state_at(self, t: int) -> dict[str, dict]:
-        """Logged attributes of every node as they stood after all events at times <= t (from the
-        keyframe before, the events after it folded in: see ``_Fold``)."""
+    def state_at(self, t: int, own: bool = False) -> dict[str, dict]:
+        """Every node's logged attributes after all events at times <= t (keyframe + events: ``_Fold``).
+        The dicts may be the keyframes' own: do not modify them, unless ``own`` (unshared copies)."""
         end = bisect.bisect_right(self.times, t)
         k = bisect.bisect_right(self.kf_index, end) - 1
         fold = _Fold(dict(self.kf_state[k]))
         fold.events(self, self.kf_index[k], end)
-        return fold.finish()
+        mine = set(fold.mine)
+        state = fold.finish()
+        if own:  # the fold's own dicts are fresh copies already
+            state.update({node: dict(attrs) for node, attrs in state.items() if node not in mine})
+        return state
 
     def position_at(self, node: str, t: int) -> tuple[float, float, float] | None:
         """Last logged position of ``node`` at or before t (None if none yet)."""
@@ -345,11 +349,12 @@ class _Fold:
         or an UPDATE or DELETE of one that does not."""
         state, mine, moved = self.state, self.mine, self.moved
         names, schemas, rows, times = log._node_names, log._schemas, log._values, log.times
+        ops, node_col, key_col = log._ops, log._nodes, log._keys
         geometric = [("position" in s or "size" in s) for s in schemas]
         every = log.keyframe_every
         gap = max(every, 2 * len(state))
         for i in range(start, end):
-            code, name, k = log._ops[i], names[log._nodes[i]], log._keys[i]
+            code, name, k = ops[i], names[node_col[i]], key_col[i]
             if code == 1:  # UPDATE
                 attrs = mine.get(name)
                 if attrs is None:

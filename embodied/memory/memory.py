@@ -316,9 +316,8 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     def snapshot(self, t: int) -> nx.MultiDiGraph:
         """The scene graph as it stood at time ``t``, rebuilt from keyframe + deltas."""
         now = min(t, self.t)
-        nodes = {}
-        for node, attrs in self.log.state_at(t).items():
-            attrs = nodes[node] = dict(attrs)  # the graph's own copy, as networkx would make
+        nodes = self.log.state_at(t, own=True)  # the graph's own copies, as networkx would make
+        for attrs in nodes.values():
             if attrs.get("visible"):
                 attrs["last_seen"] = max(attrs.get("last_seen", now), now)
         # The rules read the fresh copies, not the log's dicts: those lie wherever a long run's events
