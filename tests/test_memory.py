@@ -358,3 +358,37 @@ def test_a_press_is_read_past_the_click_not_before(depth, pressed):
     tip_below_tcp = memory.config.fingertip_below_tcp
     memory.update(frame(1, [], proprio=proprio((0.45, 0.15, cap_top - depth + tip_below_tcp), 0.0)))
     assert bool(memory.when("pressed", node)) == pressed
+
+
+def test_a_box_is_out_of_view_exactly_when_no_corner_projects_into_the_image():
+    """outside_view bounds each box by linear functions rather than projecting its corners: it must give
+    the corner rule's answer (every corner behind the camera, or in front and past one image edge)."""
+    from embodied.memory.spatial import outside_view
+    from embodied.perception.types import CameraView
+
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        q = rng.normal(size=4)
+        rot = _rotation(q / np.linalg.norm(q))
+        world_to_cam = np.eye(4)
+        world_to_cam[:3, :3], world_to_cam[:3, 3] = rot, rng.normal(size=3)
+        K = np.array([[rng.uniform(50, 200), 0, rng.uniform(40, 90)], [0, rng.uniform(50, 200), 48], [0, 0, 1]])
+        view = CameraView("cam", np.zeros((96, 128), np.float32), K, np.linalg.inv(world_to_cam), world_to_cam)
+        lo = rng.normal(size=(300, 3)) * 3
+        hi = lo + rng.uniform(0.01, 1.0, size=(300, 3))
+        corners = np.where(np.array([[(c >> a) & 1 for a in range(3)] for c in range(8)], bool),
+                           hi[:, None] + 1e-4, lo[:, None] - 1e-4) @ rot.T + world_to_cam[:3, 3]
+        z = corners[..., 2]
+        u = K[0, 0] * corners[..., 0] / np.maximum(z, 1e-6) + K[0, 2]
+        v = K[1, 1] * corners[..., 1] / np.maximum(z, 1e-6) + K[1, 2]
+        past = (u < 0).all(1) | (u > 127).all(1) | (v < 0).all(1) | (v > 95).all(1)
+        expected = (z <= 0.05).all(1) | ((z > 0.05).all(1) & past)
+        assert 0.2 < expected.mean() < 0.95
+        assert np.array_equal(outside_view(lo, hi, view), expected)
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    a, b, c, d = q
+    return np.array([[a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
+                     [2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)],
+                     [2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d]])

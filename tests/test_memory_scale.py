@@ -425,6 +425,10 @@ def test_snapshots_are_the_graph_networkx_builds_from_the_same_nodes_and_edges(h
         assert sorted(snap.edges(keys=True, data="rel")) == sorted(ref.edges(keys=True, data="rel"))
         assert sorted(snap.in_edges(keys=True)) == sorted(ref.in_edges(keys=True))
     assert max(sizes) > 300
+    for attrs in snap.nodes.values():  # the snapshot's node dicts are its own, not the log's
+        attrs["status"] = "edited"
+    assert all(a["status"] != "edited" for a in memory.log.state_at(memory.t).values())
+    assert all(a["status"] != "edited" for kf in memory.log.kf_state for a in kf.values())
     snap.remove_node(next(iter(state)))
     snap.add_edge("a", "b", key="near", rel="near")
     assert nx.utils.graphs_equal(snap.copy(), snap) and snap.has_edge("a", "b", key="near")

@@ -221,8 +221,8 @@ SECTIONS = (
     Section("benchmark-wiped", "benchmark", "benchmark.md", "wiped_manip, wiped_nav, wiped_rearrange",
             _benchmark("agent:wiped", ("wiped_manip", "wiped_nav", "wiped_rearrange"))),
     Section("benchmark-wiped-tiers", "benchmark", "benchmark.md",
-            "wiped_tiers_manip, wiped_tiers_nav, wiped_tiers_nav_x",
-            _benchmark("agent:wiped", ("wiped_tiers_manip", "wiped_tiers_nav", "wiped_tiers_nav_x"))),
+            "wiped_tiers_manip, wiped_tiers_nav_m, wiped_tiers_nav, wiped_tiers_nav_x",
+            _benchmark("agent:wiped", ("wiped_tiers_manip", "wiped_tiers_nav_m", "wiped_tiers_nav", "wiped_tiers_nav_x"))),
 )
 BY_NAME = {s.name: s for s in SECTIONS}
 
