@@ -218,6 +218,8 @@ SECTIONS = (
             _benchmark("memoryless", ("protocol_experts", "ml_stash"))),
     Section("benchmark-memoryless-nav", "benchmark", "benchmark.md", "ml_nav_tiers",
             _benchmark("memoryless", ("ml_nav_tiers",))),
+    Section("benchmark-memoryless-rearrange", "benchmark", "benchmark.md", "ml_rearrange_tiers",
+            _benchmark("memoryless", ("ml_rearrange_tiers",))),
     Section("benchmark-wiped", "benchmark", "benchmark.md", "wiped_manip, wiped_nav, wiped_rearrange",
             _benchmark("agent:wiped", ("wiped_manip", "wiped_nav", "wiped_rearrange"))),
     Section("benchmark-wiped-tiers", "benchmark", "benchmark.md",
