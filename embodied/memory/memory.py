@@ -320,8 +320,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         for attrs in nodes.values():
             if attrs.get("visible"):
                 attrs["last_seen"] = max(attrs.get("last_seen", now), now)
-        # The rules read the fresh copies, not the log's dicts: those lie wherever a long run's events
-        # left them in the heap, and each pass over them would pay a cache miss a node.
+        # The rules read the fresh copies, just made and still in cache, rather than the log's dicts.
         edges = list(relations(nodes, self.config))
         edges += [(node, other, "connects") for node, attrs in nodes.items()
                   for other in attrs.get("links", ()) if other in nodes]

@@ -41,7 +41,8 @@ class _Samples:
 
 
 class Permanence:
-    """Needs the SpatialMemory fields (_graph, tracks, config, together, changed, _set, delete, _physical)."""
+    """Needs the SpatialMemory fields (_graph, tracks, config, together, changed, _set, delete, _physical,
+    _node_rows)."""
 
     # --- duplicates ----------------------------------------------------------------
     def _note_together(self, nodes: set) -> None:
