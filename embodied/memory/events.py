@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from embodied.memory.columns import groups, row_builder, thawed
+from embodied.memory.fold import Fold, derive_box
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
 OPS = (ADD, UPDATE, DELETE, NOOP)
@@ -208,16 +209,16 @@ class EventLog:
             new.update(zip(keys, values))
         new["last_update"] = t
         if "size" in new and ("position" in keys or "size" in keys):
-            _derive_box(new)
+            derive_box(new)
         state[node] = new
 
     # --- time travel ------------------------------------------------------
     def state_at(self, t: int, own: bool = False) -> dict[str, dict]:
-        """Every node's logged attributes after all events at times <= t (keyframe + events: ``_Fold``).
+        """Every node's logged attributes after all events at times <= t (keyframe + events: ``Fold``).
         The dicts may be the keyframes' own: do not modify them, unless ``own`` (unshared copies)."""
         end = bisect.bisect_right(self.times, t)
         k = bisect.bisect_right(self.kf_index, end) - 1
-        fold = _Fold(dict(self.kf_state[k]))
+        fold = Fold(dict(self.kf_state[k]))
         fold.events(self, self.kf_index[k], end)
         mine = set(fold.mine)
         state = fold.finish()
@@ -278,7 +279,7 @@ class EventLog:
         ``events_json``), every index and length in range (as ``document.check_document`` makes sure;
         JSON lists among the values become tuples). The indexes
         and trajectories are built a column at a time, the events folded into the state a keyframe at a
-        time (``_Fold``). Raises ValueError at the first event out of time order, ADD of a node that
+        time (``Fold``). Raises ValueError at the first event out of time order, ADD of a node that
         exists, or change of one that does not."""
         log = cls(keyframe_every)
         log.noops = int(noops)
@@ -311,7 +312,7 @@ class EventLog:
             name = log._node_names[c]
             log.traj_t[name] = array("q", [times[i] for i in rows])
             log.traj_xyz[name] = array("d", [x for i in rows for x in log._values[i][where[keys[i]]]])
-        fold = _Fold(log.state)
+        fold = Fold(log.state)
         fold.events(log, 0, len(times), keyframes=True)
         fold.finish()
         return log
@@ -328,78 +329,3 @@ def _code(name, names: list, codes: dict) -> int:
         code = codes[name] = len(names)
         names.append(name)
     return code
-
-
-class _Fold:
-    """Events applied to a state (node -> attribute dict) node by node: a node's dict is copied once, at
-    its first event (dicts not yet copied may be shared with keyframes, which never change), and its box
-    derived once, in ``finish``, from its final position and size. The state is then what applying the
-    events one by one (``EventLog._apply``) gives."""
-
-    __slots__ = ("mine", "moved", "state")
-
-    def __init__(self, state: dict[str, dict]):
-        self.state = state
-        self.mine: dict[str, dict] = {}  # nodes whose dict is this fold's own (copied or added)
-        self.moved: set[str] = set()  # nodes whose position or size an event set
-
-    def events(self, log: EventLog, start: int, end: int, keyframes: bool = False) -> None:
-        """Fold in the log's events ``start`` to ``end`` (exclusive); with ``keyframes``, add the log's
-        keyframes as it goes (a log being built). Raises ValueError at an ADD of a node that exists,
-        or an UPDATE or DELETE of one that does not."""
-        state, mine, moved = self.state, self.mine, self.moved
-        names, schemas, rows, times = log._node_names, log._schemas, log._values, log.times
-        ops, node_col, key_col = log._ops, log._nodes, log._keys
-        geometric = [("position" in s or "size" in s) for s in schemas]
-        every = log.keyframe_every
-        gap = max(every, 2 * len(state))
-        for i in range(start, end):
-            code, name, k = ops[i], names[node_col[i]], key_col[i]
-            if code == 1:  # UPDATE
-                attrs = mine.get(name)
-                if attrs is None:
-                    if name not in state:
-                        raise ValueError(f"event {i}: UPDATE of unknown node {name!r}")
-                    attrs = mine[name] = state[name] = dict(state[name])
-            elif code == 0:  # ADD
-                if name in state:
-                    raise ValueError(f"event {i}: ADD of existing node {name!r}")
-                attrs = mine[name] = state[name] = {}
-                gap = max(every, 2 * len(state))
-            elif code == 2:  # DELETE
-                if name not in state:
-                    raise ValueError(f"event {i}: DELETE of unknown node {name!r}")
-                del state[name]
-                mine.pop(name, None)
-                moved.discard(name)
-                gap = max(every, 2 * len(state))
-                if keyframes and i + 1 - log.kf_index[-1] >= gap:
-                    log.kf_index.append(i + 1)
-                    log.kf_state.append(dict(self.finish()))
-                continue
-            else:
-                raise ValueError(f"event {i}: op {code} is not 0 (ADD), 1 (UPDATE) or 2 (DELETE)")
-            attrs.update(zip(schemas[k], rows[i]))
-            attrs["last_update"] = times[i]
-            if geometric[k]:
-                moved.add(name)
-            if keyframes and i + 1 - log.kf_index[-1] >= gap:
-                log.kf_index.append(i + 1)
-                log.kf_state.append(dict(self.finish()))
-
-    def finish(self) -> dict[str, dict]:
-        """The state, boxes derived; every dict in it may now be shared (a later event copies it again)."""
-        for node in self.moved:
-            attrs = self.state[node]
-            if "size" in attrs:
-                _derive_box(attrs)
-        self.moved.clear()
-        self.mine.clear()
-        return self.state
-
-
-def _derive_box(attrs: dict) -> None:
-    """box_min / box_max from the position (the box centre) and size: derived, never logged."""
-    (x, y, z), (sx, sy, sz) = attrs["position"], attrs["size"]
-    attrs["box_min"] = (x - sx / 2, y - sy / 2, z - sz / 2)
-    attrs["box_max"] = (x + sx / 2, y + sy / 2, z + sz / 2)
