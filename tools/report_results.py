@@ -222,9 +222,9 @@ SECTIONS = (
             _benchmark("memoryless", ("ml_rearrange_tiers",))),
     Section("benchmark-wiped", "benchmark", "benchmark.md", "wiped_manip, wiped_nav, wiped_rearrange",
             _benchmark("agent:wiped", ("wiped_manip", "wiped_nav", "wiped_rearrange"))),
-    Section("benchmark-wiped-tiers", "benchmark", "benchmark.md",
-            "wiped_tiers_manip, wiped_tiers_nav_m, wiped_tiers_nav, wiped_tiers_nav_x",
-            _benchmark("agent:wiped", ("wiped_tiers_manip", "wiped_tiers_nav_m", "wiped_tiers_nav", "wiped_tiers_nav_x"))),
+    Section("benchmark-wiped-tiers", "benchmark", "benchmark.md", "wiped_tiers_{manip,nav_m,nav,nav_x}, wiped50_*",
+            _benchmark("agent:wiped", ("wiped_tiers_manip", "wiped_tiers_nav_m", "wiped_tiers_nav", "wiped_tiers_nav_x",
+                                       "wiped50_nav_hard"))),
 )
 BY_NAME = {s.name: s for s in SECTIONS}
 
