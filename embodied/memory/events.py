@@ -220,7 +220,7 @@ class EventLog:
         k = bisect.bisect_right(self.kf_index, end) - 1
         fold = Fold(dict(self.kf_state[k]))
         fold.events(self, self.kf_index[k], end)
-        mine = set(fold.mine)
+        mine = set(fold.mine) if own else ()
         state = fold.finish()
         if own:  # the fold's own dicts are fresh copies already
             state.update({node: dict(attrs) for node, attrs in state.items() if node not in mine})
