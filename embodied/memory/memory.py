@@ -331,7 +331,7 @@ def graph_of(nodes: dict[str, dict], edges: list[tuple[str, str, str]]) -> nx.Mu
     """A MultiDiGraph of ``nodes`` (id -> attribute dict, taken as the graph's own) and keyed edges
     (u, v, key) with ``rel=key``, all between those nodes: what ``add_nodes_from`` and ``add_edges_from``
     build, written straight into networkx's adjacency dicts (its documented dict-of-dicts layout), three
-    times faster for the ~1,500 edges of a 500-object house. tests/test_memory_scale.py checks the two
+    times faster for the ~1,500 edges of a 500-object house. tests/test_memory_fast_paths.py checks the two
     agree."""
     g = nx.MultiDiGraph()
     g._node.update(nodes)
