@@ -127,54 +127,14 @@ def _memory_policies(folder: Path) -> str | None:
     return report.table_markdown(rows, order) if rows else None
 
 
-def _benchmark_results(path: Path) -> dict:
-    """One ``embodied benchmark --out`` results.json (read here: embodied.eval.benchmark imports the envs)."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or "protocol" not in data:
-        raise ReportError(f"{path} holds no benchmark results (no protocol and cells)")
-    return data
-
-
 def _benchmark(policy: str, runs: tuple[str, ...]) -> Callable[[Path], str | None]:
-    """The leaderboard table of ``policy`` over the benchmark runs ``runs`` (sub-folders of the folder given),
-    merged: a later run's cell (same policy, task and preset) replaces an earlier one's; families in the
-    registry's order."""
+    """The leaderboard table of ``policy`` merged over the benchmark runs ``runs`` (tools/report_benchmark.py)."""
 
     def render(folder: Path) -> str | None:
-        from embodied.envs.base import PRESET_NAMES
-        from embodied.eval.leaderboard import policy_table
-        from embodied.tasks import TASKS
-
-        present = [r for r in runs if (folder / r / "results.json").exists()]
-        if not present:
-            return None
-        if len(present) < len(runs):
-            missing = ", ".join(str(folder / r / "results.json") for r in runs if r not in present)
-            raise ReportError(f"this table merges {', '.join(runs)}; missing: {missing}")
-        results = [_benchmark_results(folder / r / "results.json") for r in runs]
-        for what in ("protocol", "split"):
-            values = {r["protocol"] if what == "protocol" else r["key"]["split"] for r in results}
-            if len(values) > 1:
-                raise ReportError(f"runs {', '.join(runs)} mix the {what}s {sorted(values)}")
-        cells: dict[tuple, dict] = {}
-        for result in results:
-            for cell in result["cells"]:
-                if cell["policy"] == policy:
-                    cells[(cell["task"], cell["preset"])] = cell
-        if not cells:
-            raise ReportError(f"no `{policy}` cells in {', '.join(runs)}")
-        order = {t: i for i, t in enumerate(TASKS)}
-        first_met: dict[str, int] = {}
-        for task, _ in cells:
-            first_met.setdefault(task, len(first_met))
-        merged = sorted(cells.values(), key=lambda c: (order.get(c["task"], len(order)), first_met[c["task"]]))
-        known = [p for r in results for p in r["presets"]]
-        presets = [p for p in dict.fromkeys(known) if any(c["preset"] == p for c in merged)]
-        presets.sort(key=lambda p: PRESET_NAMES.index(p) if p in PRESET_NAMES else len(PRESET_NAMES))
-        return "\n".join(policy_table({**results[0], "cells": merged, "presets": presets}, policy))
+        try:
+            return _tool("report_benchmark").merged_table(folder, policy, runs)
+        except ValueError as exc:
+            raise ReportError(str(exc)) from None
 
     return render
 
