@@ -127,6 +127,7 @@ class Tracking(Association, LookedAt):
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
         moved = False
         changed = False
+        in_motion = False  # moving or held: its shading changes with its pose, whatever its colour
         shift = 0.0
         prev = None
         creep = 0.003
@@ -174,7 +175,8 @@ class Tracking(Association, LookedAt):
                 prev.rgb = det_rgb
             if changed:
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points)
-            if moved or shift > tol or a["held"]:
+            in_motion = moved or shift > tol or a["held"]
+            if in_motion:
                 light = 0  # a moving object's shading changes with its pose; only a still one "lights up"
         changes: dict = {}
         if not a["visible"]:
@@ -196,10 +198,12 @@ class Tracking(Association, LookedAt):
             > cfg.log_tol
         ):
             changes.update(position=_vec(centre), box_min=_vec(track.box_min), box_max=_vec(track.box_max))
-        # A colour change is what one camera sees change. A camera's first look at an object only shows
-        # it from another side (cameras disagree on colour), which is no change of the object.
+        # A colour change is what one camera sees change in a still object (a panel, a lit button). A camera's
+        # first look at an object only shows it from another side (cameras disagree on colour), and an object
+        # lifted or carried catches highlights (an orange block named yellow): neither changes the object.
         if (
-            before_rgb is not None
+            not in_motion
+            and before_rgb is not None
             and det.colour != colour_name(before_rgb)
             and colour_distance(det_rgb, before_rgb) > cfg.colour_tolerance
             and det.colour != a["colour"]
