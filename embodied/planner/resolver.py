@@ -22,6 +22,7 @@ COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
 DISPLACED = 0.03  # m from where first seen: an object this far off was moved, not nudged
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 ON_SLACK = 0.03  # m past a support's half-width that still counts as standing on it
+LOOK_GAP = 100  # steps between two misses of a node that make them two looks, not one
 # colour_distance past the nearest node's within which a node still has the goal's colour (the palette's
 # colours are 0.28 or more apart; one object's views differ by a few hundredths)
 COLOUR_SLACK = 0.12
@@ -234,16 +235,19 @@ class Resolver:
 
     def _gone(self, nodes: list[str]) -> list[str]:
         """The nodes memory found missing (it looked where one should be and saw through) and never
-        saw again after: the most often found missing since last seen first, then the one whose first
-        miss came longest after its last sighting (the robot came back to look; a miss on the very next
-        frame is weaker evidence, an object slipping out at the view's edge), then the latest. A node
-        missed once and seen later (a glance through a gap) does not count."""
+        saw again after: the one found missing on the most separate looks since last seen first (misses
+        more than ``LOOK_GAP`` steps apart; one look flickers between missing and occluded, and a flat or
+        far object can seem seen through once), then the one whose first miss came longest after its last
+        sighting (the robot came back to look; a miss on the very next frame is weaker evidence, an object
+        slipping out at the view's edge), then the latest. A node missed once and seen later (a glance
+        through a gap) does not count."""
         score = {}
         for n in nodes:
             seen = self.memory.last_seen(n)
             missed = [t for t in self.memory.when("missing", n) if t > seen]
             if missed:
-                score[n] = (len(missed), min(missed) - seen, max(missed))
+                looks = 1 + sum(b - a > LOOK_GAP for a, b in zip(missed, missed[1:]))
+                score[n] = (looks, min(missed) - seen, max(missed))
         if not score:
             raise ResolutionError(f"memory saw none of {nodes} go missing")
         return sorted(score, key=lambda n: (-score[n][0], -score[n][1], -score[n][2], n))
