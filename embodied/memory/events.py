@@ -146,10 +146,13 @@ class EventLog:
             self.kf_state.append(dict(self.state))
 
     def _keyframe_due(self) -> bool:
-        # A keyframe holds a slot per node: at least twice as many events as there are nodes between two
-        # keyframes keeps all of them at about half a slot per event, however many nodes there are (and
-        # the unchanged nodes' state is shared between keyframes).
-        return len(self.times) - self.kf_index[-1] >= max(self.keyframe_every, 2 * len(self.state))
+        return len(self.times) - self.kf_index[-1] >= self.keyframe_gap(len(self.state))
+
+    def keyframe_gap(self, nodes: int) -> int:
+        """Events between two keyframes of a state of ``nodes`` nodes. A keyframe holds a slot per node: at
+        least twice as many events as there are nodes keeps all of them at about half a slot per event,
+        however many nodes there are (the unchanged nodes' state is shared between keyframes)."""
+        return max(self.keyframe_every, 2 * nodes)
 
     def _record(self, t: int, op: str, node: str, tag: str, data: dict) -> tuple[int, tuple, tuple]:
         """Check one event against the log, store it in the columns and indexes; (t, names, values).

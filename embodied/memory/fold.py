@@ -35,8 +35,7 @@ class Fold:
         names, schemas, rows, times = cols["nodes"], cols["schemas"], cols["values"], cols["t"]
         ops, node_col, key_col = cols["op"], cols["node"], cols["keys"]
         geometric = [("position" in s or "size" in s) for s in schemas]
-        every = log.keyframe_every
-        gap = max(every, 2 * len(state))
+        gap = log.keyframe_gap(len(state))
         for i in range(start, end):
             code, name, k = ops[i], names[node_col[i]], key_col[i]
             if code == 1:  # UPDATE
@@ -49,14 +48,14 @@ class Fold:
                 if name in state:
                     raise ValueError(f"event {i}: ADD of existing node {name!r}")
                 attrs = mine[name] = state[name] = {}
-                gap = max(every, 2 * len(state))
+                gap = log.keyframe_gap(len(state))
             elif code == 2:  # DELETE
                 if name not in state:
                     raise ValueError(f"event {i}: DELETE of unknown node {name!r}")
                 del state[name]
                 mine.pop(name, None)
                 moved.discard(name)
-                gap = max(every, 2 * len(state))
+                gap = log.keyframe_gap(len(state))
                 if keyframes and i + 1 - log.kf_index[-1] >= gap:
                     log.kf_index.append(i + 1)
                     log.kf_state.append(dict(self.finish()))
