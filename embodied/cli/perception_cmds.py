@@ -1,9 +1,10 @@
-"""``embodied perception make-data|train|eval|export``: the learned segmenter's jobs.
+"""``embodied perception make-data|train|train-classifier|eval|export``: the learned segmenter's jobs.
 
     embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S] [--option K=V ...]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
-    embodied perception eval [--weights RUN|FILE] --data DIR [--json]
-    embodied perception export --run RUN --out FILE.safetensors
+    embodied perception train-classifier --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
+    embodied perception eval [--weights RUN|FILE] [--classifier RUN|FILE] --data DIR [--json]
+    embodied perception export --run RUN [--classifier RUN] --out FILE.safetensors
 """
 
 from __future__ import annotations
@@ -48,8 +49,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=train)
 
+    c = psub.add_parser("train-classifier", help="train the crop classifier that names each instance (CPU; --resume)")
+    c.add_argument("--data", action="append", required=True, help="frames folder (repeatable)")
+    c.add_argument("--out", required=True)
+    c.add_argument("--segmenter", metavar="RUN|FILE", help="whose classes, and whose instances are cropped too "
+                   "(default: the shipped weights)")
+    c.add_argument("--steps", type=int, default=3000)
+    c.add_argument("--batch-size", type=int, default=256)
+    c.add_argument("--lr", type=float, default=2e-3)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--threads", type=int, default=1)
+    c.add_argument("--checkpoint-every", type=int, default=500)
+    c.add_argument("--resume", action="store_true")
+    c.add_argument("--true-only", action="store_true", help="crop only the true instances, not the segmenter's")
+    c.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
+                   help="CropConfig field, e.g. widths=[16,32,64]")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=train_classifier)
+
     e = psub.add_parser("eval", help="mask IoU, precision, recall, class and colour right per class; ms per frame")
     e.add_argument("--weights", default="", help="a run folder or weights file (default: the shipped weights)")
+    e.add_argument("--classifier", default="", help="a crop-classifier run or weights file (default: the one "
+                   "inside --weights, if any)")
     e.add_argument("--data", required=True, help="held-out frames folder")
     e.add_argument("--min-pixels", type=int, default=20, help="smaller true instances are not scored")
     e.add_argument("--max-frames", type=int, default=0, help="score only the first N frames (0: all)")
@@ -57,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=evaluate)
 
     x = psub.add_parser("export", help="a run's EMA weights as one safetensors file (what ships)")
-    x.add_argument("--run", required=True)
+    x.add_argument("--run", required=True, help="a segmenter run, or a weights file to re-export with --classifier")
+    x.add_argument("--classifier", metavar="RUN", help="a crop-classifier run to ship in the same file")
     x.add_argument("--out", required=True)
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=export)
@@ -79,13 +101,12 @@ def make_data(args) -> dict:
     return result
 
 
-def train(args) -> dict:
+def _model_options(pairs: list[str]) -> dict:
+    """--model KEY=JSON pairs as a dict of configuration fields."""
     import json
 
-    from embodied.perception.learned.train import SegTrainConfig, train_segmenter
-
     model = {}
-    for pair in args.model:
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"--model expects KEY=JSON, got {pair!r}")
@@ -93,6 +114,13 @@ def train(args) -> dict:
             model[key] = json.loads(value)
         except json.JSONDecodeError as exc:
             raise ValueError(f"--model {key}: {value!r} is not JSON ({exc})") from None
+    return model
+
+
+def train(args) -> dict:
+    from embodied.perception.learned.train import SegTrainConfig, train_segmenter
+
+    model = _model_options(args.model)
     cfg = SegTrainConfig(data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          seed=args.seed, threads=args.threads, checkpoint_every=args.checkpoint_every,
                          resume=args.resume, progress=not args.json, model=model, init_from=args.init_from,
@@ -104,11 +132,26 @@ def train(args) -> dict:
     return result
 
 
+def train_classifier(args) -> dict:
+    from embodied.perception.learned.train_classifier import CropTrainConfig
+    from embodied.perception.learned.train_classifier import train_classifier as fit
+
+    cfg = CropTrainConfig(data=args.data, out=args.out, segmenter=args.segmenter, steps=args.steps,
+                          batch_size=args.batch_size, lr=args.lr, seed=args.seed, threads=args.threads,
+                          checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.json,
+                          predicted=not args.true_only, model=_model_options(args.model))
+    result = fit(cfg)
+    if not args.json:
+        print(f"{result['run']}: {result['crops']} crops, steps {result['start_step']}..{result['steps']}, loss "
+              f"{result['first_loss']:.3f} -> {result['final_loss']:.3f}, {result['step_ms']} ms/step")
+    return result
+
+
 def evaluate(args) -> dict:
     from embodied.perception.learned import LearnedSegmenter, load_frames
     from embodied.perception.learned.quality import evaluate as score
 
-    segment = LearnedSegmenter(args.weights or None, threads=1)
+    segment = LearnedSegmenter(args.weights or None, threads=1, classifier=args.classifier or None)
     frames = load_frames(args.data, segment.classes)
     if args.max_frames:
         frames = frames.head(args.max_frames)
@@ -127,7 +170,7 @@ def evaluate(args) -> dict:
 def export(args) -> dict:
     from embodied.perception.learned import export_weights
 
-    result = export_weights(args.run, args.out)
+    result = export_weights(args.run, args.out, args.classifier)
     if not args.json:
         print(f"{result['path']}: {result['bytes'] / 1e6:.2f} MB")
     return result

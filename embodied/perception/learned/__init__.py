@@ -7,7 +7,7 @@
     PerceptionConfig(mode="learned")            the agent on the shipped weights
 """
 
-from embodied.perception.learned.frames import FrameWriter, Frames, FramesError, load_frames
+from embodied.perception.learned.frames import Frames, FramesError, FrameWriter, load_frames
 from embodied.perception.learned.model import SegmenterConfig, SegNet
 from embodied.perception.learned.segmenter import SHIPPED, LearnedSegmenter
 from embodied.perception.learned.weights import export_weights, load_segmenter

@@ -4,6 +4,13 @@
     ids, labels = segment(rgb, depth)             # rgb (H,W,3) uint8, depth (H,W) float32 m
     # ids (H,W) int32, 0 = background; labels {id: class}: what the renderer's masks would give
 
+Three steps: the network's pixels vote for instances (``decode.group_instances``);
+each colour-and-depth region of the image takes its majority instance
+(``regions.snap_to_regions``), so masks follow the image's edges; the crop
+classifier, where the weights hold one, names each instance from its crop and
+the pixels' votes (``classifier.classify_instances``). Fragments of one object
+then join (``decode.merge_fragments``).
+
 The perception stage then treats the prediction as it treats rendered masks.
 """
 
@@ -14,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from embodied.perception.learned.classifier import classify_instances
 from embodied.perception.learned.decode import group_instances, merge_fragments
-from embodied.perception.learned.weights import load_segmenter
+from embodied.perception.learned.regions import colour_depth_regions, snap_to_regions
+from embodied.perception.learned.weights import load_classifier, load_segmenter
 
 SHIPPED = Path(__file__).with_name("shipped") / "segmenter.safetensors"
 STUFF = ("floor", "wall", "table")  # one instance per class, as the renderer's masks give them
@@ -24,23 +33,32 @@ STUFF = ("floor", "wall", "table")  # one instance per class, as the renderer's 
 _LOADED: dict[str, object] = {}
 
 
-def shared_net(source: Path):
-    """The network of ``source``, loaded once per process (each episode's perceiver shares it; it is
-    only read)."""
-    key = str(source.resolve())
+def shared_net(source: Path, load=load_segmenter):
+    """The network ``load(source)`` gives, loaded once per process (each episode's perceiver shares it;
+    it is only read)."""
+    key = f"{load.__name__}:{source.resolve()}"
     if key not in _LOADED:
-        _LOADED[key] = load_segmenter(source)
+        _LOADED[key] = load(source)
     return _LOADED[key]
 
 
 class LearnedSegmenter:
-    def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1):
-        """``threads``: torch threads while segmenting (1: the speed target's budget; None: torch's)."""
+    def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
+                 classifier: str | Path | None = None, snap: bool = True):
+        """``source``: a segmenter run or weights file (default: the shipped one). ``classifier``: a crop
+        classifier run or weights file (default: the one inside ``source``'s file, if any). ``snap``: masks
+        follow the image's colour and depth edges. ``threads``: torch threads while segmenting (1: the
+        speed target's budget; None: torch's)."""
         self.source = Path(source) if source else SHIPPED
         self.net = shared_net(self.source)
         self.classes = self.net.config.classes
+        self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier)
+        if self.classifier is not None and self.classifier.config.classes != self.classes:
+            raise ValueError(f"the classifier of {classifier or self.source} names other classes than the "
+                             f"segmenter {self.source}")
         self.centre_threshold = centre_threshold
         self.threads = threads
+        self.snap = snap
 
     def __call__(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
         if rgb.ndim != 3 or rgb.shape[2] != 3 or depth.shape != rgb.shape[:2]:
@@ -50,11 +68,23 @@ class LearnedSegmenter:
         if switch:
             torch.set_num_threads(self.threads)
         try:
-            sem, heat, offset = self.net.maps(np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32))
-            ids, labels = group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
+            rgb, depth = np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32)
+            ids, labels, sem = self.instances(rgb, depth)
+            if self.classifier is not None:
+                ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF)
             if self.net.config.touching is not None:
                 ids, labels = merge_fragments(ids, labels, self.net.config.touching)
             return ids, labels
         finally:
             if switch:
                 torch.set_num_threads(previous)
+
+    def instances(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
+        """The network's instances, snapped to the image's regions, before the classifier and the merge:
+        (ids (H,W) int32, {id: class by pixel votes}, class per pixel (H,W), 0 = background)."""
+        sem, heat, offset = self.net.maps(rgb, depth)
+        ids, labels = group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
+        if self.snap:
+            regions, n = colour_depth_regions(rgb, depth)
+            ids, labels = snap_to_regions(ids, labels, regions, n)
+        return ids, labels, sem

@@ -27,6 +27,7 @@ from policies.checkpoint import read_json
 from policies.ema import EMA
 from policies.loop import TrainConfig, check_resume, fit, restore, start_run
 
+
 @dataclass
 class SegTrainConfig:
     data: list[str]  # frames folders

@@ -1,8 +1,10 @@
-"""Load a trained segmenter, and export one to a single shippable safetensors file.
+"""Load a trained segmenter and crop classifier, and export them to a single shippable safetensors file.
 
-A weights file holds the EMA weights as float32 tensors and the network's
-configuration as JSON in the safetensors metadata (``"segmenter"``); a run
-folder's latest checkpoint loads the same way.
+A weights file holds the segmenter's EMA weights as float32 tensors and its
+configuration as JSON in the safetensors metadata (``"segmenter"``); the crop
+classifier, when exported with it, sits in the same file under the tensor
+prefix ``classifier.`` and the metadata key ``"classifier"``. A run folder's
+latest checkpoint loads the same way.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from typing import Any
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from embodied.perception.learned.classifier import CropConfig, CropNet
 from embodied.perception.learned.model import SegmenterConfig, SegNet
 from policies.checkpoint import CheckpointError, build_to_fit, latest_checkpoint, load_checkpoint, read_json
 from policies.config_json import config_from_dict
 
 RUN_KIND = "segmenter"  # config.json "head" of a segmenter run
+CLASSIFIER_KIND = "crop-classifier"  # config.json "head" of a crop-classifier run
+PREFIX = "classifier."  # tensor-name prefix of the classifier inside an exported file
 
 
 def _config(d: Any, where: Path) -> SegmenterConfig:
@@ -42,24 +47,35 @@ def run_config(run: str | Path) -> SegmenterConfig:
     return _config(saved["segmenter"], path)
 
 
-def _from_run(run: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
-    config = run_config(run)
+def _ema_weights(run: Path) -> tuple[Any, Path]:
     ckpt = latest_checkpoint(run)
     if ckpt is None:
         raise CheckpointError(run, "has no checkpoint yet")
     _, parts = load_checkpoint(ckpt, ("ema",))
     if not isinstance(parts["ema"], dict) or "shadow" not in parts["ema"]:
         raise CheckpointError(ckpt / "ema.json", "holds no 'shadow' weights")
-    return config, parts["ema"]["shadow"], run / "config.json", ckpt / "ema.safetensors"
+    return parts["ema"]["shadow"], ckpt / "ema.safetensors"
 
 
-def _from_file(path: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
+def _from_run(run: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
+    config = run_config(run)
+    weights, path = _ema_weights(run)
+    return config, weights, run / "config.json", path
+
+
+def _read_file(path: Path) -> tuple[dict, dict]:
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(path, f"is not a readable safetensors file ({exc})") from None
+    return meta, tensors
+
+
+def _from_file(path: Path) -> tuple[SegmenterConfig, Any, Path, Path]:
+    meta, tensors = _read_file(path)
+    tensors = {k: v for k, v in tensors.items() if not k.startswith(PREFIX)}
     if "segmenter" not in meta:
         raise CheckpointError(path, "has no 'segmenter' configuration in its metadata: not segmenter weights")
     try:
@@ -79,10 +95,53 @@ def load_segmenter(source: str | Path) -> SegNet:
     return build_to_fit(lambda: SegNet(config), state, config_path, weights_path)
 
 
-def export_weights(run: str | Path, path: str | Path) -> dict:
-    """Write ``run``'s latest EMA weights as one safetensors file (atomically); returns its size."""
-    config, state, _, _ = _from_run(Path(run))
-    if config.touching is None:  # a run from before the measure: take it from the run's training frames now
+def classifier_config(d: Any, where: Path) -> CropConfig:
+    """A CropConfig from its JSON (CheckpointError naming ``where``)."""
+    if not isinstance(d, dict):
+        raise CheckpointError(where, f"the classifier configuration must be an object, got {type(d).__name__}")
+    try:
+        return config_from_dict(CropConfig, d, "classifier")
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(where, str(exc)) from None
+
+
+def _classifier_parts(source: Path) -> tuple[CropConfig, Any, Path, Path] | None:
+    if source.is_dir():
+        path = source / "config.json"
+        saved = read_json(path)
+        if not isinstance(saved, dict) or saved.get("head") != CLASSIFIER_KIND:
+            return None
+        weights, weights_path = _ema_weights(source)
+        return classifier_config(saved.get("classifier"), path), weights, path, weights_path
+    meta, tensors = _read_file(source)
+    if "classifier" not in meta:
+        return None
+    try:
+        doc = json.loads(meta["classifier"])
+    except ValueError as exc:
+        raise CheckpointError(source, f"its 'classifier' metadata is not valid JSON ({exc})") from None
+    weights = {k[len(PREFIX):]: v for k, v in tensors.items() if k.startswith(PREFIX)}
+    return classifier_config(doc, source), weights, source, source
+
+
+def load_classifier(source: str | Path) -> CropNet | None:
+    """The crop classifier of a classifier run folder or a weights file (in eval mode); None when
+    ``source`` holds none (a segmenter run, or a file exported without one)."""
+    path = Path(source)
+    if not path.exists():
+        raise CheckpointError(path, "does not exist (a classifier run folder or a .safetensors weights file)")
+    parts = _classifier_parts(path)
+    if parts is None:
+        return None
+    config, state, config_path, weights_path = parts
+    return build_to_fit(lambda: CropNet(config), state, config_path, weights_path)
+
+
+def export_weights(run: str | Path, path: str | Path, classifier: str | Path | None = None) -> dict:
+    """Write ``run``'s latest EMA weights (or the segmenter of weights file ``run``), and those of the
+    ``classifier`` run if given, as one safetensors file (atomically); returns its size."""
+    config, state, _, _ = _from_run(Path(run)) if Path(run).is_dir() else _from_file(Path(run))
+    if config.touching is None and Path(run).is_dir():  # an older run: take the measure from its frames now
         from embodied.perception.learned.decode import measure_touching
         from embodied.perception.learned.frames import load_frames
 
@@ -91,7 +150,17 @@ def export_weights(run: str | Path, path: str | Path) -> dict:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
+    metadata = {"segmenter": json.dumps(config.to_json())}
+    if classifier is not None:
+        parts = _classifier_parts(Path(classifier))
+        if parts is None:
+            raise CheckpointError(Path(classifier), "is not a crop-classifier run")
+        crop_config, crop_state, _, _ = parts
+        if crop_config.classes != config.classes:
+            raise CheckpointError(Path(classifier), f"names other classes than the segmenter run {run}")
+        state = {**state, **{PREFIX + k: v for k, v in crop_state.items()}}
+        metadata["classifier"] = json.dumps(crop_config.to_json())
     tensors = {k: v.float().contiguous() if v.dtype.is_floating_point else v.contiguous() for k, v in state.items()}
-    save_file(tensors, str(tmp), metadata={"segmenter": json.dumps(config.to_json())})
+    save_file(tensors, str(tmp), metadata=metadata)
     tmp.replace(path)
     return {"path": str(path), "bytes": path.stat().st_size}

@@ -1,0 +1,58 @@
+"""Snap predicted instances to the image's colour and depth edges.
+
+    regions, n = colour_depth_regions(rgb, depth)   # regions (H,W) int64 in [0, n)
+    ids = snap_to_regions(ids, regions, n)          # each region takes its majority instance
+
+A rendered object is a patch of smoothly varying colour bounded by a colour
+or depth edge: neighbouring pixels whose colours differ by at most
+``COLOUR_STEP`` per channel and whose depths differ by at most
+``DEPTH_STEP + DEPTH_SLOPE x depth`` join one region (connected components).
+On held-out frames the regions almost never straddle two instances (taking
+each region's true majority gives mean IoU 0.997), so the network only has
+to say which instance each region belongs to; its ragged, pixel-wide edges
+give way to the image's own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+COLOUR_STEP = 20  # per channel, of 255
+DEPTH_STEP = 0.01  # m
+DEPTH_SLOPE = 0.05  # of the depth: a surface seen at a grazing angle steps further between pixels
+
+
+def colour_depth_regions(rgb: np.ndarray, depth: np.ndarray, colour_step: int = COLOUR_STEP,
+                         depth_step: float = DEPTH_STEP, depth_slope: float = DEPTH_SLOPE) -> tuple[np.ndarray, int]:
+    """rgb (H,W,3) uint8, depth (H,W) m -> (regions (H,W) int64, number of regions)."""
+    h, w = depth.shape
+    index = np.arange(h * w).reshape(h, w)
+    c = rgb.astype(np.int16)
+    d = depth.astype(np.float32)
+    rows, cols = [], []
+    for a, b in (((slice(None), slice(None, -1)), (slice(None), slice(1, None))),
+                 ((slice(None, -1), slice(None)), (slice(1, None), slice(None)))):
+        da, db = d[a], d[b]
+        joined = (np.abs(c[a] - c[b]).max(-1) <= colour_step) & \
+                 (np.abs(da - db) <= depth_step + depth_slope * np.minimum(da, db))
+        rows.append(index[a][joined])
+        cols.append(index[b][joined])
+    r, k = np.concatenate(rows), np.concatenate(cols)
+    graph = coo_matrix((np.ones(len(r), np.int8), (r, k)), shape=(h * w, h * w))
+    n, labels = connected_components(graph, directed=False)
+    return labels.reshape(h, w), int(n)
+
+
+def snap_to_regions(ids: np.ndarray, labels: dict[int, str], regions: np.ndarray, n: int
+                    ) -> tuple[np.ndarray, dict[int, str]]:
+    """Every pixel of a region takes the instance id (0 = background) most of the region's pixels have;
+    instances left with no pixel leave ``labels``."""
+    r = regions.ravel()
+    i = ids.ravel().astype(np.int64)
+    m = int(i.max(initial=0)) + 1
+    counts = np.bincount(r * m + i, minlength=n * m).reshape(n, m)
+    winner = counts.argmax(1)
+    kept = set(np.unique(winner).tolist())
+    return winner[regions].astype(np.int32), {k: c for k, c in labels.items() if k in kept}
