@@ -15,51 +15,45 @@ fixed scale.
 from __future__ import annotations
 
 import numpy as np
+from scipy import ndimage
 
 CROP = 32  # px, the side of a crop
 DEPTH_RANGE = 0.3  # m, relief range around the instance's median depth
 SCALARS = 4
 
 
-def _window(rows: np.ndarray, cols: np.ndarray, h: int, w: int) -> tuple[float, float, float]:
-    """(centre row, centre col, side) of the square window around an instance's pixels."""
-    r0, r1, c0, c1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
-    side = max(r1 - r0, c1 - c0) * 1.25 + 4
-    return (r0 + r1) / 2, (c0 + c1) / 2, float(side)
-
-
 def instance_crops(rgb: np.ndarray, depth: np.ndarray, ids: np.ndarray, wanted, size: int = CROP
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Crops of the instances ``wanted`` (ids present in ``ids``): x (N,5,size,size), s (N,4) float32."""
+    """Crops of the instances ``wanted`` (ids present in ``ids``): x (N,5,size,size), s (N,4) float32.
+    An id absent from ``ids`` gives an all-zero crop. All crops are gathered at once (no per-instance
+    Python work but the lookups of their boxes)."""
     h, w = ids.shape
-    wanted = list(wanted)
+    wanted = np.asarray(list(wanted), np.int64)
     x = np.zeros((len(wanted), 5, size, size), np.float32)
     s = np.zeros((len(wanted), SCALARS), np.float32)
+    if len(wanted) == 0:
+        return x, s
+    boxes = ndimage.find_objects(ids.astype(np.int32, copy=False), max_label=int(wanted.max()))
+    present = np.array([k >= 1 and boxes[k - 1] is not None for k in wanted.tolist()])
+    if not present.any():
+        return x, s
+    keep = wanted[present]
+    box = np.array([[b[0].start, b[0].stop, b[1].start, b[1].stop] for b in (boxes[k - 1] for k in keep.tolist())])
+    area = np.bincount(ids.ravel().astype(np.int64), minlength=int(keep.max()) + 1)[keep]
+    valid = np.where(depth > 0, ids, 0)
+    med = np.nan_to_num(np.asarray(ndimage.median(depth, valid, keep), np.float64), nan=0.0)
+    side = np.maximum(box[:, 1] - box[:, 0], box[:, 3] - box[:, 2]) * 1.25 + 4
     grid = (np.arange(size) + 0.5) / size - 0.5
-    flat_ids = ids.ravel()
-    order = np.argsort(flat_ids, kind="stable")
-    sorted_ids = flat_ids[order]
-    for n, i in enumerate(wanted):
-        lo, hi = np.searchsorted(sorted_ids, [i, i + 1])
-        pix = order[lo:hi]
-        if len(pix) == 0:
-            continue
-        rows, cols = pix // w, pix % w
-        cy, cx, side = _window(rows, cols, h, w)
-        ry = np.floor(cy + grid * side).astype(np.int64)
-        rx = np.floor(cx + grid * side).astype(np.int64)
-        inside = ((ry >= 0) & (ry < h))[:, None] & ((rx >= 0) & (rx < w))[None, :]
-        yy, xx = np.clip(ry, 0, h - 1)[:, None], np.clip(rx, 0, w - 1)[None, :]
-        d = depth[rows, cols]
-        d = d[d > 0]
-        med = float(np.median(d)) if len(d) else 0.0
-        x[n, :3] = np.moveaxis(rgb[yy, xx], -1, 0) / 255.0
-        x[n, 3] = ids[yy, xx] == i
-        window_depth = depth[yy, xx]
-        rel = np.where(window_depth > 0, np.clip(window_depth - med, -DEPTH_RANGE, DEPTH_RANGE), DEPTH_RANGE)
-        x[n, 4] = rel / DEPTH_RANGE
-        x[n] *= inside
-        area = len(pix)
-        box = (rows.max() - rows.min() + 1) * (cols.max() - cols.min() + 1)
-        s[n] = (np.log(side * max(med, 0.05)), np.log(area), med / 4.0, area / box)
+    ry = np.floor((box[:, 0] + box[:, 1])[:, None] / 2 + grid[None] * side[:, None]).astype(np.int64)  # (N,S)
+    rx = np.floor((box[:, 2] + box[:, 3])[:, None] / 2 + grid[None] * side[:, None]).astype(np.int64)
+    inside = (((ry >= 0) & (ry < h))[:, :, None] & ((rx >= 0) & (rx < w))[:, None, :])  # (N,S,S)
+    yy, xx = np.clip(ry, 0, h - 1)[:, :, None], np.clip(rx, 0, w - 1)[:, None, :]
+    window_depth = depth[yy, xx]
+    rel = np.where(window_depth > 0, np.clip(window_depth - med[:, None, None], -DEPTH_RANGE, DEPTH_RANGE),
+                   DEPTH_RANGE)
+    out = np.concatenate([np.moveaxis(rgb[yy, xx], -1, 1) / np.float32(255.0),
+                          (ids[yy, xx] == keep[:, None, None])[:, None], (rel / DEPTH_RANGE)[:, None]], 1)
+    x[present] = out * inside[:, None]
+    fill = area / ((box[:, 1] - box[:, 0]) * (box[:, 3] - box[:, 2]))
+    s[present] = np.stack([np.log(side * np.maximum(med, 0.05)), np.log(area), med / 4.0, fill], 1)
     return x, s

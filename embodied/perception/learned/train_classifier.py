@@ -25,11 +25,11 @@ from tqdm import tqdm
 from embodied.perception.learned.classifier import CropConfig, CropNet
 from embodied.perception.learned.crops import instance_crops
 from embodied.perception.learned.frames import load_frames
+from embodied.perception.learned.weights import CLASSIFIER_KIND
 from policies.checkpoint import read_json
 from policies.ema import EMA
 from policies.loop import TrainConfig, check_resume, fit, restore, start_run
 
-RUN_KIND = "crop-classifier"  # config.json "head" of a classifier run
 SCALE = 127.0  # crops are held as int8 (x * SCALE): 60k crops in 300 MB
 
 
@@ -57,7 +57,7 @@ class CropTrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # CropConfig fields, e.g. {"widths": [32, 64, 96]}
 
     def loop_config(self) -> TrainConfig:
-        return TrainConfig(head=RUN_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
+        return TrainConfig(head=CLASSIFIER_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
                            batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
                            warmup_steps=self.warmup_steps, seed=self.seed, threads=self.threads,
                            checkpoint_every=self.checkpoint_every, log_every=self.log_every, resume=self.resume,
@@ -157,7 +157,7 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
     ema = EMA(model, max_decay=0.999)
     start = restore(ckpt, model, opt, ema)
     per_class = np.bincount(y, minlength=len(net_cfg.classes))
-    start_run(out, {"head": RUN_KIND, "classifier": net_cfg.to_json(),
+    start_run(out, {"head": CLASSIFIER_KIND, "classifier": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
               {"frames": len(frames), "crops": len(y), "pool": len(pool),
                "per_class": {c: int(n) for c, n in zip(net_cfg.classes, per_class)}}, start)
