@@ -136,3 +136,28 @@ def test_corrupt_classifier_metadata_names_the_file(tmp_path):
     save_file({"classifier.x": torch.zeros(1)}, str(bad), metadata={"classifier": json.dumps({"classes": []})})
     with pytest.raises(CheckpointError, match="seg.safetensors"):
         load_classifier(bad)
+
+
+def test_a_small_region_the_network_folded_into_the_table_becomes_its_own_object():
+    net = CropNet(CropConfig(classes=("block", "table")))
+    with torch.no_grad():  # the network says "block" for every crop, sure of it
+        net.head[-1].weight.zero_()
+        net.head[-1].bias.copy_(torch.tensor([8.0, 0.0]))
+    net.eval()
+    ids = np.ones((48, 48), np.int32)  # all table, as the network saw it (too big a region to propose)
+    regions = np.zeros((48, 48), np.int64)
+    regions[5:10, 5:10] = 1  # a 25-px patch of its own colour inside the table
+    regions[20:26, 20:26] = 2  # another, touching a block the network did find
+    ids[20:26, 26:32] = 2
+    regions[20:26, 26:32] = 3
+    sem = np.where(ids == 1, 2, 1)
+    rgb, depth = np.zeros((48, 48, 3), np.uint8), np.ones((48, 48), np.float32)
+    out, labels = classify_instances(net, rgb, depth, ids, {1: "table", 2: "block"}, sem, ("table",), 0.0,
+                                     regions=regions, n_regions=4)
+    patch = int(out[7, 7])
+    assert labels[patch] == "block" and patch not in (1, 2) and (out[5:10, 5:10] == patch).all()
+    assert (out[20:26, 20:32] == 2).all()  # the second patch joins the block it touches
+    assert labels[1] == "table" and (out[0] == 1).all()
+    # without regions nothing is proposed
+    assert classify_instances(net, rgb, depth, ids, {1: "table", 2: "block"}, sem, ("table",), 0.0)[1] == \
+        {1: "table", 2: "block"}

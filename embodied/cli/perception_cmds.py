@@ -72,6 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--classifier", default="", help="a crop-classifier run or weights file (default: the one "
                    "inside --weights, if any)")
     e.add_argument("--data", required=True, help="held-out frames folder")
+    e.add_argument("--without", action="append", default=[], choices=("snap", "classifier", "proposals"),
+                   help="leave a step out (repeatable): snapping to regions, the crop classifier, its proposals")
     e.add_argument("--min-pixels", type=int, default=20, help="smaller true instances are not scored")
     e.add_argument("--max-frames", type=int, default=0, help="score only the first N frames (0: all)")
     e.add_argument("--json", action="store_true")
@@ -151,12 +153,15 @@ def evaluate(args) -> dict:
     from embodied.perception.learned import LearnedSegmenter, load_frames
     from embodied.perception.learned.quality import evaluate as score
 
-    segment = LearnedSegmenter(args.weights or None, threads=1, classifier=args.classifier or None)
+    segment = LearnedSegmenter(args.weights or None, threads=1, classifier=args.classifier or None,
+                               snap="snap" not in args.without, classify="classifier" not in args.without,
+                               propose="proposals" not in args.without and "snap" not in args.without)
     frames = load_frames(args.data, segment.classes)
     if args.max_frames:
         frames = frames.head(args.max_frames)
     result = score(segment, frames, frames.labels, min_pixels=args.min_pixels, progress=not args.json)
     result["weights"] = str(segment.source)
+    result["without"] = sorted(args.without)
     if not args.json:
         print(f"{result['frames']} frames: mean IoU {result['mean_iou']}, recall {result['recall']}, precision "
               f"{result['precision']}, class right {result['class_right']}, colour right {result['colour_right']}, "

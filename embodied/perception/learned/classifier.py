@@ -22,6 +22,12 @@ from embodied.perception.learned.crops import CROP, SCALARS, instance_crops
 # Weight of the segmenter's pixel votes against the crop's class probabilities: the votes name a block or a
 # button reliably and a 30-pixel bottle rarely; the crop the other way round (held-out frames).
 VOTE_WEIGHT = 1.0
+# A region is proposed as an object of its own when it is small and lies in stuff or in a much bigger
+# instance; the crop must name it with this confidence (held-out frames: recall 0.90 -> 0.92, precision
+# 0.91 -> 0.88 at 0.9; 0.93 and 0.85 at 0.8).
+PROPOSE_MAX_PIXELS = 1500
+PROPOSE_SHARE = 0.5
+PROPOSE_CONFIDENCE = 0.9
 
 
 @dataclass
@@ -80,27 +86,53 @@ class CropNet(nn.Module):
         return torch.softmax(self.logits(x, s), 1)
 
 
+def candidate_regions(ids: np.ndarray, labels: dict[int, str], regions: np.ndarray, n: int,
+                      stuff: tuple[str, ...]) -> tuple[list[int], list[int]]:
+    """Regions that may be an object the network folded into its surroundings: 20..PROPOSE_MAX_PIXELS
+    pixels, lying in stuff or background, or making up less than PROPOSE_SHARE of their instance (after
+    snapping, every pixel of a region has one instance). Returns (region indices, their instance ids)."""
+    r = regions.ravel()
+    area = np.bincount(r, minlength=n)
+    first = np.full(n, -1, np.int64)
+    first[r[::-1]] = np.arange(len(r) - 1, -1, -1)
+    owner = ids.ravel()[np.maximum(first, 0)]
+    owner_area = np.bincount(ids.ravel().astype(np.int64), minlength=int(ids.max()) + 1)[owner]
+    in_stuff = np.array([labels.get(int(i)) in stuff or i == 0 for i in owner.tolist()])
+    pick = (area >= 20) & (area <= PROPOSE_MAX_PIXELS) & (first >= 0) & (in_stuff | (area < PROPOSE_SHARE * owner_area))
+    keep = np.flatnonzero(pick)
+    return keep.tolist(), owner[keep].tolist()
+
+
 def classify_instances(net: CropNet, rgb: np.ndarray, depth: np.ndarray, ids: np.ndarray, labels: dict[int, str],
-                       sem: np.ndarray, stuff: tuple[str, ...], vote_weight: float = VOTE_WEIGHT
-                       ) -> tuple[np.ndarray, dict[int, str]]:
+                       sem: np.ndarray, stuff: tuple[str, ...], vote_weight: float = VOTE_WEIGHT,
+                       regions: np.ndarray | None = None, n_regions: int = 0) -> tuple[np.ndarray, dict[int, str]]:
     """Name every instance that is not stuff from its crop, weighed with the segmenter's pixel votes
     (``sem`` (H,W), 0 = background, k = classes[k-1]): log p(crop) + vote_weight x log(share of votes).
-    An instance named a stuff class joins that class's instance. Returns new (ids, labels)."""
+    An instance named a stuff class joins that class's instance. With ``regions`` (``ids`` snapped to them),
+    each candidate region (``candidate_regions``) the crop names, with p >= PROPOSE_CONFIDENCE, as an
+    object of another class than its instance's becomes that object: it joins a touching instance of that
+    class, or stands alone. Returns new (ids, labels)."""
     classes = net.config.classes
     things = [i for i, c in labels.items() if c not in stuff]
-    if not things:
+    cand, owner = ([], []) if regions is None else candidate_regions(ids, labels, regions, n_regions, stuff)
+    if not things and not cand:
         return ids, labels
     x, s = instance_crops(rgb, depth, ids, things)
-    score = np.log(net.probabilities(x, s).numpy() + 1e-6)
-    if vote_weight > 0:
+    base = int(ids.max()) + 1
+    if cand:
+        marked = np.where(np.isin(regions, cand), regions + base, ids)
+        xc, sc = instance_crops(rgb, depth, marked, [base + r for r in cand])
+        x, s = np.concatenate([x, xc]), np.concatenate([s, sc])
+    p = net.probabilities(x, s).numpy()
+    score = np.log(p[:len(things)] + 1e-6)
+    if vote_weight > 0 and things:
         n = len(classes) + 1
-        m = int(ids.max()) + 1
-        votes = np.bincount(ids.ravel().astype(np.int64) * n + sem.ravel(), minlength=m * n).reshape(m, n)
+        votes = np.bincount(ids.ravel().astype(np.int64) * n + sem.ravel(), minlength=base * n).reshape(base, n)
         votes = votes[things][:, 1:]
         score += vote_weight * np.log((votes + 1.0) / (votes.sum(1, keepdims=True) + len(classes)))
     labels = dict(labels)
     stuff_id = {c: i for i, c in labels.items() if c in stuff}
-    lut = np.arange(int(ids.max()) + 1, dtype=np.int32)
+    lut = np.arange(base, dtype=np.int32)
     for i, k in zip(things, score.argmax(1).tolist()):
         name = classes[k]
         if name in stuff and name in stuff_id:
@@ -110,4 +142,21 @@ def classify_instances(net: CropNet, rgb: np.ndarray, depth: np.ndarray, ids: np
         if name in stuff:
             stuff_id[name] = i
         labels[i] = name
-    return lut[ids], labels
+    out = lut[ids]
+    for r, own, row in zip(cand, owner, p[len(things):]):
+        k = int(row.argmax())
+        name = classes[k]
+        if name in stuff or row[k] < PROPOSE_CONFIDENCE or name == labels.get(int(lut[own])):
+            continue
+        region = regions == r
+        ring = np.zeros_like(region)
+        ring[1:] |= region[:-1]
+        ring[:-1] |= region[1:]
+        ring[:, 1:] |= region[:, :-1]
+        ring[:, :-1] |= region[:, 1:]
+        contact = np.bincount(out[ring & ~region])
+        same = [(contact[j], j) for j in np.flatnonzero(contact) if labels.get(int(j)) == name]
+        new = max(same)[1] if same else base + r
+        out[region] = new
+        labels[int(new)] = name
+    return out, labels

@@ -44,21 +44,26 @@ def shared_net(source: Path, load=load_segmenter):
 
 class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
-                 classifier: str | Path | None = None, snap: bool = True):
+                 classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
+                 propose: bool = True):
         """``source``: a segmenter run or weights file (default: the shipped one). ``classifier``: a crop
         classifier run or weights file (default: the one inside ``source``'s file, if any). ``snap``: masks
-        follow the image's colour and depth edges. ``threads``: torch threads while segmenting (1: the
-        speed target's budget; None: torch's)."""
+        follow the image's colour and depth edges. ``classify``: name instances with the classifier (when
+        there is one). ``propose``: the classifier may also find objects in small regions the network
+        folded into their surroundings (needs ``snap``). ``threads``: torch threads while segmenting (1:
+        the speed target's budget; None: torch's)."""
         self.source = Path(source) if source else SHIPPED
         self.net = shared_net(self.source)
         self.classes = self.net.config.classes
-        self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier)
+        self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier) \
+            if classify else None
         if self.classifier is not None and self.classifier.config.classes != self.classes:
             raise ValueError(f"the classifier of {classifier or self.source} names other classes than the "
                              f"segmenter {self.source}")
         self.centre_threshold = centre_threshold
         self.threads = threads
         self.snap = snap
+        self.propose = propose
 
     def __call__(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
         if rgb.ndim != 3 or rgb.shape[2] != 3 or depth.shape != rgb.shape[:2]:
@@ -69,9 +74,10 @@ class LearnedSegmenter:
             torch.set_num_threads(self.threads)
         try:
             rgb, depth = np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32)
-            ids, labels, sem = self.instances(rgb, depth)
+            ids, labels, sem, regions, n = self._snapped(rgb, depth)
             if self.classifier is not None:
-                ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF)
+                ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF,
+                                                 regions=regions if self.propose else None, n_regions=n)
             if self.net.config.touching is not None:
                 ids, labels = merge_fragments(ids, labels, self.net.config.touching)
             return ids, labels
@@ -82,9 +88,13 @@ class LearnedSegmenter:
     def instances(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
         """The network's instances, snapped to the image's regions, before the classifier and the merge:
         (ids (H,W) int32, {id: class by pixel votes}, class per pixel (H,W), 0 = background)."""
+        return self._snapped(rgb, depth)[:3]
+
+    def _snapped(self, rgb: np.ndarray, depth: np.ndarray):
         sem, heat, offset = self.net.maps(rgb, depth)
         ids, labels = group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
-        if self.snap:
-            regions, n = colour_depth_regions(rgb, depth)
-            ids, labels = snap_to_regions(ids, labels, regions, n)
-        return ids, labels, sem
+        if not self.snap:
+            return ids, labels, sem, None, 0
+        regions, n = colour_depth_regions(rgb, depth)
+        ids, labels = snap_to_regions(ids, labels, regions, n)
+        return ids, labels, sem, regions, n
