@@ -270,3 +270,25 @@ def test_where_an_object_was_first_is_where_memory_watched_it_leave_from():
         memory.update(frame(t, [] if where is None else [detection(where)]))
     (node,) = memory.find(cls="block")
     assert np.allclose(Resolver(memory).position(node, "first"), b, atol=0.01)
+
+
+def test_put_everything_back_forgets_a_container_memory_has_since_dropped():
+    """The drawer a block was first seen in was later deleted from memory (a duplicate merged away, or
+    a phantom of a noisy detector): the plan still puts the block back, opening nothing."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame
+
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.18, 0.17, 0.07))
+    block = lambda c: detection(c, "block", "red", (0.04, 0.04, 0.04))
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [drawer, block((0.55, 0.0, 0.04))]))
+    drawer_id = memory.find(cls="drawer")[0]
+    block_id = memory.find(cls="block")[0]
+    assert drawer_id in memory.related(block_id, "in")
+    for t in range(3, 6):
+        memory.update(frame(t, [drawer, block((0.30, 0.30, 0.02))]))
+    memory.delete(drawer_id)
+    plan = Planner().plan(parse("put everything back where it was"), memory)
+    assert [c.skill for c in plan] == ["pick", "place"] and plan[0].target == block_id

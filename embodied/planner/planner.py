@@ -249,16 +249,18 @@ class Planner:
         return front - out * IN_DRAWER
 
     def _container_at_first_sight(self, r: Resolver, node: str) -> str:
-        """The container the node was in when first seen (from the graph as it stood then)."""
+        """The container the node was in when first seen (from the graph as it stood then), if memory still
+        holds it (a container deleted since, a merged duplicate, has nothing left to open)."""
         first = r.memory.history(node)[0]["t"]
         then = r.memory.snapshot(first)
-        inside = [v for _, v, k in then.out_edges(node, keys=True) if k == "in"] if node in then else []
+        now = r.memory.graph
+        inside = [v for _, v, k in then.out_edges(node, keys=True) if k == "in" and v in now] if node in then else []
         if inside:
             return inside[0]
         # Seen first as a drawer slid open: the drawer whose box held it then.
         p = r.position(node, "first")
         for d in r.memory.find(kind="container"):
-            if d in then and _is_drawer(r, d):
+            if d in then and d in now and _is_drawer(r, d):
                 lo, hi = np.asarray(then.nodes[d]["box_min"]), np.asarray(then.nodes[d]["box_max"])
                 if np.all(p[:2] >= lo[:2] - 0.01) and np.all(p[:2] <= hi[:2] + 0.01):
                     return d

@@ -108,6 +108,7 @@ class Resolver:
         if inside:
             return inside[0]
         inside = self.attrs(node).get("inside", "") or ""
+        inside = inside if inside in self.memory.graph else ""  # a container deleted since holds nothing
         if inside or where["visible"] or where["held"]:
             return inside
         # Out of sight and not recorded inside anything: the container it vanished next to.
