@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The numbers of docs/perception.md: segmenter quality on held-out frames, speed per mode, and the whole
-# agent on masks vs learned perception (default look and visual=randomized) on seeds 900000+ (no test uses them).
+# The numbers of docs/perception.md: segmenter quality on held-out frames (the whole pipeline, then without
+# each of its steps), speed per mode, and the whole agent on masks vs learned perception (default look and
+# visual=randomized) on seeds 900000+ (no test uses them), every task but Lifelong (one 20,700-step episode).
 #   bash tools/measure_perception.sh [OUT_DIR]   # default runs/seg; prints the tables (tools/report_perception.py)
 # then python3 tools/report_results.py --perception OUT_DIR   # writes them into docs/perception.md (--check: compare)
 set -euo pipefail
@@ -12,10 +13,18 @@ E="python3 -m embodied.cli.main"
 mkdir -p "$OUT"
 $E perception eval --data "$OUT/frames_heldout" --json > "$OUT/eval_shipped.json"
 $E perception eval --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_shipped_vis.json"
-$E bench perception --json > "$OUT/bench_perception.json"
-for mode in masks learned; do
-  $E ablate --column agent --episodes "$EPISODES" --seed 900000 --perception $mode --json > "$OUT/agent_$mode.json"
+for look in "" _vis; do
+  $E perception eval --data "$OUT/frames_heldout$look" --without proposals --json > "$OUT/eval_no_proposals$look.json"
+  $E perception eval --data "$OUT/frames_heldout$look" --without classifier --json > "$OUT/eval_no_classifier$look.json"
+  $E perception eval --data "$OUT/frames_heldout$look" --without snap --without classifier --json \
+    > "$OUT/eval_network_only$look.json"
 done
-$E ablate --column agent --episodes "$EPISODES" --seed 900000 --perception learned --option visual=randomized \
-  --json > "$OUT/agent_learned_visual.json"
+$E bench perception --json > "$OUT/bench_perception.json"
+TASKS=$(python3 -c "from embodied.tasks import TASKS; print(' '.join('--task ' + t for t in TASKS if t != 'Lifelong-v0'))")
+for mode in masks learned; do
+  $E ablate $TASKS --column agent --episodes "$EPISODES" --seed 900000 --perception $mode --workers 2 \
+    --json > "$OUT/agent_$mode.json"
+done
+$E ablate $TASKS --column agent --episodes "$EPISODES" --seed 900000 --perception learned --workers 2 \
+  --option visual=randomized --json > "$OUT/agent_learned_visual.json"
 python3 tools/report_perception.py "$OUT"

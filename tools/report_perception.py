@@ -32,8 +32,27 @@ def quality(result: dict, title: str) -> str:
     return "\n".join(lines)
 
 
+# What each step of the pipeline adds: eval file stem (see tools/measure_perception.sh) and row label.
+STEPS = (("eval_network_only", "the network alone"), ("eval_no_classifier", "+ snapping to regions"),
+         ("eval_no_proposals", "+ the crop classifier"), ("eval_shipped", "+ its proposals (shipped)"))
+
+
+def steps(out: Path) -> str | None:
+    """One table over both looks: the pipeline step by step (None if a file is missing)."""
+    lines = ["| look | pipeline | mean IoU | instance IoU | recall | precision | class right |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for look, suffix in (("default", ""), ("randomized", "_vis")):
+        for stem, label in STEPS:
+            r = _load(out / f"{stem}{suffix}.json")
+            if r is None:
+                return None
+            lines.append(f"| {look} | {label} | {r['mean_iou']:.2f} | {r['instance_iou']:.2f} | {r['recall']:.2f} | "
+                         f"{r['precision']:.2f} | {r['class_right']:.2f} |")
+    return "\n".join(lines)
+
+
 def speed(rows: list[dict]) -> str:
-    lines = ["| task | mode | ms per camera frame | of which the network + grouping |", "| --- | --- | ---: | ---: |"]
+    lines = ["| task | mode | ms per camera frame | of which the segmenter |", "| --- | --- | ---: | ---: |"]
     for r in rows:
         ms = "-" if r["ms_per_camera"] is None else f"{r['ms_per_camera']:.1f}"
         seg = "" if r.get("segment_ms") is None else f"{r['segment_ms']:.1f}"
@@ -44,7 +63,8 @@ def speed(rows: list[dict]) -> str:
 def agent(runs: dict[str, dict]) -> str:
     names = list(runs)
     first = next(iter(runs.values()))
-    lines = ["| task | suite | " + " | ".join(names) + " |", "| --- | --- | " + " | ".join("---:" for _ in names) + " |"]
+    lines = ["| task | suite | " + " | ".join(names) + " |",
+             "| --- | --- | " + " | ".join("---:" for _ in names) + " |"]
     means = {n: [] for n in names}
     for i, row in enumerate(first["tasks"]):
         cells = []
@@ -75,6 +95,9 @@ def main(root: str) -> None:
         result = _load(out / name)
         if result:
             print(quality(result, title), end="\n\n")
+    table = steps(out)
+    if table:
+        print(table, end="\n\n")
     rows = _load(out / "bench_perception.json")
     if rows:
         print(speed(rows), end="\n\n")

@@ -109,6 +109,10 @@ def _perception_quality(index: int) -> Callable[[Path], str | None]:
     return render
 
 
+def _perception_steps(folder: Path) -> str | None:
+    return _tool("report_perception").steps(folder)
+
+
 def _perception_speed(folder: Path) -> str | None:
     report = _tool("report_perception")
     rows = report._load(folder / "bench_perception.json")
@@ -161,6 +165,8 @@ SECTIONS = (
     Section("perception-quality", "perception", "perception.md", "eval_shipped.json", _perception_quality(0)),
     Section("perception-quality-randomized", "perception", "perception.md", "eval_shipped_vis.json",
             _perception_quality(1)),
+    Section("perception-steps", "perception", "perception.md", "eval_{network_only,no_classifier,no_proposals}*.json",
+            _perception_steps),
     Section("perception-speed", "perception", "perception.md", "bench_perception.json", _perception_speed),
     Section("perception-agent", "perception", "perception.md", "agent_{masks,learned,learned_visual}.json",
             _perception_agent),
