@@ -161,3 +161,27 @@ def test_a_small_region_the_network_folded_into_the_table_becomes_its_own_object
     # without regions nothing is proposed
     assert classify_instances(net, rgb, depth, ids, {1: "table", 2: "block"}, sem, ("table",), 0.0)[1] == \
         {1: "table", 2: "block"}
+
+
+def test_an_instance_is_split_along_its_regions_classes():
+    """The network grouped a block with the pad under it (one instance); their regions differ in class, so
+    they come apart. A region the network put in that instance but labelled table joins the table."""
+    classes = ("block", "pad", "table")
+    regions = np.zeros((20, 20), np.int64)
+    regions[5:15, 5:15] = 1  # the pad
+    regions[8:12, 8:12] = 2  # the block on it
+    regions[0:2, 0:2] = 3  # a corner the network calls background
+    ids = np.full((20, 20), 1, np.int32)  # the table ...
+    ids[4:16, 4:16] = 2  # ... and one instance over pad, block and a rim of table
+    sem = np.full((20, 20), 3)
+    sem[5:15, 5:15] = 2
+    sem[8:12, 8:12] = 1
+    sem[0:2, 0:2] = 0
+    out, labels = snap_to_regions(ids, {1: "table", 2: "pad"}, regions, 4, sem, classes, ("table",))
+    assert sorted(labels.values()) == ["block", "pad", "table"]
+    name = lambda y, x: labels.get(int(out[y, x]))  # noqa: E731
+    assert name(10, 10) == "block" and name(6, 6) == "pad" and name(4, 4) == "table" and name(19, 19) == "table"
+    assert (out[0:2, 0:2] == 0).all() and len(np.unique(out[8:12, 8:12])) == 1
+    # without classes the region's majority instance alone decides: pad and block stay one instance
+    joined, _ = snap_to_regions(ids, {1: "table", 2: "pad"}, regions, 4)
+    assert joined[10, 10] == joined[6, 6] == 2

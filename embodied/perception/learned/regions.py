@@ -45,14 +45,34 @@ def colour_depth_regions(rgb: np.ndarray, depth: np.ndarray, colour_step: int = 
     return labels.reshape(h, w), int(n)
 
 
-def snap_to_regions(ids: np.ndarray, labels: dict[int, str], regions: np.ndarray, n: int
+def snap_to_regions(ids: np.ndarray, labels: dict[int, str], regions: np.ndarray, n: int,
+                    sem: np.ndarray | None = None, classes: tuple[str, ...] = (), stuff: tuple[str, ...] = ()
                     ) -> tuple[np.ndarray, dict[int, str]]:
     """Every pixel of a region takes the instance id (0 = background) most of the region's pixels have;
-    instances left with no pixel leave ``labels``."""
+    instances left with no pixel leave ``labels``.
+
+    With ``sem`` (H,W) (0 = background, k = classes[k-1]) a region also takes the class most of its pixels
+    have, and an instance is split by its regions' classes: a block the network grouped with the pad under
+    it, or with the fingers holding it, comes apart along the colour edge between them. Regions of a
+    ``stuff`` class join that class's one instance, regions of background become background; ids are
+    renumbered 1.. and ``labels`` gives each the class of its regions."""
     r = regions.ravel()
     i = ids.ravel().astype(np.int64)
     m = int(i.max(initial=0)) + 1
     counts = np.bincount(r * m + i, minlength=n * m).reshape(n, m)
     winner = counts.argmax(1)
-    kept = set(np.unique(winner).tolist())
-    return winner[regions].astype(np.int32), {k: c for k, c in labels.items() if k in kept}
+    if sem is None:
+        kept = set(np.unique(winner).tolist())
+        return winner[regions].astype(np.int32), {k: c for k, c in labels.items() if k in kept}
+    nc = len(classes) + 1
+    cls = np.bincount(r * nc + sem.ravel().astype(np.int64), minlength=n * nc).reshape(n, nc).argmax(1)
+    is_stuff = np.zeros(nc, bool)
+    is_stuff[[k + 1 for k, c in enumerate(classes) if c in stuff]] = True
+    key = np.where(is_stuff[cls], cls, nc * (winner + 1) + cls)  # stuff: its class alone; things: (instance, class)
+    key[cls == 0] = -1
+    uniq, new = np.unique(key, return_inverse=True)
+    first = 1 if uniq[0] == -1 else 0  # background keeps id 0
+    new = new - first + 1
+    new[key == -1] = 0
+    out = {int(k) + 1 - first: classes[int(u % nc) - 1] for k, u in enumerate(uniq.tolist()) if u != -1}
+    return new.astype(np.int32)[regions], out

@@ -96,5 +96,5 @@ class LearnedSegmenter:
         if not self.snap:
             return ids, labels, sem, None, 0
         regions, n = colour_depth_regions(rgb, depth)
-        ids, labels = snap_to_regions(ids, labels, regions, n)
+        ids, labels = snap_to_regions(ids, labels, regions, n, sem, self.classes, STUFF)
         return ids, labels, sem, regions, n
