@@ -190,6 +190,27 @@ def test_drawer_state_from_how_far_it_sticks_out_of_its_cabinet():
     assert set(memory.related(moving, "part_of")) and memory.graph.nodes[moving]["kind"] == "container"
 
 
+def test_a_frame_whose_drawer_parts_are_all_merged_away_updates(monkeypatch):
+    """A noisy detector's duplicate drawer, seen in its housing this frame and merged away in the same
+    frame, leaves no part to judge the row by: the update goes on (it raised ValueError from max())."""
+    memory = SpatialMemory()
+    cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [cab, drawer]))
+    merge = memory._merge_duplicates
+
+    def merge_away_the_drawers(t, seen):  # stands in for a merge that keeps no drawer with a housing
+        merge(t, seen)
+        for n in memory.find(cls="drawer"):
+            memory.delete(n, t)
+
+    monkeypatch.setattr(memory, "_merge_duplicates", merge_away_the_drawers)
+    pulled = detection((0.53, 0.0, 0.04), "drawer", "orange", (0.10, 0.17, 0.07))  # slid out 4 cm: judged
+    memory.update(frame(3, [cab, pulled]))
+    assert memory.find(cls="drawer") == [] and memory.find(cls="cabinet")
+
+
 def test_places_connect_along_the_travelled_path():
     memory = SpatialMemory(place_spacing=1.0)
     path = [(x, 0.0) for x in np.arange(0, 4.01, 0.25)] + [(4.0, y) for y in np.arange(0.25, 3.01, 0.25)]

@@ -202,6 +202,8 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
         parts = [n for n in self.find(cls=cls) if "now" in self.tracks[n].rest]
+        if not parts:  # the frame's parts were merged into nodes not yet placed in a housing
+            return
         # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
         # seen a tenth as often as the best seen (fleeting fragments) do not vote.
         most = max(self._graph.nodes[n]["n_obs"] for n in parts)
