@@ -167,7 +167,7 @@ def test_perception_drift_and_merged_benchmark_sections(docs, tmp_path, capsys):
     assert "kept benchmark-agent-test" in out and "regenerated benchmark-wiped" in out
 
     speed = split((docs / "perception.md").read_text(), "perception-speed")[1]
-    assert speed == "\n| task | mode | ms per camera frame | of which the network + grouping |\n" \
+    assert speed == "\n| task | mode | ms per camera frame | of which the segmenter |\n" \
                     "| --- | --- | ---: | ---: |\n| ShellGame-v0 | masks | 1.2 |  |\n" \
                     "| ShellGame-v0 | learned | 9.0 | 7.5 |\n\n"
     drift = split((docs / "results.md").read_text(), "drift")[1]

@@ -33,7 +33,7 @@ def quality(result: dict, title: str) -> str:
 
 
 # What each step of the pipeline adds: eval file stem (see tools/measure_perception.sh) and row label.
-STEPS = (("eval_network_only", "the network alone"), ("eval_no_classifier", "+ snapping to regions"),
+STEPS = (("eval_network_only", "the network alone"), ("eval_no_classifier", "+ snapping to regions, split by class"),
          ("eval_no_proposals", "+ the crop classifier"), ("eval_shipped", "+ its proposals (shipped)"))
 
 
