@@ -66,10 +66,14 @@ def agent(runs: dict[str, dict]) -> str:
     lines = ["| task | suite | " + " | ".join(names) + " |",
              "| --- | --- | " + " | ".join("---:" for _ in names) + " |"]
     means = {n: [] for n in names}
-    for i, row in enumerate(first["tasks"]):
+    by_task = {n: {t["task"]: t["agent"] for t in runs[n]["tasks"]} for n in names}
+    for row in first["tasks"]:
         cells = []
         for n in names:
-            value = runs[n]["tasks"][i]["agent"]
+            value = by_task[n].get(row["task"])
+            if value is None:
+                cells.append("-")
+                continue
             means[n].append(value)
             cells.append(f"{100 * value:.0f}")
         lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
@@ -83,9 +87,20 @@ QUALITY = (("eval_shipped.json", "Held-out frames, default look"),
 AGENT_RUNS = (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"))
 
 
+def _agent_report(out: Path, key: str) -> dict | None:
+    """``agent_KEY.json``, or the tasks of its parts ``agent_KEY_a.json``, ``agent_KEY_b.json``, ... (one
+    evaluation split over processes by ``--task``) together."""
+    whole = _load(out / f"agent_{key}.json")
+    if whole:
+        return whole
+    parts = [_load(p) for p in sorted(out.glob(f"agent_{key}_?.json"))]
+    parts = [p for p in parts if p]
+    return {"tasks": [t for p in parts for t in p["tasks"]]} if parts else None
+
+
 def agent_runs(out: Path) -> dict[str, dict]:
     """The ``agent_*.json`` reports present in ``out``, by column label."""
-    runs = {label: _load(out / f"agent_{key}.json") for key, label in AGENT_RUNS}
+    runs = {label: _agent_report(out, key) for key, label in AGENT_RUNS}
     return {k: v for k, v in runs.items() if v}
 
 
