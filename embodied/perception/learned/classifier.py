@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from embodied.perception.learned.crops import CROP, SCALARS, instance_crops
+from embodied.perception.learned.model import conv_block
 
 # Weight of the segmenter's pixel votes against the crop's class probabilities: the votes name a block or a
 # button reliably and a 30-pixel bottle rarely; the crop the other way round (held-out frames).
@@ -51,18 +52,14 @@ class CropConfig:
         return d
 
 
-def _conv(cin: int, cout: int, stride: int) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
 class CropNet(nn.Module):
     def __init__(self, config: CropConfig):
         super().__init__()
         config.validate()
         self.config = config
         w1, w2, w3 = config.widths
-        self.features = nn.Sequential(_conv(5, w1, 2), _conv(w1, w1, 1), _conv(w1, w2, 2), _conv(w2, w2, 1),
-                                      _conv(w2, w3, 2), _conv(w3, w3, 1))
+        self.features = nn.Sequential(conv_block(5, w1, 2), conv_block(w1, w1, 1), conv_block(w1, w2, 2),
+                                      conv_block(w2, w2, 1), conv_block(w2, w3, 2), conv_block(w3, w3, 1))
         self.head = nn.Sequential(nn.Linear(w3 + SCALARS, config.hidden), nn.ReLU(inplace=True),
                                   nn.Linear(config.hidden, len(config.classes)))
 

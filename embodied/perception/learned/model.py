@@ -72,7 +72,7 @@ class SegmenterConfig:
         return cls(**d)
 
 
-def _block(cin: int, cout: int, stride: int) -> nn.Sequential:
+def conv_block(cin: int, cout: int, stride: int) -> nn.Sequential:
     """3x3 convolution (strided), BatchNorm, ReLU. Plain, not depthwise: on one CPU thread torch runs
     depthwise convolutions through a slow im2col path, dense ones through oneDNN."""
     return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
@@ -86,13 +86,13 @@ class SegNet(nn.Module):
         w1, w2, w3, w4 = config.widths
         d = config.decoder
         self.stem = nn.Sequential(nn.Conv2d(4, w1, 3, 2, 1, bias=False), nn.BatchNorm2d(w1), nn.ReLU(inplace=True))
-        self.down2 = nn.Sequential(_block(w1, w2, 2), _block(w2, w2, 1))
-        self.down3 = nn.Sequential(_block(w2, w3, 2), _block(w3, w3, 1))
-        self.down4 = nn.Sequential(_block(w3, w4, 2), _block(w4, w4, 1), _block(w4, w4, 1))
+        self.down2 = nn.Sequential(conv_block(w1, w2, 2), conv_block(w2, w2, 1))
+        self.down3 = nn.Sequential(conv_block(w2, w3, 2), conv_block(w3, w3, 1))
+        self.down4 = nn.Sequential(conv_block(w3, w4, 2), conv_block(w4, w4, 1), conv_block(w4, w4, 1))
         s = config.skip
         self.lat3, self.lat2, self.lat1 = nn.Conv2d(w3, d, 1), nn.Conv2d(w2, d, 1), nn.Conv2d(w1, s, 1)
         self.top = nn.Conv2d(w4, d, 1)
-        self.fuse3, self.fuse2, self.fuse1 = _block(d, d, 1), _block(d, d, 1), _block(s, s, 1)
+        self.fuse3, self.fuse2, self.fuse1 = conv_block(d, d, 1), conv_block(d, d, 1), conv_block(s, s, 1)
         self.squeeze = nn.Conv2d(d, s, 1)  # the 1/4 features narrowed before the 1/2 level
         self.full = nn.Conv2d(4, s, 3, 1, 1)
         self.head = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(s, s, 1), nn.ReLU(inplace=True))
