@@ -19,3 +19,14 @@ def house():
     for t in range(2000):
         memory.update(stream.frame(t))
     return stream, memory
+
+
+@pytest.fixture(scope="module")
+def frames_dir(tmp_path_factory):
+    """Labelled segmenter frames of two short expert episodes (a ShellGame and an ObjectRevisit)."""
+    from embodied.data.seg_frames import FrameJob, make_frames
+
+    out = tmp_path_factory.mktemp("frames")
+    make_frames(FrameJob(out=str(out), episodes=2, tasks=("ShellGame-v0", "ObjectRevisit-v0"), every=40,
+                         max_frames=3), progress=False)
+    return out

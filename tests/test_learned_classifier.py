@@ -10,7 +10,6 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from embodied.data.seg_frames import FrameJob, make_frames
 from embodied.perception.learned import LearnedSegmenter, load_frames
 from embodied.perception.learned.classifier import CropConfig, CropNet, classify_instances
 from embodied.perception.learned.crops import instance_crops
@@ -20,14 +19,6 @@ from embodied.perception.learned.weights import export_weights, load_classifier
 from policies.checkpoint import CheckpointError
 
 SHIPPED = LearnedSegmenter().source
-
-
-@pytest.fixture(scope="module")
-def frames(tmp_path_factory):
-    out = tmp_path_factory.mktemp("frames")
-    make_frames(FrameJob(out=str(out), episodes=2, tasks=("ShellGame-v0", "ObjectRevisit-v0"), every=40,
-                         max_frames=2), progress=False)
-    return out
 
 
 def _iou_per_instance(true: np.ndarray, pred: np.ndarray) -> list[float]:
@@ -41,8 +32,8 @@ def _iou_per_instance(true: np.ndarray, pred: np.ndarray) -> list[float]:
     return out
 
 
-def test_regions_hold_one_instance_each_and_snapping_mends_ragged_masks(frames):
-    f = load_frames(frames)
+def test_regions_hold_one_instance_each_and_snapping_mends_ragged_masks(frames_dir):
+    f = load_frames(frames_dir)
     rng = np.random.default_rng(0)
     for i in range(len(f)):
         true = f.instance[i].astype(np.int32)
@@ -96,15 +87,15 @@ def test_an_instance_named_a_stuff_class_joins_that_instance():
     assert labels == {1: "table", 2: "block"}
 
 
-def test_tiny_classifier_learns_exports_with_the_segmenter_and_loads(frames, tmp_path):
+def test_tiny_classifier_learns_exports_with_the_segmenter_and_loads(frames_dir, tmp_path):
     run = tmp_path / "clf"
-    cfg = CropTrainConfig(data=[str(frames)], out=str(run), steps=150, batch_size=32, lr=3e-3, warmup_steps=10,
+    cfg = CropTrainConfig(data=[str(frames_dir)], out=str(run), steps=400, batch_size=32, lr=3e-3, warmup_steps=10,
                           checkpoint_every=75, progress=False, predicted=False, model={"widths": [8, 16, 16],
                                                                                       "hidden": 32})
     result = train_classifier(cfg)
     assert result["final_loss"] < 0.5 * result["first_loss"]
     net = load_classifier(run)
-    f = load_frames(frames, net.config.classes)
+    f = load_frames(frames_dir, net.config.classes)
     x, s, y = build_crops(f, net.config.classes, progress=False)
     right = (net.probabilities(x.astype(np.float32) / 127, s).argmax(1).numpy() == y).mean()
     assert right > 0.9, f"the classifier does not fit its own crops: {right:.2f}"

@@ -18,14 +18,6 @@ from embodied.perception.learned.weights import export_weights
 from policies.checkpoint import CheckpointError
 
 
-@pytest.fixture(scope="module")
-def frames_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("frames")
-    make_frames(FrameJob(out=str(out), episodes=2, tasks=("ShellGame-v0", "ObjectRevisit-v0"), every=40,
-                         max_frames=3), progress=False)
-    return out
-
-
 def test_frames_round_trip_and_resume(frames_dir):
     meta = json.loads((frames_dir / "meta.json").read_text())
     assert meta["episodes"] == ["ep-00000", "ep-00001"]
