@@ -102,14 +102,35 @@ def class_weights(frames, balance: float) -> list[float]:
     return [round(float(x), 4) for x in w]
 
 
-def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
-    """Train (or resume) a segmenter run; returns a summary."""
+def open_run(cfg) -> tuple[TrainConfig, Path, Path | None]:
+    """For a training config with ``threads``, ``out`` and ``loop_config()``: torch's threads set, the
+    loop's config checked, and the checkpoint to resume from (None: a fresh run)."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     loop = cfg.loop_config()
     loop.validate()
     out = Path(cfg.out)
-    ckpt = check_resume(out, loop)
+    return loop, out, check_resume(out, loop)
+
+
+def optimiser(model: torch.nn.Module, cfg, ckpt: Path | None) -> tuple[torch.optim.Optimizer, EMA, int]:
+    """AdamW and an EMA of ``model``, restored from ``ckpt`` if given; the step to go on from."""
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ema = EMA(model, max_decay=0.999)
+    return opt, ema, restore(ckpt, model, opt, ema)
+
+
+def run_summary(out: Path, start: int, steps: int, fitted: tuple, model: torch.nn.Module) -> dict[str, Any]:
+    """What a training call returns, from ``fit``'s result."""
+    first, last, saved, seconds, timed = fitted
+    return {"run": str(out), "start_step": start, "steps": steps, "first_loss": first, "final_loss": last,
+            "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
+            "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
+
+
+def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
+    """Train (or resume) a segmenter run; returns a summary."""
+    loop, out, ckpt = open_run(cfg)
     if ckpt is not None:
         net_cfg = SegmenterConfig.from_json(read_json(out / "config.json")["segmenter"])
         frames = load_frames(cfg.data, net_cfg.classes)
@@ -124,9 +145,7 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
     model = SegNet(net_cfg)
     if ckpt is None and cfg.init_from:
         model.load_state_dict(source.state_dict())
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    ema = EMA(model, max_decay=0.999)
-    start = restore(ckpt, model, opt, ema)
+    opt, ema, start = optimiser(model, cfg, ckpt)
     start_run(out, {"head": RUN_KIND, "segmenter": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
               {"frames": len(frames), "classes": list(net_cfg.classes)}, start)
@@ -136,9 +155,7 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
         rng = np.random.default_rng([cfg.seed, int(torch.randint(1 << 30, (1,)))])
         return make_batch(frames, idx.numpy(), net_cfg, rng if cfg.flip else None, cfg.jitter)
 
-    first, last, saved, seconds, timed = fit(loop, model, opt, ema, batch_fn, len(frames), out, start,
-                                             torch.device("cpu"), desc="train segmenter", stop=cfg.stop_at)
-    return {"run": str(out), "frames": len(frames), "classes": len(net_cfg.classes), "start_step": start,
-            "steps": cfg.steps, "first_loss": first, "final_loss": last,
-            "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
-            "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
+    fitted = fit(loop, model, opt, ema, batch_fn, len(frames), out, start, torch.device("cpu"),
+                 desc="train segmenter", stop=cfg.stop_at)
+    return {**run_summary(out, start, cfg.steps, fitted, model), "frames": len(frames),
+            "classes": len(net_cfg.classes)}

@@ -25,10 +25,10 @@ from tqdm import tqdm
 from embodied.perception.learned.classifier import CropConfig, CropNet
 from embodied.perception.learned.crops import instance_crops
 from embodied.perception.learned.frames import load_frames
+from embodied.perception.learned.train import open_run, optimiser, run_summary
 from embodied.perception.learned.weights import CLASSIFIER_KIND
 from policies.checkpoint import read_json
-from policies.ema import EMA
-from policies.loop import TrainConfig, check_resume, fit, restore, start_run
+from policies.loop import TrainConfig, fit, start_run
 
 SCALE = 127.0  # crops are held as int8 (x * SCALE): 60k crops in 300 MB
 
@@ -136,12 +136,7 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
     from embodied.perception.learned.segmenter import SHIPPED, LearnedSegmenter
     from embodied.perception.learned.weights import classifier_config, load_segmenter
 
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    loop = cfg.loop_config()
-    loop.validate()
-    out = Path(cfg.out)
-    ckpt = check_resume(out, loop)
+    loop, out, ckpt = open_run(cfg)
     if ckpt is not None:
         net_cfg = classifier_config(read_json(out / "config.json")["classifier"], out / "config.json")
     else:
@@ -153,9 +148,7 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
     pool = balanced_pool(y, cfg.balance)
     torch.manual_seed(cfg.seed)
     model = CropNet(net_cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    ema = EMA(model, max_decay=0.999)
-    start = restore(ckpt, model, opt, ema)
+    opt, ema, start = optimiser(model, cfg, ckpt)
     per_class = np.bincount(y, minlength=len(net_cfg.classes))
     start_run(out, {"head": CLASSIFIER_KIND, "classifier": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
@@ -168,8 +161,6 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
         return {"x": torch.from_numpy(augment(x[k].astype(np.float32) / SCALE, rng)), "s": torch.from_numpy(s[k]),
                 "label": torch.from_numpy(y[k])}
 
-    first, last, saved, seconds, timed = fit(loop, model, opt, ema, batch_fn, len(pool), out, start,
-                                             torch.device("cpu"), desc="train classifier")
-    return {"run": str(out), "frames": len(frames), "crops": len(y), "start_step": start, "steps": cfg.steps,
-            "first_loss": first, "final_loss": last, "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
-            "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
+    fitted = fit(loop, model, opt, ema, batch_fn, len(pool), out, start, torch.device("cpu"),
+                 desc="train classifier")
+    return {**run_summary(out, start, cfg.steps, fitted, model), "frames": len(frames), "crops": len(y)}
