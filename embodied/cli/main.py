@@ -33,7 +33,7 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
     embodied eval-head --head KIND:RUN --task NAME [--episodes N] [--option key=value ...] [--json]
     embodied bench head [--json]
     embodied bench drift [--noise ...] [--episodes N] [--out DIR] [--option key=value ...] [--json]
-    embodied perception make-data|train|eval|export ...   (see embodied/cli/perception_cmds.py)
+    embodied perception make-data|train|train-classifier|train-grouper|eval|export ...   (see embodied/cli/perception_cmds.py)
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     benchmark_cmds.register(sub)  # benchmark
     data_cmds.register(sub, bench_sub)  # record-demos, data info|check|video, bench data
     train_cmds.register(sub, bench_sub)  # train --head diffusion|act, bench head
-    perception_cmds.register(sub)  # perception make-data|train|eval|export
+    perception_cmds.register(sub)  # perception make-data|train|train-classifier|train-grouper|eval|export
     drift_cmds.register(bench_sub)  # bench drift
     return parser
 

@@ -1,10 +1,11 @@
-"""``embodied perception make-data|train|train-classifier|eval|export``: the learned segmenter's jobs.
+"""``embodied perception make-data|train|train-classifier|train-grouper|eval|export``: the segmenter's jobs.
 
     embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S] [--option K=V ...]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
     embodied perception train-classifier --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
-    embodied perception eval [--weights RUN|FILE] [--classifier RUN|FILE] --data DIR [--json]
-    embodied perception export --run RUN [--classifier RUN] --out FILE.safetensors
+    embodied perception train-grouper --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
+    embodied perception eval [--weights RUN|FILE] [--classifier RUN|FILE] [--grouper RUN|FILE] --data DIR [--json]
+    embodied perception export --run RUN [--classifier RUN] [--grouper RUN] --out FILE.safetensors
 """
 
 from __future__ import annotations
@@ -67,13 +68,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=train_classifier)
 
+    g = psub.add_parser("train-grouper", help="train the region grouper that names the image's regions and joins "
+                        "those of one object (CPU; --resume)")
+    g.add_argument("--data", action="append", required=True, help="frames folder, version 2 (repeatable)")
+    g.add_argument("--out", required=True)
+    g.add_argument("--segmenter", metavar="RUN|FILE", help="whose network features the grouper reads, and whose "
+                   "classes (default: the shipped weights)")
+    g.add_argument("--steps", type=int, default=4000)
+    g.add_argument("--batch-size", type=int, default=2048, help="regions per step, and as many region pairs")
+    g.add_argument("--lr", type=float, default=2e-3)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--threads", type=int, default=1)
+    g.add_argument("--checkpoint-every", type=int, default=500)
+    g.add_argument("--resume", action="store_true")
+    g.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
+                   help="GrouperConfig field, e.g. hidden=64")
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=train_grouper)
+
     e = psub.add_parser("eval", help="mask IoU, precision, recall, class and colour right per class; ms per frame")
     e.add_argument("--weights", default="", help="a run folder or weights file (default: the shipped weights)")
     e.add_argument("--classifier", default="", help="a crop-classifier run or weights file (default: the one "
                    "inside --weights, if any)")
+    e.add_argument("--grouper", default="", help="a region-grouper run or weights file (default: the one inside "
+                   "--weights, if any)")
     e.add_argument("--data", required=True, help="held-out frames folder")
-    e.add_argument("--without", action="append", default=[], choices=("snap", "classifier", "proposals"),
-                   help="leave a step out (repeatable): snapping to regions, the crop classifier, its proposals")
+    e.add_argument("--without", action="append", default=[],
+                   choices=("grouper", "snap", "classifier", "proposals"),
+                   help="leave a step out (repeatable): the region grouper (then the older pipeline runs), and in "
+                   "that pipeline snapping to regions, the crop classifier, its proposals")
     e.add_argument("--min-pixels", type=int, default=20, help="smaller true instances are not scored")
     e.add_argument("--max-frames", type=int, default=0, help="score only the first N frames (0: all)")
     e.add_argument("--json", action="store_true")
@@ -82,6 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     x = psub.add_parser("export", help="a run's EMA weights as one safetensors file (what ships)")
     x.add_argument("--run", required=True, help="a segmenter run, or a weights file to re-export with --classifier")
     x.add_argument("--classifier", metavar="RUN", help="a crop-classifier run to ship in the same file")
+    x.add_argument("--grouper", metavar="RUN|FILE", help="a region-grouper run (or a file holding one) to ship in "
+                   "the same file")
     x.add_argument("--out", required=True)
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=export)
@@ -149,13 +174,30 @@ def train_classifier(args) -> dict:
     return result
 
 
+def train_grouper(args) -> dict:
+    from embodied.perception.learned.train_grouper import GrouperTrainConfig
+    from embodied.perception.learned.train_grouper import train_grouper as fit
+
+    cfg = GrouperTrainConfig(data=args.data, out=args.out, segmenter=args.segmenter, steps=args.steps,
+                             batch_size=args.batch_size, lr=args.lr, seed=args.seed, threads=args.threads,
+                             checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.json,
+                             model=_model_options(args.model))
+    result = fit(cfg)
+    if not args.json:
+        print(f"{result['run']}: {result['regions']} regions, {result['pairs']} pairs, steps {result['start_step']}.."
+              f"{result['steps']}, loss {result['first_loss']:.3f} -> {result['final_loss']:.3f}, "
+              f"{result['step_ms']} ms/step")
+    return result
+
+
 def evaluate(args) -> dict:
     from embodied.perception.learned import LearnedSegmenter, load_frames
     from embodied.perception.learned.quality import evaluate as score
 
     segment = LearnedSegmenter(args.weights or None, threads=1, classifier=args.classifier or None,
                                snap="snap" not in args.without, classify="classifier" not in args.without,
-                               propose="proposals" not in args.without and "snap" not in args.without)
+                               propose="proposals" not in args.without and "snap" not in args.without,
+                               grouper=args.grouper or None, group="grouper" not in args.without)
     frames = load_frames(args.data, segment.classes)
     if args.max_frames:
         frames = frames.head(args.max_frames)
@@ -175,7 +217,7 @@ def evaluate(args) -> dict:
 def export(args) -> dict:
     from embodied.perception.learned import export_weights
 
-    result = export_weights(args.run, args.out, args.classifier)
+    result = export_weights(args.run, args.out, args.classifier, args.grouper)
     if not args.json:
         print(f"{result['path']}: {result['bytes'] / 1e6:.2f} MB")
     return result

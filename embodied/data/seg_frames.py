@@ -57,7 +57,7 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
         expert = make_expert(env)
         cams = sorted(k.split("/", 1)[1] for k in obs if k.startswith("segmentation/"))
         offset = int(np.random.default_rng(seed).integers(job.every))
-        kept: dict[str, list] = {"rgb": [], "depth": [], "instance": []}
+        kept: dict[str, list] = {"rgb": [], "depth": [], "instance": [], "intrinsics": [], "extrinsics": []}
         frames: list[dict] = []
         t, done = 0, False
         while not done and len(frames) < job.max_frames * len(cams):
@@ -66,6 +66,8 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
                     kept["rgb"].append(obs[f"rgb/{cam}"])
                     kept["depth"].append(np.nan_to_num(obs[f"depth/{cam}"], nan=0.0, posinf=0.0))
                     kept["instance"].append(obs[f"segmentation/{cam}"])
+                    kept["intrinsics"].append(obs[f"intrinsics/{cam}"])
+                    kept["extrinsics"].append(obs[f"extrinsics/{cam}"])
                     frames.append({"step": t, "camera": cam, "phase": int(obs["goal"]["phase"])})
             obs, _, terminated, truncated, info = env.step(expert.act(obs))
             t += 1

@@ -62,7 +62,8 @@ class Perceiver:
             if cfg.mode == "masks":
                 out[cam] = (np.asarray(obs[f"segmentation/{cam}"]), self.labels)
             elif cfg.mode == "learned":
-                out[cam] = self.segmenter(np.asarray(obs[f"rgb/{cam}"]), np.asarray(obs[f"depth/{cam}"]))
+                out[cam] = self.segmenter(np.asarray(obs[f"rgb/{cam}"]), np.asarray(obs[f"depth/{cam}"]),
+                                          obs.get(f"intrinsics/{cam}"), obs.get(f"extrinsics/{cam}"), cam)
         return out
 
     def _shuffled(self, seg: np.ndarray, labels: dict[int, str], lut: np.ndarray) -> np.ndarray:

@@ -2,11 +2,14 @@
 
 A frames folder::
 
-    DIR/meta.json                   {"format": "embodied.seg-frames", "version": 1, "image_size": S,
+    DIR/meta.json                   {"format": "embodied.seg-frames", "version": 2, "image_size": S,
                                      "episodes": ["ep-00000", ...], "classes": [...]}
-    DIR/ep-00000.safetensors        rgb      (N,S,S,3) uint8
-                                    depth    (N,S,S)   float16 m, z-depth, 0 = no return
-                                    instance (N,S,S)   int16, the renderer's instance id, 0 = background
+    DIR/ep-00000.safetensors        rgb        (N,S,S,3) uint8
+                                    depth      (N,S,S)   float16 m, z-depth, 0 = no return
+                                    instance   (N,S,S)   int16, the renderer's instance id, 0 = background
+                                    intrinsics (N,3,3)   float32 px, the camera's pinhole matrix
+                                    extrinsics (N,4,4)   float32, camera -> world (OpenCV axes), as the
+                                                         observation gives it (a mobile base's: odometry)
     DIR/ep-00000.json               {"task", "seed", "suite", "classes": {"<instance id>": "<class>"},
                                      "frames": [{"step", "camera", "phase"}, ...]}
 
@@ -15,6 +18,7 @@ names and renamed into place, then ``meta.json`` is replaced, so a killed
 ``make-data`` keeps every finished episode and resumes after the last one.
 ``classes`` in meta.json is the sorted union of the episodes' classes: a
 frame's semantic label at a pixel is ``1 + classes.index(class of its instance)``.
+Version 1 folders (no camera matrices) still read; their ``Frames.intrinsics`` is None.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-FORMAT, VERSION = "embodied.seg-frames", 1
-ARRAYS = {"rgb": np.uint8, "depth": np.float16, "instance": np.int16}
+FORMAT, VERSION = "embodied.seg-frames", 2
+READABLE = (1, 2)
+ARRAYS = {"rgb": np.uint8, "depth": np.float16, "instance": np.int16, "intrinsics": np.float32,
+          "extrinsics": np.float32}
+CAMERA_ARRAYS = ("intrinsics", "extrinsics")  # absent from version 1
 
 
 class FramesError(ValueError):
@@ -53,8 +60,8 @@ def read_meta(root: str | Path) -> dict:
         meta = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise FramesError(path, f"is not JSON ({exc})") from None
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise FramesError(path, f"is not {FORMAT} version {VERSION}")
+    if meta.get("format") != FORMAT or meta.get("version") not in READABLE:
+        raise FramesError(path, f"is not {FORMAT} version {' or '.join(map(str, READABLE))}")
     return meta
 
 
@@ -72,6 +79,9 @@ class FrameWriter:
             if self.meta["image_size"] != image_size:
                 raise FramesError(self.root / "meta.json",
                                   f"has image_size {self.meta['image_size']}, not {image_size}")
+            if self.meta["version"] != VERSION:
+                raise FramesError(self.root / "meta.json", f"is version {self.meta['version']}: new episodes "
+                                  f"are version {VERSION}; write them to a new folder")
         else:
             self.meta = {"format": FORMAT, "version": VERSION, "image_size": image_size, "episodes": [], "classes": []}
         for stale in self.root.glob(".*.tmp"):  # left by a killed run
@@ -85,7 +95,8 @@ class FrameWriter:
         """Write one episode: ``arrays`` as in the module docstring, ``info`` its JSON sidecar."""
         n = len(info["frames"])
         s = self.meta["image_size"]
-        shapes = {"rgb": (n, s, s, 3), "depth": (n, s, s), "instance": (n, s, s)}
+        shapes = {"rgb": (n, s, s, 3), "depth": (n, s, s), "instance": (n, s, s), "intrinsics": (n, 3, 3),
+                  "extrinsics": (n, 4, 4)}
         for key, dtype in ARRAYS.items():
             if arrays[key].shape != shapes[key]:
                 raise ValueError(f"{key} has shape {arrays[key].shape}, expected {shapes[key]}")
@@ -110,14 +121,24 @@ class Frames:
     classes: tuple[str, ...]
     frames: list[dict]  # per frame: task, seed, step, camera, phase, episode (index into episode_labels)
     episode_labels: list[dict[int, str]]  # per episode: instance id -> class
+    intrinsics: np.ndarray | None = None  # (N,3,3) float32 px; None for version 1 folders
+    extrinsics: np.ndarray | None = None  # (N,4,4) float32 camera -> world
 
     def __len__(self) -> int:
         return len(self.rgb)
 
     def head(self, n: int) -> Frames:
         """The first ``n`` frames."""
+        cut = lambda a: None if a is None else a[:n]  # noqa: E731
         return Frames(self.rgb[:n], self.depth[:n], self.instance[:n], self.semantic[:n], self.classes,
-                      self.frames[:n], self.episode_labels)
+                      self.frames[:n], self.episode_labels, cut(self.intrinsics), cut(self.extrinsics))
+
+    def camera(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Frame ``i``'s (intrinsics (3,3), extrinsics (4,4)); a version 1 folder has none (ValueError)."""
+        if self.intrinsics is None:
+            raise ValueError("these frames carry no camera matrices (frames version 1): render them again "
+                             "with `embodied perception make-data`")
+        return self.intrinsics[i], self.extrinsics[i]
 
     def labels(self, i: int) -> dict[int, str]:
         """Frame ``i``'s true {instance id: class}."""
@@ -133,7 +154,8 @@ def load_frames(roots: str | Path | list, classes: tuple[str, ...] | None = None
         raise FramesError(roots[0], f"folders differ in image_size: {sorted(sizes)}")
     vocab = tuple(classes) if classes else tuple(sorted({c for m in metas for c in m["classes"]}))
     index = {c: k + 1 for k, c in enumerate(vocab)}
-    parts: dict[str, list] = {"rgb": [], "depth": [], "instance": [], "semantic": []}
+    parts: dict[str, list] = {"rgb": [], "depth": [], "instance": [], "semantic": [], "intrinsics": [],
+                              "extrinsics": []}
     frames: list[dict] = []
     episode_labels: list[dict[int, str]] = []
     for root, meta in zip(roots, metas):
@@ -153,10 +175,17 @@ def load_frames(roots: str | Path | list, classes: tuple[str, ...] | None = None
             parts["depth"].append(arrays["depth"])
             parts["instance"].append(inst)
             parts["semantic"].append(lut[np.clip(inst, 0, None)])
+            for key in CAMERA_ARRAYS:
+                if key in arrays:
+                    parts[key].append(arrays[key])
             ep = len(episode_labels)
             episode_labels.append({int(k): v for k, v in info["classes"].items()})
             frames += [{"task": info["task"], "seed": info["seed"], "episode": ep, **f} for f in info["frames"]]
     if not frames:
         raise FramesError(roots[0], "holds no frames")
-    cat = {k: np.concatenate(v) for k, v in parts.items()}
-    return Frames(cat["rgb"], cat["depth"], cat["instance"], cat["semantic"], vocab, frames, episode_labels)
+    cameras = [None, None]
+    if all(len(parts[k]) == len(parts["rgb"]) for k in CAMERA_ARRAYS):
+        cameras = [np.concatenate(parts[k]) for k in CAMERA_ARRAYS]
+    cat = {k: np.concatenate(parts[k]) for k in ("rgb", "depth", "instance", "semantic")}
+    return Frames(cat["rgb"], cat["depth"], cat["instance"], cat["semantic"], vocab, frames, episode_labels,
+                  *cameras)

@@ -143,6 +143,11 @@ class SegNet(nn.Module):
         sem = logits.numpy().argmax(1).reshape(h, w)
         return sem, torch.sigmoid(self.centre(f))[0, 0].numpy(), (self.offset(f)[0] * OFFSET_SCALE).numpy()
 
+    @torch.inference_mode()
+    def features(self, rgb: np.ndarray, depth: np.ndarray) -> np.ndarray:
+        """One frame's per-pixel features (skip, H, W) float32, what the three heads read (numpy in and out)."""
+        return self.trunk(self.inputs(torch.from_numpy(rgb)[None], torch.from_numpy(depth)[None]))[0].numpy()
+
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Training loss of a batch: rgb, depth, semantic (B,H,W) long, centre (B,H,W), offset (B,2,H,W),
         instance (B,H,W) (0 = background), weight (B,H,W) per-pixel cross-entropy weight."""

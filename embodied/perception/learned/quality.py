@@ -66,14 +66,16 @@ def _mean(values: list) -> float | None:
 
 
 def evaluate(segment, frames: Frames, labels_of, min_pixels: int = 20, progress: bool = True) -> dict:
-    """Score ``segment(rgb, depth) -> (ids, labels)`` on ``frames``; ``labels_of(i)`` gives frame i's
+    """Score ``segment(rgb, depth, K, cam_to_world, camera) -> (ids, labels)`` on ``frames`` (K and
+    cam_to_world None for frames without cameras); ``labels_of(i)`` gives frame i's
     true {instance id: class}. Returns per-class and overall scores and the median ms per frame."""
     acc: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     ms = []
     for i in tqdm(range(len(frames)), desc="eval segmenter", disable=not progress):
         rgb, depth = frames.rgb[i], frames.depth[i].astype(np.float32)
+        camera = frames.camera(i) if frames.intrinsics is not None else (None, None)
         t0 = time.perf_counter()
-        pred, pred_labels = segment(rgb, depth)
+        pred, pred_labels = segment(rgb, depth, *camera, frames.frames[i]["camera"])
         ms.append((time.perf_counter() - t0) * 1e3)
         score_frame(frames.instance[i], labels_of(i), pred, pred_labels, rgb, min_pixels, acc)
     per_class = {}

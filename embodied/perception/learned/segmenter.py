@@ -1,11 +1,19 @@
 """The learned detector at run time: RGB-D in, an instance map and its class labels out.
 
     segment = LearnedSegmenter()                  # the shipped weights, or a run / weights file
-    ids, labels = segment(rgb, depth)             # rgb (H,W,3) uint8, depth (H,W) float32 m
+    ids, labels = segment(rgb, depth, K, cam_to_world)
+    # rgb (H,W,3) uint8, depth (H,W) float32 m, K (3,3) px, cam_to_world (4,4) (the region grouper's world
+    # heights need the camera; without it the older pipeline below runs)
     # ids (H,W) int32, 0 = background; labels {id: class}: what the renderer's masks would give
 
-Three steps: the network's pixels vote for instances (``decode.group_instances``);
-each colour-and-depth region of the image takes its majority instance
+Where the weights hold a region grouper (``grouper.RegionGrouper``), a frame is
+cut into its colour-and-depth regions (``regions.colour_depth_regions``), each
+described with the network's features averaged over it
+(``region_graph.region_graph``), and the grouper names every region and joins
+neighbours that are one object (``grouper.assemble``).
+
+Otherwise three steps: the network's pixels vote for instances
+(``decode.group_instances``); each region takes its majority instance
 (``regions.snap_to_regions``), so masks follow the image's edges; the crop
 classifier, where the weights hold one, names each instance from its crop and
 the pixels' votes (``classifier.classify_instances``). Fragments of one object
@@ -23,8 +31,11 @@ import torch
 
 from embodied.perception.learned.classifier import classify_instances
 from embodied.perception.learned.decode import group_instances, merge_fragments
+from embodied.perception.learned.grouper import assemble
+from embodied.perception.learned.model import OFFSET_SCALE
+from embodied.perception.learned.region_graph import RegionGraph, region_graph
 from embodied.perception.learned.regions import colour_depth_regions, snap_to_regions
-from embodied.perception.learned.weights import load_classifier, load_segmenter
+from embodied.perception.learned.weights import load_classifier, load_grouper, load_segmenter
 
 SHIPPED = Path(__file__).with_name("shipped") / "segmenter.safetensors"
 STUFF = ("floor", "wall", "table")  # one instance per class, as the renderer's masks give them
@@ -45,27 +56,42 @@ def shared_net(source: Path, load=load_segmenter):
 class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
                  classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
-                 propose: bool = True):
-        """``source``: a segmenter run or weights file (default: the shipped one). ``classifier``: a crop
-        classifier run or weights file (default: the one inside ``source``'s file, if any). ``snap``: masks
-        follow the image's colour and depth edges. ``classify``: name instances with the classifier (when
-        there is one). ``propose``: the classifier may also find objects in small regions the network
-        folded into their surroundings (needs ``snap``). ``threads``: torch threads while segmenting (1:
-        the speed target's budget; None: torch's)."""
+                 propose: bool = True, grouper: str | Path | None = None, group: bool = True):
+        """``source``: a segmenter run or weights file (default: the shipped one). ``grouper``: a region
+        grouper run or weights file (default: the one inside ``source``'s file, if any); ``group``: use it
+        (frames with a camera). ``classifier``: a crop classifier run or weights file (default: the one
+        inside ``source``'s file, if any). ``snap``: masks follow the image's colour and depth edges.
+        ``classify``: name instances with the classifier (when there is one). ``propose``: the classifier
+        may also find objects in small regions the network folded into their surroundings (needs
+        ``snap``). ``threads``: torch threads while segmenting (1: the speed target's budget; None:
+        torch's)."""
         self.source = Path(source) if source else SHIPPED
         self.net = shared_net(self.source)
         self.classes = self.net.config.classes
         self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier) \
             if classify else None
-        if self.classifier is not None and self.classifier.config.classes != self.classes:
-            raise ValueError(f"the classifier of {classifier or self.source} names other classes than the "
-                             f"segmenter {self.source}")
+        self.grouper = shared_net(Path(grouper) if grouper else self.source, load_grouper) if group else None
+        for part, name in ((self.classifier, classifier), (self.grouper, grouper)):
+            if part is not None and part.config.classes != self.classes:
+                raise ValueError(f"the {type(part).__name__} of {name or self.source} names other classes than "
+                                 f"the segmenter {self.source}")
+        head = self.net.offset
+        # The offset head in pixels, (2, C) and (2,): a region's mean vote for its instance's centre.
+        self._offset = (head.weight[:, :, 0, 0].detach().numpy() * OFFSET_SCALE,
+                        head.bias.detach().numpy() * OFFSET_SCALE)
         self.centre_threshold = centre_threshold
         self.threads = threads
         self.snap = snap
         self.propose = propose
 
-    def __call__(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+    @property
+    def needs_camera(self) -> bool:
+        """Whether frames should come with their camera (the grouper reads world heights)."""
+        return self.grouper is not None
+
+    def __call__(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray | None = None,
+                 extrinsics: np.ndarray | None = None, camera: str = "") -> tuple[np.ndarray, dict[int, str]]:
+        """``camera``: the camera's name (scene, wrist, head), which the grouper knows."""
         if rgb.ndim != 3 or rgb.shape[2] != 3 or depth.shape != rgb.shape[:2]:
             raise ValueError(f"rgb must be (H,W,3) and depth (H,W); got {rgb.shape} and {depth.shape}")
         previous = torch.get_num_threads()
@@ -74,6 +100,13 @@ class LearnedSegmenter:
             torch.set_num_threads(self.threads)
         try:
             rgb, depth = np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32)
+            if self.grouper is not None:
+                if intrinsics is None or extrinsics is None:
+                    raise ValueError(f"the region grouper of {self.source} reads world heights: pass the frame's "
+                                     "intrinsics and extrinsics (or group=False for the pipeline without it)")
+                graph, regions, _ = self.region_graph(rgb, depth, intrinsics, extrinsics, camera)
+                logp, same = self.grouper.predict(graph)
+                return assemble(graph, logp, same, regions, self.grouper.config)
             ids, labels, sem, regions, n = self._snapped(rgb, depth)
             if self.classifier is not None:
                 ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF,
@@ -84,6 +117,15 @@ class LearnedSegmenter:
         finally:
             if switch:
                 torch.set_num_threads(previous)
+
+    def region_graph(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray, extrinsics: np.ndarray,
+                     camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
+        """The frame's regions (H,W) int64, their count and their graph with the network's features."""
+        features = self.net.features(rgb, depth)
+        regions, n = colour_depth_regions(rgb, depth)
+        graph = region_graph(rgb, depth, np.asarray(intrinsics, np.float64), np.asarray(extrinsics, np.float64),
+                             features, *self._offset, regions, n, camera)
+        return graph, regions, n
 
     def instances(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
         """The network's instances, snapped to the image's regions, before the classifier and the merge:

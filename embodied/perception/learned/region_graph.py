@@ -1,0 +1,187 @@
+"""The image's regions as a graph: what each region looks like, and what lies across each boundary.
+
+    graph = region_graph(rgb, depth, K, cam_to_world, features, regions, n)
+    graph.nodes  (n, NODE_DIM) float32   one row per region (see ``node_columns``)
+    graph.pairs  (m, 2) int64            adjacent regions (a < b)
+    graph.edges  (m, PAIR_DIM) float32   one row per adjacent pair
+    graph.area   (n,) float32 px
+
+Regions (``regions.colour_depth_regions``) almost never straddle two objects, so
+segmenting a frame comes down to naming each region and saying which
+neighbours belong together; ``grouper.RegionGrouper`` learns both from these
+rows. A region is described by its colour, its size in pixels and in metres,
+its place in the world (height above the ground or table, z = 0 in both
+suites), how level it is, its image box, the segmenter network's features
+averaged over it (``SegNet.features``), the camera, and the same averaged over
+its neighbours. A boundary by its length, the colour and depth steps across it,
+how far apart the network says the two regions' instance centres are, and the
+two regions' own rows.
+
+Numpy and scipy only; a 128 x 128 frame of ~80 regions takes about 2 ms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import ndimage
+from scipy.sparse import csr_matrix
+
+CAMERAS = ("scene", "wrist", "head")  # one-hot; any other camera gets zeros
+GEOMETRY = ("log_px", "log_m2", "r", "g", "b", "r_sd", "g_sd", "b_sd", "depth", "depth_sd", "z", "z_min", "z_max",
+            "x_extent", "y_extent", "z_extent", "level", "rows", "cols", "fill", "border", "log_perimeter")
+
+
+def node_columns(n_features: int) -> list[str]:
+    """Names of a node row's columns, for ``n_features`` network channels."""
+    own = list(GEOMETRY) + [f"cam_{c}" for c in CAMERAS] + [f"f{k}" for k in range(n_features)]
+    around = ["near_r", "near_g", "near_b", "near_z", "near_depth_step"] + [f"near_f{k}" for k in range(n_features)]
+    return own + around
+
+
+PAIR_OWN = ("log_boundary", "share_min", "share_max", "colour_step", "depth_step", "depth_continuous",
+            "centre_gap", "centre_gap_rel", "rgb_gap", "z_gap", "dist_3d", "level_gap")
+
+
+def pair_dim(n_features: int) -> int:
+    return len(PAIR_OWN) + 2 * len(node_columns(n_features))
+
+
+@dataclass
+class RegionGraph:
+    nodes: np.ndarray  # (n, D) float32
+    pairs: np.ndarray  # (m, 2) int64, a < b
+    edges: np.ndarray  # (m, P) float32
+    area: np.ndarray  # (n,) float32 px
+
+
+# Column blocks of the per-pixel table summed per region (see region_graph).
+_BLOCKS = (slice(0, 3), slice(3, 6), slice(6, 7), slice(7, 8), slice(8, 11), slice(11, 14), slice(14, 15),
+           slice(15, 16), slice(16, 17), slice(17, 18))
+
+
+def _summing(r: np.ndarray, n: int) -> csr_matrix:
+    """(n, N) 0/1 matrix: its product with per-pixel columns (N,K) sums them per region."""
+    return csr_matrix((np.ones(len(r), np.float32), (r, np.arange(len(r)))), shape=(n, len(r)))
+
+
+def world_points(depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray) -> np.ndarray:
+    """(H,W,3) world points of every pixel (no return: the camera's own position)."""
+    h, w = depth.shape
+    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
+    z = depth.astype(np.float32)
+    x = (u - K[0, 2]) * z / K[0, 0]
+    y = (v - K[1, 2]) * z / K[1, 1]
+    cam = np.stack([x, y, z], -1)
+    R, t = cam_to_world[:3, :3].astype(np.float32), cam_to_world[:3, 3].astype(np.float32)
+    return cam @ R.T + t
+
+
+def _level(points: np.ndarray) -> np.ndarray:
+    """(H,W) |world z| of each pixel's surface normal (1: a level surface, 0: an upright one)."""
+    du = np.zeros_like(points)
+    dv = np.zeros_like(points)
+    du[:, :-1] = points[:, 1:] - points[:, :-1]
+    dv[:-1] = points[1:] - points[:-1]
+    normal = np.cross(du, dv)
+    norm = np.linalg.norm(normal, axis=-1)
+    return np.abs(normal[..., 2]) / np.maximum(norm, 1e-12)
+
+
+def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, features: np.ndarray,
+                 offset_weight: np.ndarray, offset_bias: np.ndarray, regions: np.ndarray, n: int,
+                 camera: str = "") -> RegionGraph:
+    """rgb (H,W,3) uint8, depth (H,W) m (0 = no return), K (3,3) px, cam_to_world (4,4), features (C,H,W) the
+    network's per-pixel features, ``offset_weight`` (2,C) / ``offset_bias`` (2,) its linear offset head
+    in px (dy, dx), regions (H,W) int in [0, n)."""
+    h, w = depth.shape
+    r = regions.ravel().astype(np.int64)
+    area = np.bincount(r, minlength=n).astype(np.float64)
+    inv = 1.0 / np.maximum(area, 1.0)
+    z = depth.ravel().astype(np.float64)
+    points = world_points(depth, K, cam_to_world)
+    flat = points.reshape(-1, 3).astype(np.float64)
+    colour = rgb.reshape(-1, 3).astype(np.float64) / 255.0
+    pixel_m2 = (z / K[0, 0]) * (z / K[1, 1])
+    level = _level(points).ravel().astype(np.float64)
+    # Per-region means in one sparse product: colour, colour^2, depth, depth^2, world xyz, xyz^2, level, m^2,
+    # pixel row and column, the network's features.
+    vy, vx = np.mgrid[0:h, 0:w]
+    columns = np.empty((h * w, 18 + features.shape[0]), np.float32)
+    for k, column in enumerate((colour, colour ** 2, z, z ** 2, flat, flat ** 2, level, pixel_m2, vy.ravel(),
+                                vx.ravel())):
+        columns[:, _BLOCKS[k]] = column if column.ndim == 2 else column[:, None]
+    columns[:, 18:] = features.reshape(features.shape[0], -1).T
+    s = (_summing(r, n) @ columns).astype(np.float64) * inv[:, None]
+    mean_rgb, sq_rgb = s[:, 0:3], s[:, 3:6]
+    mean_d, sq_d = s[:, 6], s[:, 7]
+    mean_p, sq_p = s[:, 8:11], s[:, 11:14]
+    sd_rgb = np.sqrt(np.maximum(sq_rgb - mean_rgb ** 2, 0))
+    sd_d = np.sqrt(np.maximum(sq_d - mean_d ** 2, 0))
+    sd_p = np.sqrt(np.maximum(sq_p - mean_p ** 2, 0))
+    order = np.argsort(r, kind="stable")
+    starts = np.searchsorted(r[order], np.arange(n))
+    height = flat[order, 2]
+    z_min, z_max = np.minimum.reduceat(height, starts), np.maximum.reduceat(height, starts)
+    boxes = ndimage.find_objects(regions + 1, max_label=n)
+    rows = np.array([b[0].stop - b[0].start if b else 0 for b in boxes], np.float64)
+    cols = np.array([b[1].stop - b[1].start if b else 0 for b in boxes], np.float64)
+    border = np.zeros(n, bool)
+    border[np.unique(np.concatenate([regions[0], regions[-1], regions[:, 0], regions[:, -1]]))] = True
+    mean_yx, mean_f = s[:, 16:18], s[:, 18:]
+
+    # Boundaries: every pair of 4-neighbours in different regions, both ways once.
+    index = np.arange(h * w).reshape(h, w)
+    a_idx = np.concatenate([index[:, :-1].ravel(), index[:-1, :].ravel()])
+    b_idx = np.concatenate([index[:, 1:].ravel(), index[1:, :].ravel()])
+    ra, rb = r[a_idx], r[b_idx]
+    cut = ra != rb
+    a_idx, b_idx, ra, rb = a_idx[cut], b_idx[cut], ra[cut], rb[cut]
+    lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
+    key = lo * n + hi
+    pair_keys, which, boundary = np.unique(key, return_inverse=True, return_counts=True)
+    pairs = np.stack([pair_keys // n, pair_keys % n], 1)
+    m = len(pairs)
+    perimeter = np.bincount(ra, minlength=n) + np.bincount(rb, minlength=n) + 0.0
+    da, db = z[a_idx], z[b_idx]
+    step_c = np.abs(colour[a_idx] - colour[b_idx]).max(1)
+    step_d = np.abs(da - db) / np.maximum(np.minimum(da, db), 0.05)
+    continuous = (np.abs(da - db) <= 0.01 + 0.05 * np.minimum(da, db)).astype(np.float64)
+    # Which side is nearer the camera across the boundary (signed, from the lower-numbered region's side).
+    signed = np.where(ra == lo, db - da, da - db)
+    per_pair = _summing(which, m) @ np.column_stack([step_c, step_d, continuous, signed]) / boundary[:, None]
+
+    # Neighbourhood: boundary-weighted means of the neighbours' colour, height and features, and how far
+    # the region stands out of its surroundings towards the camera.
+    weight = boundary.astype(np.float64)
+    x, y = np.concatenate([pairs[:, 0], pairs[:, 1]]), np.concatenate([pairs[:, 1], pairs[:, 0]])
+    both = np.concatenate([weight, weight])
+    own = np.column_stack([mean_rgb, mean_p[:, 2], mean_f])
+    total = np.maximum(np.bincount(x, both, minlength=n), 1.0)
+    around = (csr_matrix((both, (x, y)), shape=(n, n)) @ own) / total[:, None]
+    stands_out = np.bincount(x, np.concatenate([per_pair[:, 3], -per_pair[:, 3]]) * both, minlength=n) / total
+    near = np.column_stack([around[:, :4], stands_out, around[:, 4:]])
+
+    cam = np.zeros((n, len(CAMERAS)))
+    if camera in CAMERAS:
+        cam[:, CAMERAS.index(camera)] = 1.0
+    nodes = np.column_stack([
+        np.log1p(area), np.log(np.maximum(s[:, 15], 1e-8)), mean_rgb, sd_rgb, mean_d, sd_d, mean_p[:, 2], z_min, z_max,
+        sd_p * 3.46, s[:, 14], rows / h, cols / w, area / np.maximum(rows * cols, 1), border,
+        np.log1p(perimeter), cam, mean_f, near])
+
+    # The network's offsets are linear in its features: a region's mean vote for its instance's centre
+    # is its mean pixel plus the offset head applied to its mean features.
+    centre = mean_yx + mean_f @ offset_weight.T.astype(np.float64) + offset_bias.astype(np.float64)
+    pa, pb = pairs[:, 0], pairs[:, 1]
+    gap = np.linalg.norm(centre[pa] - centre[pb], axis=1)
+    size = np.sqrt(np.minimum(area[pa], area[pb]))
+    edges = np.column_stack([
+        np.log(boundary), boundary / np.maximum(np.minimum(perimeter[pa], perimeter[pb]), 1),
+        boundary / np.maximum(np.maximum(perimeter[pa], perimeter[pb]), 1), per_pair[:, 0], per_pair[:, 1],
+        per_pair[:, 2], np.log1p(gap), gap / np.maximum(size, 1.0), np.abs(mean_rgb[pa] - mean_rgb[pb]).sum(1),
+        np.abs(mean_p[pa, 2] - mean_p[pb, 2]), np.linalg.norm(mean_p[pa] - mean_p[pb], axis=1),
+        np.abs(s[pa, 14] - s[pb, 14]),
+        nodes[pa] + nodes[pb], np.abs(nodes[pa] - nodes[pb])])
+    return RegionGraph(nodes.astype(np.float32), pairs, edges.astype(np.float32), area.astype(np.float32))
