@@ -30,3 +30,10 @@ class AgentConfig:
     localise: LocaliserConfig | None = field(default_factory=LocaliserConfig)
     record_decisions: bool = False  # keep a DecisionLog: the inputs and choice at every decision point
     max_decisions: int = 40  # with a learned decider: decisions per goal before it gives up
+
+    def memory_config(self) -> MemoryConfig:
+        """``memory``, or by default the memory for the agent's detector: on a learned or geometric one a
+        node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once."""
+        if self.memory is not None:
+            return self.memory
+        return MemoryConfig(min_sightings=1 if self.perception.mode == "masks" else 3)

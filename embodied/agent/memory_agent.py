@@ -84,7 +84,7 @@ class MemoryAgent:
         if seed is not None:
             cfg.perception.seed = int(seed)
         self.perceive = Perceiver(self.labels, cfg.perception)
-        self.memory = SpatialMemory(cfg.memory)
+        self.memory = SpatialMemory(cfg.memory_config())
         self.skills = dict(self._skills_given or {})  # completed with the body's scripted skills at the first act
         self.aim = Aim(cfg.aim) if cfg.aim is not None else None
         self._reached: np.ndarray | None = None  # TCP (3,) m when the running grasp closed its fingers
@@ -217,7 +217,7 @@ class MemoryAgent:
     def _remember(self, obs: dict) -> None:
         phase = int(obs["goal"]["phase"])
         if phase == RECALL and self._phase != RECALL and self.config.wipe_at_recall:
-            self.memory = SpatialMemory(self.config.memory)
+            self.memory = SpatialMemory(self.config.memory_config())
             if self.freespace is not None:
                 self.freespace = FreeSpaceMap()
                 if self.drift is not None:

@@ -1,6 +1,7 @@
 """``embodied perception make-data|train|train-classifier|train-grouper|eval|export``: the segmenter's jobs.
 
     embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S] [--option K=V ...]
+                                  [--policy expert|agent|agent:learned]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
     embodied perception train-classifier --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
     embodied perception train-grouper --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
@@ -19,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("perception", help="the learned segmenter: render labelled frames, train, evaluate, export")
     psub = p.add_subparsers(dest="perception_command", required=True)
 
-    d = psub.add_parser("make-data", help="render labelled RGB-D frames from both suites' expert episodes")
+    d = psub.add_parser("make-data", help="render labelled RGB-D frames from both suites' episodes (the expert's or the agent's)")
     d.add_argument("--out", required=True)
     d.add_argument("--episodes", type=int, default=600, help="episodes, taking the tasks in turn (default 600)")
     d.add_argument("--task", action="append", default=[], help="only these tasks (repeatable; default: all)")
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--max-frames", type=int, default=24, help="per episode and camera")
     d.add_argument("--seed", type=int, default=None, help="first seed (default 700000; held-out frames: 800000)")
     d.add_argument("--image-size", type=int, default=128)
+    d.add_argument("--policy", choices=("expert", "agent", "agent:learned"), default="expert",
+                   help="who acts: the scripted expert, or the memory agent on the renderer's masks or on the "
+                   "learned segmenter (its own views: approaches, retries, close-ups)")
     add_option_argument(d)
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=make_data)
@@ -119,7 +123,7 @@ def make_data(args) -> dict:
     options = task_knobs(args.option, args.task or list(TASKS))  # checked before the first frame is rendered
     job = FrameJob(out=args.out, episodes=args.episodes, tasks=tuple(args.task), every=args.every,
                    max_frames=args.max_frames, seed=DATA_SEED if args.seed is None else args.seed,
-                   image_size=args.image_size, options=options or None)
+                   image_size=args.image_size, options=options or None, policy=args.policy)
     result = make_frames(job, progress=not args.json)
     result["options"] = options
     if not args.json:

@@ -1,11 +1,14 @@
 """Render labelled frames for the learned segmenter (``embodied perception make-data``).
 
-Each episode runs one task's scripted expert on a fresh seed and keeps every
-camera's RGB, depth and instance ids every ``every`` steps (from a random
-offset), so the frames cover the arm's and the base's poses along real
-episodes, in every phase. The format is ``embodied.perception.learned.frames``.
-The simulator is imported only when frames are made, so reading them does not
-need it.
+Each episode runs one task's scripted expert (or the memory agent) on a fresh
+seed and keeps every camera's RGB, depth, instance ids and camera matrices
+every ``every`` steps (from a random offset), so the frames cover the arm's and
+the base's poses along real episodes, in every phase. The memory agent's
+episodes show what it looks at itself: its own approach paths, retries and
+close-ups (``policy="agent"`` on the renderer's masks, ``"agent:learned"`` on
+the learned segmenter, whose mistakes lead it to other views still). The format
+is ``embodied.perception.learned.frames``. The simulator is imported only when
+frames are made, so reading them does not need it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from embodied.perception.learned.frames import FrameWriter
 
 DATA_SEED = 700_000  # training frames: DATA_SEED + episode; held-out frames use HELD_OUT_SEED
 HELD_OUT_SEED = 800_000
+POLICIES = ("expert", "agent", "agent:learned")  # who acts in the episodes frames are kept from
 
 
 @dataclass
@@ -31,10 +35,13 @@ class FrameJob:
     seed: int = DATA_SEED
     image_size: int = 128
     options: dict | None = None  # task knobs, e.g. {"preset": "hard"}
+    policy: str = "expert"  # one of POLICIES
 
     def validate(self) -> None:
         if self.episodes < 1 or self.every < 1 or self.max_frames < 1 or self.image_size < 16:
             raise ValueError("episodes, every and max_frames must be >= 1, image_size >= 16")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
 
 
 def _task_names(tasks: tuple[str, ...]) -> list[str]:
@@ -51,10 +58,12 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
     from embodied.tasks import get_task
 
     entry = get_task(task)
-    env = gym.make(entry.env_id, image_size=job.image_size, render_every=job.every, **(job.options or {}))
+    # The agent perceives every step; the expert needs the cameras only on the kept ones.
+    every = 1 if job.policy != "expert" else job.every
+    env = gym.make(entry.env_id, image_size=job.image_size, render_every=every, **(job.options or {}))
     try:
         obs, info = env.reset(seed=seed)
-        expert = make_expert(env)
+        actor = make_expert(env) if job.policy == "expert" else _agent(env, seed, job.policy)
         cams = sorted(k.split("/", 1)[1] for k in obs if k.startswith("segmentation/"))
         offset = int(np.random.default_rng(seed).integers(job.every))
         kept: dict[str, list] = {"rgb": [], "depth": [], "instance": [], "intrinsics": [], "extrinsics": []}
@@ -69,14 +78,24 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
                     kept["intrinsics"].append(obs[f"intrinsics/{cam}"])
                     kept["extrinsics"].append(obs[f"extrinsics/{cam}"])
                     frames.append({"step": t, "camera": cam, "phase": int(obs["goal"]["phase"])})
-            obs, _, terminated, truncated, info = env.step(expert.act(obs))
+            obs, _, terminated, truncated, info = env.step(actor.act(obs))
             t += 1
             done = terminated or truncated
         labels = {str(k): str(v) for k, v in env.unwrapped.labels.items()}
-        sidecar = {"task": entry.name, "suite": entry.suite, "seed": seed, "classes": labels, "frames": frames}
+        sidecar = {"task": entry.name, "suite": entry.suite, "seed": seed, "classes": labels, "frames": frames,
+                   "policy": job.policy}
         return {k: np.stack(v) for k, v in kept.items()}, sidecar
     finally:
         env.close()
+
+
+def _agent(env, seed: int, policy: str):
+    """The memory agent on the renderer's masks ("agent") or on the learned segmenter ("agent:learned")."""
+    from embodied.eval.rollout import make_agent
+
+    agent = make_agent(env, seed=seed, perception="learned" if policy == "agent:learned" else "masks")
+    agent.reset(seed=seed)
+    return agent
 
 
 def make_frames(job: FrameJob, progress: bool = True) -> dict:

@@ -89,6 +89,10 @@ class MemoryConfig:
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).
     move_tol_pixels: float = 1.0
     log_tol: float = 0.01  # m; position change that is written to the event log
+    # A node seen fewer times than this is tentative: find() and resolve() leave it out. A learned detector's
+    # stray piece of one frame (a drawer's edge read as a cup) then never enters a plan; the renderer's masks
+    # need no such wait (1). ConceptGraphs keeps an object after 3 detections.
+    min_sightings: int = 1
     max_object_points: int = 256  # fused cloud cap per object
     # Visibility: a remembered point is "seen through" if the depth image reads
     # farther than it by more than this (m, plus a fraction of the depth).
@@ -119,5 +123,5 @@ class MemoryConfig:
     def validate(self) -> None:
         if not 0 < self.min_overlap <= 1:
             raise ValueError(f"min_overlap must be in (0, 1], got {self.min_overlap}")
-        if self.assoc_voxel <= 0 or self.move_gate <= 0 or self.keyframe_every < 1:
-            raise ValueError("assoc_voxel and move_gate must be > 0, keyframe_every >= 1")
+        if self.assoc_voxel <= 0 or self.move_gate <= 0 or self.keyframe_every < 1 or self.min_sightings < 1:
+            raise ValueError("assoc_voxel and move_gate must be > 0, keyframe_every and min_sightings >= 1")

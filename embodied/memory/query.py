@@ -33,9 +33,13 @@ class Queries:
     def find(
         self, cls: str | None = None, colour: str | None = None, kind: str | None = None, status: str | None = None
     ) -> list[str]:
-        """Node ids with the given class / colour name / kind / status (None: any), sorted."""
+        """Node ids with the given class / colour name / kind / status (None: any), sorted; tentative nodes
+        (seen fewer than ``config.min_sightings`` times) are left out."""
         out = []
+        least = self.config.min_sightings
         for node, a in self._graph.nodes(data=True):
+            if a.get("n_obs", least) < least:
+                continue
             if cls is not None and a.get("cls") != cls:
                 continue
             if colour is not None and a.get("colour") != colour:
@@ -46,6 +50,11 @@ class Queries:
                 continue
             out.append(node)
         return sorted(out)
+
+    def tentative(self, node: str) -> bool:
+        """Whether ``node`` was seen fewer than ``config.min_sightings`` times (``find`` leaves it out)."""
+        a = self._graph.nodes[node]
+        return a.get("n_obs", self.config.min_sightings) < self.config.min_sightings
 
     def related(self, node: str, rel: str) -> list[str]:
         """Targets of ``node``'s outgoing edges of relation ``rel``."""

@@ -104,11 +104,13 @@ class Resolver:
     def holder(self, node: str) -> str:
         """The container the node is in (seen there or remembered there), "" if none."""
         where = self.memory.where_is(node)
-        inside = where["in"]
+        # A container deleted since, or only glimpsed (a detector's stray piece: tentative), holds nothing.
+        holds = lambda c: c in self.memory.graph and not self.memory.tentative(c)  # noqa: E731
+        inside = [c for c in where["in"] if holds(c)]
         if inside:
             return inside[0]
         inside = self.attrs(node).get("inside", "") or ""
-        inside = inside if inside in self.memory.graph else ""  # a container deleted since holds nothing
+        inside = inside if holds(inside) else ""
         if inside or where["visible"] or where["held"]:
             return inside
         # Out of sight and not recorded inside anything: the container it vanished next to.
