@@ -413,3 +413,36 @@ def _rotation(q: np.ndarray) -> np.ndarray:
     return np.array([[a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)],
                      [2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b)],
                      [2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d]])
+
+
+@pytest.mark.parametrize("sightings", [1, 3])
+def test_a_node_glimpsed_fewer_times_than_min_sightings_is_left_out_of_plans(sightings):
+    """A learned detector's stray piece of one frame: memory keeps it, but find() and the planner's
+    resolver leave it out until it has been seen ``min_sightings`` times."""
+    from embodied.memory import MemoryConfig
+    from embodied.planner.grammar import Ref
+    from embodied.planner.resolver import ResolutionError, Resolver
+
+    memory = SpatialMemory(MemoryConfig(min_sightings=sightings))
+    ball = lambda: detection((0.4, 0.0, 0.016), "ball", "yellow", size=(0.032,) * 3)  # noqa: E731
+    for t in range(3):
+        memory.update(frame(t, [ball()]))
+    # One frame shows a cup come down over the ball, then the cup is never seen again.
+    memory.update(frame(3, [detection((0.4, 0.0, 0.0), "cup", "blue", (0.08, 0.08, 0.08), bottom=0.0)]))
+    memory.update(frame(4, [], [box_points((0.36, -0.04, 0.0), (0.44, 0.04, 0.08))]))
+    cup = [n for n, a in memory.graph.nodes(data=True) if a["cls"] == "cup"]
+    assert len(cup) == 1 and memory.graph.nodes[cup[0]]["n_obs"] == 1, "memory keeps what it glimpsed"
+    resolver = Resolver(memory)
+    (ball_node,) = memory.find(cls="ball")
+    assert memory.graph.nodes[ball_node]["inside"] == cup[0]
+    if sightings == 1:
+        assert memory.find(cls="cup") == cup and not memory.tentative(cup[0])
+        assert resolver.holder(ball_node) == cup[0]
+    else:
+        assert memory.find(cls="cup") == [] and memory.tentative(cup[0])
+        assert resolver.holder(ball_node) == "", "a cup glimpsed once holds the ball"
+        with pytest.raises(ResolutionError):
+            resolver.resolve(Ref(noun="cup"))
+        for t in (5, 6):  # seen twice more: no longer tentative
+            memory.update(frame(t, [detection((0.4, 0.0, 0.0), "cup", "blue", (0.08, 0.08, 0.08), bottom=0.0)]))
+        assert memory.find(cls="cup") == cup and resolver.holder(ball_node) == cup[0]
