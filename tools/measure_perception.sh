@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The numbers of docs/perception.md: segmenter quality on held-out frames (the whole pipeline, then without
-# each of its steps), speed per mode, and the whole agent on masks vs learned perception (default look and
+# The numbers of docs/perception.md: segmenter quality on held-out frames (the shipped pipeline, then the one
+# without the region grouper step by step), speed per mode, and the whole agent on masks vs learned perception (default look and
 # visual=randomized) on seeds 900000+ (no test uses them), every task but Lifelong (one 20,700-step episode).
 #   bash tools/measure_perception.sh [OUT_DIR]   # default runs/seg; prints the tables (tools/report_perception.py)
 # then python3 tools/report_results.py --perception OUT_DIR   # writes them into docs/perception.md (--check: compare)
@@ -13,10 +13,13 @@ E="python3 -m embodied.cli.main"
 mkdir -p "$OUT"
 $E perception eval --data "$OUT/frames_heldout" --json > "$OUT/eval_shipped.json"
 $E perception eval --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_shipped_vis.json"
-for look in "" _vis; do
-  $E perception eval --data "$OUT/frames_heldout$look" --without proposals --json > "$OUT/eval_no_proposals$look.json"
-  $E perception eval --data "$OUT/frames_heldout$look" --without classifier --json > "$OUT/eval_no_classifier$look.json"
-  $E perception eval --data "$OUT/frames_heldout$look" --without snap --without classifier --json \
+for look in "" _vis; do  # the pipeline without the region grouper, step by step
+  W="--without grouper"
+  $E perception eval --data "$OUT/frames_heldout$look" $W --json > "$OUT/eval_no_grouper$look.json"
+  $E perception eval --data "$OUT/frames_heldout$look" $W --without proposals --json > "$OUT/eval_no_proposals$look.json"
+  $E perception eval --data "$OUT/frames_heldout$look" $W --without classifier --json \
+    > "$OUT/eval_no_classifier$look.json"
+  $E perception eval --data "$OUT/frames_heldout$look" $W --without snap --without classifier --json \
     > "$OUT/eval_network_only$look.json"
 done
 $E bench perception --json > "$OUT/bench_perception.json"

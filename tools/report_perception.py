@@ -32,9 +32,11 @@ def quality(result: dict, title: str) -> str:
     return "\n".join(lines)
 
 
-# What each step of the pipeline adds: eval file stem (see tools/measure_perception.sh) and row label.
+# What each step of the pipeline adds: eval file stem (see tools/measure_perception.sh) and row label. The
+# first four are the pipeline without the region grouper (``--without grouper``), step by step.
 STEPS = (("eval_network_only", "the network alone"), ("eval_no_classifier", "+ snapping to regions, split by class"),
-         ("eval_no_proposals", "+ the crop classifier"), ("eval_shipped", "+ its proposals (shipped)"))
+         ("eval_no_proposals", "+ the crop classifier"), ("eval_no_grouper", "+ its proposals"),
+         ("eval_shipped", "regions named and joined by the grouper (shipped)"))
 
 
 def steps(out: Path) -> str | None:

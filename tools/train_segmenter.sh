@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Reproduce the shipped segmenter (embodied/perception/learned/shipped/segmenter.safetensors) on a CPU:
 # render the frames, train the network in three legs exactly as the shipped weights were trained, train the
-# crop classifier on its instances, export both as one file, evaluate.
-# About 75 min of network training on one core (2026-11-27, 2 shared cores), ~6 min of rendering, and
-# ~10 min for the classifier on two threads (5 min cropping, 3000 steps of 101 ms; 2026-11-29).
+# crop classifier on its instances and the region grouper on its features, export the three as one file,
+# evaluate.
+# About 75 min of network training on one core (2026-11-27, 2 shared cores), ~6 min of rendering the experts'
+# frames and ~40 min the agent's, ~10 min for the classifier on two threads (5 min cropping, 3000 steps of
+# 101 ms; 2026-11-29) and ~20 min for the grouper on two threads (6 min of region graphs, 20000 steps of
+# 37 ms; 2026-12-01).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUJOCO_GL=${MUJOCO_GL:-egl} OMP_NUM_THREADS=1
@@ -13,6 +16,11 @@ $E perception make-data --out "$OUT/frames_train" --episodes 600
 $E perception make-data --out "$OUT/frames_train_vis" --episodes 300 --seed 750000 --option visual=randomized
 $E perception make-data --out "$OUT/frames_heldout" --episodes 60 --seed 800000
 $E perception make-data --out "$OUT/frames_heldout_vis" --episodes 40 --seed 850000 --option visual=randomized
+# The memory agent's own episodes (on the renderer's masks), for the grouper: its approaches, retries, close-ups.
+$E perception make-data --out "$OUT/frames_agent" --episodes 600 --seed 720000 --every 10 --policy agent
+$E perception make-data --out "$OUT/frames_agent_vis" --episodes 300 --seed 770000 --every 10 --policy agent \
+    --option visual=randomized
+$E perception make-data --out "$OUT/frames_heldout_agent" --episodes 60 --seed 820000 --every 10 --policy agent
 # Leg 1: no class weights, cut at step 1500 of a 3000-step schedule.
 $E perception train --data "$OUT/frames_train" --out "$OUT/run1" --steps 3000 --stop-at 1500 --balance 0
 # Leg 2: class weights, small instances x2, cut at step 1000 of a 7000-step schedule.
@@ -24,9 +32,16 @@ $E perception train --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --
 # The crop classifier: crops of the true instances and of run3's own (snapped) instances, both looks.
 $E perception train-classifier --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --segmenter "$OUT/run3" \
     --out "$OUT/classifier" --steps 3000 --threads 2
+# The region grouper on run3's features: both looks, the experts' frames and the agent's.
+$E perception train-grouper --data "$OUT/frames_train" --data "$OUT/frames_train_vis" --data "$OUT/frames_agent" \
+    --data "$OUT/frames_agent_vis" --segmenter "$OUT/run3" --out "$OUT/grouper" --steps 20000 --threads 2 \
+    --model hidden=256
 # The export measures which classes touch themselves in the training labels (the decoder keeps those apart).
-$E perception export --run "$OUT/run3" --classifier "$OUT/classifier" --out "$OUT/segmenter.safetensors"
+$E perception export --run "$OUT/run3" --classifier "$OUT/classifier" --grouper "$OUT/grouper" \
+    --out "$OUT/segmenter.safetensors"
 # Not shipped: a fourth leg (from run3, both looks, --steps 12000 --lr 2e-3, 108 min under load 2-4) scores
 # higher on the held-out frames but misses more cups and walls in tests/test_learned_perception.py's checks.
 $E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout" --json > "$OUT/eval_heldout.json"
 $E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout_vis" --json > "$OUT/eval_heldout_vis.json"
+$E perception eval --weights "$OUT/segmenter.safetensors" --data "$OUT/frames_heldout_agent" --json \
+    > "$OUT/eval_heldout_agent.json"

@@ -64,7 +64,7 @@ class AgentTracking:
         """
         cfg = self.config
         tip = tcp[2] - cfg.fingertip_below_tcp
-        for node in self.find(cls="button"):
+        for node in self._find(cls="button"):
             a, tr = self._graph.nodes[node], self.tracks[node]
             top = tr.rest.get("top", float(tr.box_max[2]))
             over = bool(np.all(tcp[:2] >= tr.box_min[:2]) and np.all(tcp[:2] <= tr.box_max[:2]))

@@ -201,7 +201,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
 
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
-        parts = [n for n in self.find(cls=cls) if "now" in self.tracks[n].rest]
+        parts = [n for n in self._find(cls=cls) if "now" in self.tracks[n].rest]
         if not parts:  # the frame's parts were merged into nodes not yet placed in a housing
             return
         # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
@@ -229,7 +229,7 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         """
         lo, hi = track.box_min, track.box_max
         best, best_area, outward = None, 0.0, np.zeros(3)
-        for other in self.find(kind="surface"):
+        for other in self._find(kind="surface"):
             if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
                 continue
             h = self.tracks[other]

@@ -35,8 +35,13 @@ class Queries:
     ) -> list[str]:
         """Node ids with the given class / colour name / kind / status (None: any), sorted; tentative nodes
         (seen fewer than ``config.min_sightings`` times) are left out."""
+        return self._find(cls, colour, kind, status, self.config.min_sightings)
+
+    def _find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
+              status: str | None = None, least: int = 1) -> list[str]:
+        """``find`` for the memory's own passes, tentative nodes included (``least`` = 1): a drawer's
+        state or a press is judged from its first sighting on."""
         out = []
-        least = self.config.min_sightings
         for node, a in self._graph.nodes(data=True):
             if a.get("n_obs", least) < least:
                 continue

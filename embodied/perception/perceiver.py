@@ -9,6 +9,7 @@ import numpy as np
 from embodied.perception.geometric import detect_geometric
 from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
 from embodied.perception.masks import detect_masks
+from embodied.perception.self_filter import hand_pixels
 from embodied.perception.types import Frame, PerceptionConfig
 
 WORKCELL_PROPRIO_DIM = 22  # qpos 7, qvel 7, TCP pos 3, TCP quat 4, gripper width 1
@@ -97,6 +98,11 @@ class Perceiver:
             arrays = camera_arrays(obs, cam, need_masks=masks, copy=noisy)
             if learned:
                 arrays["segmentation"], cam_labels = segments[cam]
+                if cfg.self_filter and tcp is not None:
+                    # The hand is known from proprioception: its pixels are no object's, whatever the
+                    # segmenter grouped them with.
+                    hand = hand_pixels(arrays["depth"], arrays["intrinsics"], arrays["extrinsics"], proprio)
+                    arrays["segmentation"] = np.where(hand, 0, arrays["segmentation"])
             if lut is not None:
                 arrays["segmentation"] = self._shuffled(arrays["segmentation"], labels, lut)
             corrupt(arrays, cfg, self.rng)

@@ -26,6 +26,9 @@ class PerceptionConfig:
     mode: str = "masks"  # "masks" (rendered instance masks), "learned" (a trained RGB-D segmenter, no masks)
     # or "geometric" (RANSAC + DBSCAN, no masks)
     segmenter: str = ""  # learned mode: a segmenter run folder or weights file ("": the shipped weights)
+    # Learned mode: pixels on the arm's own hand (from proprioception, embodied.perception.self_filter) are
+    # taken out of every predicted mask.
+    self_filter: bool = True
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
     max_pixels: int = 256  # per instance, taken on a regular stride before back-projection
