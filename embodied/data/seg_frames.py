@@ -31,7 +31,7 @@ class FrameJob:
     episodes: int = 40
     tasks: tuple[str, ...] = ()  # default: every registered task, both suites, in turn
     every: int = 25  # control steps between kept frames
-    max_frames: int = 24  # per episode and camera
+    max_frames: int = 24  # per episode and camera: a uniform sample of the episode's kept steps
     seed: int = DATA_SEED
     image_size: int = 128
     options: dict | None = None  # task knobs, e.g. {"preset": "hard"}
@@ -66,27 +66,44 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
         actor = make_expert(env) if job.policy == "expert" else _agent(env, seed, job.policy)
         cams = sorted(k.split("/", 1)[1] for k in obs if k.startswith("segmentation/"))
         offset = int(np.random.default_rng(seed).integers(job.every))
-        kept: dict[str, list] = {"rgb": [], "depth": [], "instance": [], "intrinsics": [], "extrinsics": []}
-        frames: list[dict] = []
-        t, done = 0, False
-        while not done and len(frames) < job.max_frames * len(cams):
+        # A uniform sample of at most max_frames of the episode's kept steps, wherever they fall (reservoir
+        # sampling): the recall at the end of a long episode is as likely to be kept as its start.
+        draw = np.random.default_rng([seed, 1])
+        slots: list[tuple[int, int, dict]] = []  # (step, phase, {camera: arrays})
+        seen, t, done = 0, 0, False
+        while not done:
             if t % job.every == 0 and t >= offset:
-                for cam in cams:
-                    kept["rgb"].append(obs[f"rgb/{cam}"])
-                    kept["depth"].append(np.nan_to_num(obs[f"depth/{cam}"], nan=0.0, posinf=0.0))
-                    kept["instance"].append(obs[f"segmentation/{cam}"])
-                    kept["intrinsics"].append(obs[f"intrinsics/{cam}"])
-                    kept["extrinsics"].append(obs[f"extrinsics/{cam}"])
-                    frames.append({"step": t, "camera": cam, "phase": int(obs["goal"]["phase"])})
+                snap = (t, int(obs["goal"]["phase"]), {cam: _camera_arrays(obs, cam) for cam in cams})
+                if len(slots) < job.max_frames:
+                    slots.append(snap)
+                else:
+                    j = int(draw.integers(seen + 1))
+                    if j < job.max_frames:
+                        slots[j] = snap
+                seen += 1
             obs, _, terminated, truncated, info = env.step(actor.act(obs))
             t += 1
             done = terminated or truncated
+        kept: dict[str, list] = {k: [] for k in ("rgb", "depth", "instance", "intrinsics", "extrinsics")}
+        frames: list[dict] = []
+        for step, phase, by_camera in sorted(slots, key=lambda s: s[0]):
+            for cam in cams:
+                for key, value in by_camera[cam].items():
+                    kept[key].append(value)
+                frames.append({"step": step, "camera": cam, "phase": phase})
         labels = {str(k): str(v) for k, v in env.unwrapped.labels.items()}
         sidecar = {"task": entry.name, "suite": entry.suite, "seed": seed, "classes": labels, "frames": frames,
                    "policy": job.policy}
         return {k: np.stack(v) for k, v in kept.items()}, sidecar
     finally:
         env.close()
+
+
+def _camera_arrays(obs: dict, cam: str) -> dict[str, np.ndarray]:
+    """One camera's kept arrays (copies: the next step may reuse the observation's buffers)."""
+    return {"rgb": np.array(obs[f"rgb/{cam}"]), "depth": np.nan_to_num(obs[f"depth/{cam}"], nan=0.0, posinf=0.0),
+            "instance": np.array(obs[f"segmentation/{cam}"]), "intrinsics": np.array(obs[f"intrinsics/{cam}"]),
+            "extrinsics": np.array(obs[f"extrinsics/{cam}"])}
 
 
 def _agent(env, seed: int, policy: str):
