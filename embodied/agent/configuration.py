@@ -33,7 +33,9 @@ class AgentConfig:
 
     def memory_config(self) -> MemoryConfig:
         """``memory``, or by default the memory for the agent's detector: on a learned or geometric one a
-        node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once."""
+        node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once;
+        a learned one's flickering labels are outvoted (``MemoryConfig.class_votes``)."""
         if self.memory is not None:
             return self.memory
-        return MemoryConfig(min_sightings=1 if self.perception.mode == "masks" else 3)
+        mode = self.perception.mode
+        return MemoryConfig(min_sightings=1 if mode == "masks" else 3, class_votes=mode == "learned")

@@ -23,6 +23,7 @@ from embodied.perception.learned.frames import FrameWriter
 DATA_SEED = 700_000  # training frames: DATA_SEED + episode; held-out frames use HELD_OUT_SEED
 HELD_OUT_SEED = 800_000
 POLICIES = ("expert", "agent", "agent:learned")  # who acts in the episodes frames are kept from
+AGENT_MAX_STEPS = 5000  # the agent's default tasks: episodes at most this long
 
 
 @dataclass
@@ -44,10 +45,17 @@ class FrameJob:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
 
 
-def _task_names(tasks: tuple[str, ...]) -> list[str]:
+def _task_names(tasks: tuple[str, ...], policy: str = "expert") -> list[str]:
+    """The named tasks, or every task of both suites; the agent renders every step, so its default leaves
+    out episodes longer than ``AGENT_MAX_STEPS`` (Lifelong's day) unless named."""
     from embodied.tasks import TASKS, get_task
 
-    return [get_task(t).name for t in tasks] if tasks else sorted(TASKS, key=lambda n: (TASKS[n].suite, n))
+    if tasks:
+        return [get_task(t).name for t in tasks]
+    names = sorted(TASKS, key=lambda n: (TASKS[n].suite, n))
+    if policy != "expert":
+        names = [n for n in names if (TASKS[n].max_episode_steps or 0) <= AGENT_MAX_STEPS]
+    return names
 
 
 def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.ndarray], dict]:
@@ -81,7 +89,7 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
                     if j < job.max_frames:
                         slots[j] = snap
                 seen += 1
-            obs, _, terminated, truncated, info = env.step(actor.act(obs))
+            obs, _, terminated, truncated, _ = env.step(actor.act(obs))
             t += 1
             done = terminated or truncated
         kept: dict[str, list] = {k: [] for k in ("rgb", "depth", "instance", "intrinsics", "extrinsics")}
@@ -119,7 +127,7 @@ def make_frames(job: FrameJob, progress: bool = True) -> dict:
     """Render ``job.episodes`` episodes into ``job.out`` (resuming after the last finished one)."""
     job.validate()
     writer = FrameWriter(job.out, job.image_size)
-    names = _task_names(job.tasks)
+    names = _task_names(job.tasks, job.policy)
     start = writer.episodes_done
     n_frames = 0
     for i in tqdm(range(start, job.episodes), initial=start, total=job.episodes, desc="frames", disable=not progress):

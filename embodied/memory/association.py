@@ -103,14 +103,15 @@ class Association:
             # Gating for every (detection, node) pair at once: box gap, centre distance, class, colour.
             gap = np.maximum(lo[None] - d_hi[:, None], d_lo[:, None] - hi[None]).max(axis=2)
             dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
-            ok = np.ones_like(gap, dtype=bool)
             d_cls = np.array([d.label for d in dets], dtype=object)[:, None]
-            if cfg.strict_class:
-                ok = d_cls == cls[None]
-            else:
+            same_cls = d_cls == cls[None]
+            # With class votes any class may continue a node, another one only where the detection lies
+            # on the node's own points (below).
+            ok = np.ones_like(gap, dtype=bool)
+            if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
-                ok = (d_cls == cls[None]) | np.isin(d_cls, list(SIZE_CLASSES))
+                ok = same_cls if cfg.strict_class else same_cls | np.isin(d_cls, list(SIZE_CLASSES))
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
             # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
             # detection is judged against this camera's own last look where there is one.
@@ -137,7 +138,10 @@ class Association:
                         ov = footprint_overlap(det, lo[j], hi[j])
                     else:
                         ov = overlap(det.points, self.tracks[node].keys, cfg.assoc_voxel)
-                if ov >= cfg.min_overlap and col_ok[i, j]:
+                if not same_cls[i, j] and cfg.class_votes:
+                    if ov >= 0.5 and col_ok[i, j]:  # its label flickered: ranked below every same-class match
+                        pairs.append((ov, i, node, ov))
+                elif ov >= cfg.min_overlap and col_ok[i, j]:
                     # Ties (a sliver of a neighbour overlaps as fully as the object itself) go to the nearer centre.
                     pairs.append((1.0 + ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
                 elif ov >= 0.5:

@@ -84,6 +84,10 @@ class MemoryConfig:
     # go on (off): logged even when the colour name stays (a white light on a grey button).
     brightness_ratio: float = 1.4
     strict_class: bool = True  # masks mode: classes must match; geometric mode shape classes may differ
+    # A learned detector's labels flicker (a plate read as a book now and then): a detection of another class
+    # may then continue a node it lies on (half its points on the node's own), and the node takes the class
+    # most of its detections gave (Track.votes). Off for the renderer's masks, whose classes never flicker.
+    class_votes: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).

@@ -56,11 +56,16 @@ class Permanence:
             return
         by_cls: dict[str, list[str]] = {}
         for n in nodes:
-            by_cls.setdefault(self._graph.nodes[n]["cls"], []).append(n)
+            by_cls.setdefault(self._alike(self._graph.nodes[n]), []).append(n)
         for u in fresh:
-            for v in by_cls[self._graph.nodes[u]["cls"]]:
+            for v in by_cls[self._alike(self._graph.nodes[u])]:
                 if v != u:
                     self.together.add((u, v) if u < v else (v, u))
+
+    def _alike(self, a: dict) -> str:
+        """What a node may be merged with: nodes of its class, or with class votes any plain object (one
+        object whose label flickered has a node under each label)."""
+        return "object:" if self.config.class_votes and a["kind"] == "object" else a["cls"]
 
     def _merge_duplicates(self, t: int, touched: set) -> None:
         """Merge a node seen this frame with another of its class when they describe one thing.
@@ -76,13 +81,13 @@ class Permanence:
         by_cls: dict[str, list[str]] = {}
         rows = self._node_rows()
         for n, a in zip(rows.nodes, rows.attrs):
-            by_cls.setdefault(a["cls"], []).append(n)
+            by_cls.setdefault(self._alike(a), []).append(n)
         for new in fresh:
-            if new not in self._graph or len(by_cls.get(self._graph.nodes[new]["cls"], ())) < 2:
+            if new not in self._graph or len(by_cls.get(self._alike(self._graph.nodes[new]), ())) < 2:
                 continue
             a = self._graph.nodes[new]
             tn = self.tracks[new]
-            same_cls = by_cls[a["cls"]]
+            same_cls = by_cls[self._alike(a)]
             olds, k = self._within_reach(tn, same_cls), 0
             while k < len(olds):
                 old = olds[k]
@@ -147,6 +152,8 @@ class Permanence:
         elif b["last_seen"] >= a["last_seen"]:
             tk.views = td.views  # the newer node has the current look
         tk.refresh(cfg.assoc_voxel, cfg.max_object_points)
+        for label, count in td.votes.items():
+            tk.votes[label] = tk.votes.get(label, 0) + count
         a["n_obs"] += b["n_obs"]
         changes = {
             "position": _vec(tk.center),

@@ -70,7 +70,8 @@ class Tracking(Association, LookedAt):
         surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5)
         if surface and kind == "object":
             kind = "surface"
-        track = Track(surface=surface, t_obs=t, rigid=not surface and det.label not in ARTICULATED_CLASSES)
+        track = Track(surface=surface, t_obs=t, rigid=not surface and det.label not in ARTICULATED_CLASSES,
+                      votes={det.label: 1} if cfg.class_votes else {})
         view = View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera),
                     np.asarray(det.rgb, dtype=np.float64))
         track.views[det.camera] = view
@@ -108,6 +109,8 @@ class Tracking(Association, LookedAt):
         cfg = self.config
         a = self._graph.nodes[node]
         track = self.tracks[node]
+        if cfg.class_votes:
+            self._vote(node, a, track, det.label, t)
         cam = det.camera
         if ov == SETTLED and a["visible"]:
             # Nothing changed since this camera's last look: the common case, kept cheap.
@@ -238,6 +241,13 @@ class Tracking(Association, LookedAt):
             self._uncover(node, t)
         if changed:
             self._articulation(node, t)
+
+    def _vote(self, node: str, a: dict, track: Track, label: str, t: int) -> None:
+        """Count the detection's class; the node is renamed when its votes say so, within its kind (a
+        support, a moving part and a container keep what they are: their tracks were built for it)."""
+        new = track.vote(label, a["cls"])
+        if new is not None and kind_of(new) == a["kind"] and a["kind"] == "object":
+            self._set(node, t, "renamed", {"cls": new})
 
     def _carry_contents(self, container: str, delta: np.ndarray, t: int) -> None:
         """Hidden objects under a cup slide with it; lifting an open-bottomed cup leaves them behind."""

@@ -77,6 +77,7 @@ class Track:
     t_obs: int = 0  # step of the last observation
     rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
     height: float = 0.0  # m, tallest view seen of a rigid object
+    votes: dict[str, int] = field(default_factory=dict)  # class -> detections that gave it (MemoryConfig.class_votes)
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -84,6 +85,15 @@ class Track:
             sink = self.__dict__.get("_sink")
             if sink is not None:  # a NodeRows keeps this track's box and velocity as arrays: it must re-read
                 sink.append(id(self))
+
+    def vote(self, label: str, current: str) -> str | None:
+        """Count one detection of ``label``; the class that now has at least 3 votes and twice those of
+        ``current``, if one does (None: ``current`` stands)."""
+        self.votes[label] = self.votes.get(label, 0) + 1
+        best = max(self.votes, key=lambda c: (self.votes[c], c == current))
+        if best != current and self.votes[best] >= 3 and self.votes[best] >= 2 * self.votes.get(current, 0):
+            return best
+        return None
 
     def watch(self, sink: list | None) -> None:
         """Report (append ``id(self)`` to ``sink``) every later replacement of the box, the last frame's
@@ -161,6 +171,7 @@ class Track:
             "t_obs": self.t_obs,
             "rigid": bool(self.rigid),
             "height": float(self.height),
+            "votes": dict(self.votes),
         }
 
     @classmethod
@@ -175,6 +186,11 @@ class Track:
         track.velocity = np.asarray(d["velocity"], dtype=np.float64)
         track.t_obs = int(d["t_obs"])
         track.rigid, track.height = bool(d.get("rigid", False)), float(d.get("height", 0.0))
+        votes = d.get("votes", {})  # absent from files written before class votes
+        if not isinstance(votes, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                                  for k, v in votes.items()):
+            raise ValueError("track votes: expected an object of class -> count")
+        track.votes = dict(votes)
         track.keys = voxel_keys(track.points, voxel)
         track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
         return track
