@@ -446,3 +446,29 @@ def test_a_node_glimpsed_fewer_times_than_min_sightings_is_left_out_of_plans(sig
         for t in (5, 6):  # seen twice more: no longer tentative
             memory.update(frame(t, [detection((0.4, 0.0, 0.0), "cup", "blue", (0.08, 0.08, 0.08), bottom=0.0)]))
         assert memory.find(cls="cup") == cup and resolver.holder(ball_node) == cup[0]
+
+
+def test_with_class_votes_a_flickering_label_stays_one_object_and_the_majority_names_it():
+    """A learned detector calls a plate a book now and then: with class votes the book detections
+    continue the plate's node, and an object first glimpsed under the wrong label takes the label most of
+    its detections give. Without them (the renderer's masks) each label is its own node."""
+    from embodied.memory import MemoryConfig
+
+    def run(votes: bool, labels: list[str]) -> SpatialMemory:
+        memory = SpatialMemory(MemoryConfig(class_votes=votes))
+        for t, label in enumerate(labels):
+            memory.update(frame(t, [detection((0.4, 0.0, 0.01), label, "yellow", size=(0.1, 0.1, 0.02))]))
+        return memory
+
+    flicker = ["plate"] * 5 + ["book", "plate", "book"] + ["plate"] * 3
+    memory = run(True, flicker)
+    nodes = [a["cls"] for _, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
+    assert nodes == ["plate"]
+    assert memory.graph.nodes[memory.find(cls="plate")[0]]["n_obs"] == len(flicker)
+    strict = run(False, flicker)
+    assert sorted(a["cls"] for _, a in strict.graph.nodes(data=True) if a["kind"] == "object") == ["book", "plate"]
+    # First glimpsed as a book, then seen as a plate: renamed once the plates outvote it, and logged.
+    memory = run(True, ["book"] + ["plate"] * 4)
+    (node,) = [n for n, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
+    assert memory.graph.nodes[node]["cls"] == "plate" and memory.find(cls="book") == []
+    assert [e["tag"] for e in memory.history(node)].count("renamed") == 1
