@@ -3,7 +3,7 @@
 Frames come from an expert episode of each task; every mode perceives the same
 observations on one torch thread. ``ms_per_camera`` is the median time to turn
 one camera's RGB-D (and masks, in masks mode) into object observations;
-``segment_ms`` the learned segmenter's share (network + grouping).
+``segment_ms`` the learned segmenter's share (the network, the regions and the grouper).
 """
 
 from __future__ import annotations
