@@ -30,7 +30,7 @@ FINGER_DEPTH = 0.018  # m of finger beyond the slot on each side
 PALM_HALF = (0.025, 0.09)  # m, the palm box's half-sizes (x, y)
 WRIST_RADIUS = 0.045  # m, link 7 above the palm
 REACH_UP = 0.30  # m above the TCP taken for the palm, the wrist and what carries them
-TIP_MARGIN = -0.003  # m past the fingertips: short of them, so a cap they press on stays the button
+TIP_MARGIN = 0.0  # m past the fingertips: none, so a cap they press on stays the button
 
 
 def _rotation(q: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ def in_hand(points: np.ndarray, proprio: np.ndarray, margin: float = 0.006) -> n
     local = (np.asarray(points, np.float64) - tcp) @ _rotation(quat)  # rows: the points in the TCP frame
     x, y, z = np.abs(local[:, 0]), np.abs(local[:, 1]), local[:, 2]
     half_slot = max(width / 2, 0.0)
-    # Not quite to the fingertips: what they press on or stand on lies right against them.
+    # To the fingertips and no further: what they press on or stand on lies right against them.
     fingers = ((z >= -FINGER_ROOT - margin) & (z <= FINGERTIP_BELOW + TIP_MARGIN) & (x <= FINGER_HALF_X + margin)
                & (y >= half_slot - margin / 2) & (y <= half_slot + FINGER_DEPTH + margin))
     palm = ((z < -FINGER_ROOT - margin) & (z >= -REACH_UP) & (x <= PALM_HALF[0] + margin)

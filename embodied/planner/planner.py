@@ -79,7 +79,9 @@ class Planner:
         if goal.action == "touch":
             return [self.call("touch", node, r, note)]
         if goal.action == "press" and goal.times_of is not None:
-            times = r.flash_count(r.resolve(goal.times_of)[0])
+            # What flashed is the one of them memory saw flash most: a detector that split the screen
+            # from its frame named both pieces a screen.
+            times = max(r.flash_count(n) for n in r.resolve(dataclasses.replace(goal.times_of, plural=True)))
             return [self.call("press", node, r, f"{note} ({k + 1} of {times})") for k in range(times)]
         if goal.action == "press":
             order = r.lit_order(nodes) if goal.order == "lit" else nodes
