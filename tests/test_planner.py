@@ -292,3 +292,25 @@ def test_put_everything_back_forgets_a_container_memory_has_since_dropped():
     memory.delete(drawer_id)
     plan = Planner().plan(parse("put everything back where it was"), memory)
     assert [c.skill for c in plan] == ["pick", "place"] and plan[0].target == block_id
+
+
+def test_as_many_times_as_the_screen_flashed_counts_the_screen_that_flashed(monkeypatch):
+    """A learned detector split the screen from its frame: memory holds two cue panels, the most seen one
+    (the frame) with one flash, the other with the three. The count is the three."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from embodied.planner.resolver import Resolver
+    from tests.memory_helpers import detection, frame
+
+    memory = SpatialMemory()
+    for t in range(6):
+        dets = [detection((0.45, 0.05, 0.02), "button", "grey", (0.06, 0.06, 0.03)),
+                detection((0.18, -0.42, 0.015), "cue_panel", "grey", (0.1, 0.02, 0.03))]
+        if t < 3:  # the screen, seen less often than its frame
+            dets.append(detection((0.18, -0.42, 0.07), "cue_panel", "yellow", (0.1, 0.02, 0.06)))
+        memory.update(frame(t, dets))
+    frame_id, screen_id = sorted(memory.find(cls="cue_panel"), key=lambda n: -memory.graph.nodes[n]["n_obs"])
+    flashes = {frame_id: 1, screen_id: 3}
+    monkeypatch.setattr(Resolver, "flash_count", lambda self, node: flashes[node])
+    plan = Planner().plan(parse("press the button as many times as the screen flashed"), memory)
+    assert [c.skill for c in plan] == ["press"] * 3
