@@ -118,8 +118,9 @@ def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np
     graph_ = coo_matrix((np.ones(int(join.sum()), np.int8), (a[join], b[join])), shape=(n, n))
     _, component = connected_components(graph_, directed=False)
     # Each object's class: its regions' log-probabilities over thing classes, summed with area weights.
-    votes = np.zeros((n, len(classes) + 1))
-    np.add.at(votes, component[thing], logp[thing] * graph.area[thing, None])
+    members = np.flatnonzero(thing)
+    by_object = coo_matrix((graph.area[members].astype(np.float64), (component[members], members)), shape=(n, n))
+    votes = by_object.tocsr() @ logp
     votes[:, 0] = -np.inf
     votes[:, is_stuff] = -np.inf
     object_cls = votes.argmax(1)

@@ -15,12 +15,14 @@ full-resolution skip keeps the edges of objects a few pixels wide.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 DEPTH_SCALE = 4.0  # m: depth / DEPTH_SCALE feeds the network (0 m = no return)
 OFFSET_SCALE = 32.0  # px: the offset head predicts offsets / OFFSET_SCALE
@@ -142,6 +144,17 @@ class SegNet(nn.Module):
         logits = torch.addmm(self.semantic.bias, pixels, self.semantic.weight.flatten(1).t())
         sem = logits.numpy().argmax(1).reshape(h, w)
         return sem, torch.sigmoid(self.centre(f))[0, 0].numpy(), (self.offset(f)[0] * OFFSET_SCALE).numpy()
+
+    def fused(self) -> SegNet:
+        """An inference copy with every BatchNorm folded into the convolution before it (the same outputs
+        to float precision, a few tenths of a millisecond less a frame)."""
+        net = copy.deepcopy(self).eval()
+        for block in net.modules():
+            if isinstance(block, nn.Sequential):
+                for i in range(len(block) - 1):
+                    if isinstance(block[i], nn.Conv2d) and isinstance(block[i + 1], nn.BatchNorm2d):
+                        block[i], block[i + 1] = fuse_conv_bn_eval(block[i], block[i + 1]), nn.Identity()
+        return net
 
     @torch.inference_mode()
     def features(self, rgb: np.ndarray, depth: np.ndarray) -> np.ndarray:

@@ -79,14 +79,16 @@ def world_points(depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray) -> 
 
 
 def _level(points: np.ndarray) -> np.ndarray:
-    """(H,W) |world z| of each pixel's surface normal (1: a level surface, 0: an upright one)."""
-    du = np.zeros_like(points)
-    dv = np.zeros_like(points)
-    du[:, :-1] = points[:, 1:] - points[:, :-1]
-    dv[:-1] = points[1:] - points[:-1]
-    normal = np.cross(du, dv)
-    norm = np.linalg.norm(normal, axis=-1)
-    return np.abs(normal[..., 2]) / np.maximum(norm, 1e-12)
+    """(H,W) |world z| of each pixel's surface normal (1: a level surface, 0: an upright one), from the
+    point map's steps to the right and down (the last row and column repeat their neighbours')."""
+    p = np.moveaxis(points, -1, 0)  # (3,H,W)
+    a = p[:, :-1, 1:] - p[:, :-1, :-1]  # along a row
+    b = p[:, 1:, :-1] - p[:, :-1, :-1]  # down a column
+    nx = a[1] * b[2] - a[2] * b[1]
+    ny = a[2] * b[0] - a[0] * b[2]
+    nz = a[0] * b[1] - a[1] * b[0]
+    level = np.abs(nz) / np.maximum(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-12)
+    return np.pad(level, ((0, 1), (0, 1)), mode="edge")
 
 
 def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, features: np.ndarray,

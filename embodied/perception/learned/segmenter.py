@@ -53,6 +53,11 @@ def shared_net(source: Path, load=load_segmenter):
     return _LOADED[key]
 
 
+def _load_fused(source: Path):
+    """The segmenter network of ``source`` with its BatchNorms folded in (``SegNet.fused``)."""
+    return load_segmenter(source).fused()
+
+
 class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
                  classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
@@ -67,6 +72,7 @@ class LearnedSegmenter:
         torch's)."""
         self.source = Path(source) if source else SHIPPED
         self.net = shared_net(self.source)
+        self._runtime = shared_net(self.source, _load_fused)  # what the grouper path runs
         self.classes = self.net.config.classes
         self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier) \
             if classify else None
@@ -121,7 +127,7 @@ class LearnedSegmenter:
     def region_graph(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray, extrinsics: np.ndarray,
                      camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
         """The frame's regions (H,W) int64, their count and their graph with the network's features."""
-        features = self.net.features(rgb, depth)
+        features = self._runtime.features(rgb, depth)
         regions, n = colour_depth_regions(rgb, depth)
         graph = region_graph(rgb, depth, np.asarray(intrinsics, np.float64), np.asarray(extrinsics, np.float64),
                              features, *self._offset, regions, n, camera)
