@@ -19,7 +19,8 @@ BUILDS_ENVS = {
 }
 BUILDS_NO_ENV = {
     "tasks", "viz", "bench viz", "bench head", "data info", "data check", "data video", "train", "pack-windows",
-    "export-head", "perception train", "perception train-classifier", "perception eval", "perception export",
+    "export-head", "perception train", "perception train-classifier", "perception train-grouper", "perception eval",
+    "perception export",
 }
 
 
