@@ -88,6 +88,10 @@ class MemoryConfig:
     # may then continue a node it lies on (half its points on the node's own), and the node takes the class
     # most of its detections gave (Track.votes). Off for the renderer's masks, whose classes never flicker.
     class_votes: bool = False
+    # A detection cut by the image's edge that matches no node makes one (False: only furniture's do). A
+    # learned detector's pieces at the border (the corner of a panel in the wrist camera, split in two)
+    # are its least reliable; the object becomes one when a camera sees it whole.
+    new_from_truncated: bool = True
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).

@@ -31,7 +31,7 @@ import networkx as nx
 import numpy as np
 
 from embodied.memory.agent import AGENT, AgentTracking
-from embodied.memory.config import HOUSING_CLASSES, MemoryConfig
+from embodied.memory.config import HOUSING_CLASSES, MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
@@ -148,6 +148,8 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
             here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):
                 if node is None:
+                    if det.truncated and not self.config.new_from_truncated and kind_of(det.label) != "surface":
+                        continue  # a piece at the image's edge waits for a whole view to become an object
                     node = self._add(det, t)
                 else:
                     self._observe(node, det, t, ov)
