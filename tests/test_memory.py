@@ -472,3 +472,18 @@ def test_with_class_votes_a_flickering_label_stays_one_object_and_the_majority_n
     (node,) = [n for n, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
     assert memory.graph.nodes[node]["cls"] == "plate" and memory.find(cls="book") == []
     assert [e["tag"] for e in memory.history(node)].count("renamed") == 1
+
+
+@pytest.mark.parametrize("from_truncated", [True, False])
+def test_a_piece_at_the_image_edge_makes_an_object_only_if_allowed(from_truncated):
+    """A learned detector's piece of an object cut by the image's border is its least reliable: with
+    ``new_from_truncated`` off it makes no node until a camera sees the object whole."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(new_from_truncated=from_truncated))
+    cut = detection((0.4, 0.0, 0.02), "block", "red")
+    cut.truncated = True
+    memory.update(frame(0, [cut]))
+    assert len(memory.find(cls="block")) == (1 if from_truncated else 0)
+    memory.update(frame(1, [detection((0.4, 0.0, 0.02), "block", "red")]))  # then seen whole
+    assert len(memory.find(cls="block")) == 1
