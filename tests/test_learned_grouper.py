@@ -13,7 +13,7 @@ from embodied.perception.learned import LearnedSegmenter, load_frames
 from embodied.perception.learned.grouper import GrouperConfig, RegionGrouper, assemble
 from embodied.perception.learned.region_graph import RegionGraph, node_columns, pair_dim
 from embodied.perception.learned.train_grouper import GrouperTrainConfig, build_rows, train_grouper
-from embodied.perception.learned.weights import export_weights, load_grouper
+from embodied.perception.learned.weights import export_weights, load_classifier, load_grouper
 from policies.checkpoint import CheckpointError
 
 SHIPPED = LearnedSegmenter(group=False).source
@@ -118,17 +118,22 @@ def test_tiny_grouper_learns_exports_loads_and_segments(frames_dir, tmp_path):
         export_weights(SHIPPED, tmp_path / "bad.safetensors", grouper=other)
 
 
-def test_corrupt_grouper_metadata_names_the_file(tmp_path):
+@pytest.mark.parametrize("part", ["classifier", "grouper"])
+def test_corrupt_part_metadata_names_the_file(tmp_path, part):
+    """The crop classifier and the grouper travel in the segmenter's file: bad JSON, a bad configuration or
+    weights of the wrong shape raise an error naming the file (and the part)."""
+    load = {"classifier": load_classifier, "grouper": load_grouper}[part]
     bad = tmp_path / "seg.safetensors"
-    save_file({"grouper.x": torch.zeros(1)}, str(bad), metadata={"grouper": "{not json"})
-    with pytest.raises(CheckpointError, match="seg.safetensors.*grouper"):
-        load_grouper(bad)
-    save_file({"grouper.x": torch.zeros(1)}, str(bad), metadata={"grouper": json.dumps({"classes": []})})
+    save_file({f"{part}.x": torch.zeros(1)}, str(bad), metadata={part: "{not json"})
+    with pytest.raises(CheckpointError, match=f"seg.safetensors.*{part}"):
+        load(bad)
+    save_file({f"{part}.x": torch.zeros(1)}, str(bad), metadata={part: json.dumps({"classes": []})})
     with pytest.raises(CheckpointError, match="seg.safetensors"):
-        load_grouper(bad)
-    config = GrouperConfig(classes=("block", "table"), features=4, hidden=8)
-    state = {f"grouper.{k}": v for k, v in RegionGrouper(config).state_dict().items()}
-    state["grouper.node.0.weight"] = torch.zeros(3, 3)  # the wrong shape for its configuration
-    save_file(state, str(bad), metadata={"grouper": json.dumps(config.to_json())})
-    with pytest.raises(CheckpointError, match="seg.safetensors"):
-        load_grouper(bad)
+        load(bad)
+    if part == "grouper":
+        config = GrouperConfig(classes=("block", "table"), features=4, hidden=8)
+        state = {f"grouper.{k}": v for k, v in RegionGrouper(config).state_dict().items()}
+        state["grouper.node.0.weight"] = torch.zeros(3, 3)  # the wrong shape for its configuration
+        save_file(state, str(bad), metadata={"grouper": json.dumps(config.to_json())})
+        with pytest.raises(CheckpointError, match="seg.safetensors"):
+            load(bad)

@@ -51,11 +51,7 @@ class SegTrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # SegmenterConfig fields, e.g. {"widths": [16, 32, 48, 64]}
 
     def loop_config(self) -> TrainConfig:
-        return TrainConfig(head=RUN_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
-                           batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
-                           warmup_steps=self.warmup_steps, seed=self.seed, threads=self.threads,
-                           checkpoint_every=self.checkpoint_every, log_every=self.log_every, resume=self.resume,
-                           progress=self.progress, device="cpu")
+        return shared_loop_config(self, RUN_KIND)
 
 
 def make_batch(frames, idx: np.ndarray, config: SegmenterConfig, rng: np.random.Generator | None,
@@ -100,6 +96,15 @@ def class_weights(frames, balance: float) -> list[float]:
     w = np.ones(n)
     w[seen] = np.clip((np.median(freq[seen]) / freq[seen]) ** balance, 0.25, 10.0)
     return [round(float(x), 4) for x in w]
+
+
+def shared_loop_config(cfg, kind: str) -> TrainConfig:
+    """The shared loop's configuration (``policies.loop``) from a perception trainer's config: ``data`` (a
+    list of frames folders), ``out``, the schedule, checkpointing and logging fields; CPU."""
+    return TrainConfig(head=kind, data=",".join(cfg.data), out=cfg.out, steps=cfg.steps, batch_size=cfg.batch_size,
+                       lr=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, seed=cfg.seed,
+                       threads=cfg.threads, checkpoint_every=cfg.checkpoint_every, log_every=cfg.log_every,
+                       resume=cfg.resume, progress=cfg.progress, device="cpu")
 
 
 def open_run(cfg) -> tuple[TrainConfig, Path, Path | None]:

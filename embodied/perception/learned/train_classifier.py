@@ -25,7 +25,7 @@ from tqdm import tqdm
 from embodied.perception.learned.classifier import CropConfig, CropNet
 from embodied.perception.learned.crops import instance_crops
 from embodied.perception.learned.frames import load_frames
-from embodied.perception.learned.train import open_run, optimiser, run_summary
+from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import CLASSIFIER_KIND
 from policies.checkpoint import read_json
 from policies.loop import TrainConfig, fit, start_run
@@ -57,11 +57,7 @@ class CropTrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # CropConfig fields, e.g. {"widths": [32, 64, 96]}
 
     def loop_config(self) -> TrainConfig:
-        return TrainConfig(head=CLASSIFIER_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
-                           batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
-                           warmup_steps=self.warmup_steps, seed=self.seed, threads=self.threads,
-                           checkpoint_every=self.checkpoint_every, log_every=self.log_every, resume=self.resume,
-                           progress=self.progress, device="cpu")
+        return shared_loop_config(self, CLASSIFIER_KIND)
 
 
 def _predicted(segment, rgb: np.ndarray, depth: np.ndarray, true: np.ndarray, true_labels: dict[int, str],

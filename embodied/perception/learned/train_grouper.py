@@ -25,7 +25,7 @@ from tqdm import tqdm
 from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.grouper import GrouperConfig, RegionGrouper
 from embodied.perception.learned.region_graph import RegionGraph
-from embodied.perception.learned.train import open_run, optimiser, run_summary
+from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import GROUPER_KIND, grouper_config
 from policies.checkpoint import read_json
 from policies.loop import TrainConfig, fit, start_run
@@ -50,11 +50,7 @@ class GrouperTrainConfig:
     model: dict[str, Any] = field(default_factory=dict)  # GrouperConfig fields, e.g. {"hidden": 64}
 
     def loop_config(self) -> TrainConfig:
-        return TrainConfig(head=GROUPER_KIND, data=",".join(self.data), out=self.out, steps=self.steps,
-                           batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
-                           warmup_steps=self.warmup_steps, seed=self.seed, threads=self.threads,
-                           checkpoint_every=self.checkpoint_every, log_every=self.log_every, resume=self.resume,
-                           progress=self.progress, device="cpu")
+        return shared_loop_config(self, GROUPER_KIND)
 
 
 def region_targets(graph: RegionGraph, regions: np.ndarray, n: int, instance: np.ndarray, semantic: np.ndarray,
