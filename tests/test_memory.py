@@ -190,6 +190,33 @@ def test_drawer_state_from_how_far_it_sticks_out_of_its_cabinet():
     assert set(memory.related(moving, "part_of")) and memory.graph.nodes[moving]["kind"] == "container"
 
 
+def test_a_drawer_slides_out_of_its_front_where_its_housing_merged_with_the_next():
+    """A learned detector sees two housings as one box that also swallows the floor in front of them: the
+    drawer at the row's end then sits at the box's side as much as at its front. Its front is wider than
+    deep, so it still slides out along x, away from the housing (the open skill pulls that way)."""
+    memory = SpatialMemory()
+    row = detection((0.635, 0.095, 0.045), "cabinet", "grey", (0.37, 0.37, 0.09))  # x 0.45..0.82, y -0.09..0.28
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [row, drawer]))
+    (node,) = memory.find(cls="drawer")
+    assert memory.slide_direction(node) == pytest.approx([-1.0, 0.0])
+
+
+def test_a_sliver_across_a_drawers_slide_does_not_move_it():
+    """A sliver of the gap between two housings labelled drawer touches the drawer's points; a drawer moves
+    only along its slide, so the sliver is not a view of it and the drawer stays where it is."""
+    memory = SpatialMemory()
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [cab(0.0), cab(0.19), drawer]))
+    (node,) = memory.find(cls="drawer")
+    sliver = detection((0.55, 0.09, 0.04), "drawer", "orange", (0.05, 0.03, 0.06))
+    memory.update(frame(3, [cab(0.0), cab(0.19), sliver]))
+    assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.0, abs=0.01)
+
+
 def test_a_frame_whose_drawer_parts_are_all_merged_away_updates(monkeypatch):
     """A noisy detector's duplicate drawer, seen in its housing this frame and merged away in the same
     frame, leaves no part to judge the row by: the update goes on (it raised ValueError from max())."""

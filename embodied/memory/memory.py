@@ -31,7 +31,8 @@ import networkx as nx
 import numpy as np
 
 from embodied.memory.agent import AGENT, AgentTracking
-from embodied.memory.config import HOUSING_CLASSES, MemoryConfig, kind_of
+from embodied.memory.articulation import Articulation
+from embodied.memory.config import MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
@@ -44,7 +45,7 @@ from embodied.memory.tracks import Track
 from embodied.perception.types import Frame
 
 
-class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
+class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTracking, Queries):
     """Scene graph + event log, fed one perception :class:`Frame` at a time."""
 
     def __init__(self, config: MemoryConfig | None = None, **knobs):
@@ -164,92 +165,6 @@ class SpatialMemory(Tracking, Permanence, AgentTracking, RoomTracking, Queries):
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
         self._look(frame.views)
-
-    # --- articulation -----------------------------------------------------------------
-    def _articulation(self, node: str, t: int) -> None:
-        """Drawer open/closed and button pressed/released from observed geometry."""
-        a = self._graph.nodes[node]
-        if not a.get("articulated"):
-            return
-        cfg = self.config
-        track = self.tracks[node]
-        rest = track.rest
-        if a["cls"] in ("button", "switch"):
-            if a.get("pressed_by") == "agent":
-                return  # the robot's own press is judged from proprioception (see _touch)
-            # The cap travels down when pressed: compare its top with the highest top seen.
-            top = float(track.box_max[2])
-            rest["top"] = max(rest.get("top", top), top)
-            state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
-        else:
-            found = self._drawer_travel(node, track)
-            if found is None:
-                return
-            travel, outward = found
-            if "now" in rest and abs(travel - rest["now"]) > 1e-3:
-                # What was hidden in the drawer slides with it (a block shut in stays behind its front);
-                # the slide is kept for what gets shut in during this very frame (see _permanence).
-                slide = (travel - rest["now"]) * outward
-                rest.update(slid_x=float(slide[0]), slid_y=float(slide[1]), slid_t=float(t))
-                self._carry_contents(node, slide, t)
-            rest["now"] = travel
-            # Closed is the least travel seen on a part of this class (all drawers of a row
-            # look alike), so a drawer first seen open still reads open once a shut one is seen.
-            rest["travel"] = min(rest.get("travel", travel), travel)
-            self._parts_dirty.add(a["cls"])  # judged once per frame, when every part has been seen
-            return
-        if state != a["state"]:
-            self._set(node, t, state, {"state": state})
-
-    def _drawer_states(self, cls: str, t: int) -> None:
-        """Open/closed for every part of a class against the row's reference travel."""
-        parts = [n for n in self._find(cls=cls) if "now" in self.tracks[n].rest]
-        if not parts:  # the frame's parts were merged into nodes not yet placed in a housing
-            return
-        # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
-        # seen a tenth as often as the best seen (fleeting fragments) do not vote.
-        most = max(self._graph.nodes[n]["n_obs"] for n in parts)
-        voters = [n for n in parts if self._graph.nodes[n]["n_obs"] * 10 >= most] or parts
-        ref = float(np.median([self.tracks[n].rest["travel"] for n in voters]))
-        for n in parts:
-            rest = self.tracks[n].rest
-            state = "open" if rest["now"] > ref + self.config.drawer_open_delta else "closed"
-            before = self._graph.nodes[n]["state"]
-            if state == before:
-                continue
-            if before and abs(rest["now"] - rest.get("judged", rest["now"])) < self.config.drawer_open_delta / 2:
-                continue  # the part did not slide: the reference moved (a new view of the row), not the drawer
-            rest["judged"] = rest["now"]
-            self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
-
-    def _drawer_travel(self, node: str, track) -> tuple[float, np.ndarray] | None:
-        """How far a sliding part sticks out of its housing (m) and the outward direction (3,);
-        None while no housing is known.
-
-        The housing is the one whose footprint, grown by 3 cm (a shut drawer's
-        front sits just outside it), overlaps the part's footprint most.
-        """
-        lo, hi = track.box_min, track.box_max
-        best, best_area, outward = None, 0.0, np.zeros(3)
-        for other in self._find(kind="surface"):
-            if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
-                continue
-            h = self.tracks[other]
-            w = np.minimum(hi[:2], h.box_max[:2] + 0.03) - np.maximum(lo[:2], h.box_min[:2] - 0.03)
-            area = float(np.prod(np.clip(w, 0, None)))
-            if area > best_area:
-                best_area = area
-                out = (h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1])
-                k = int(np.argmax(out))
-                best = float(out[k])
-                outward = np.zeros(3)
-                outward[k % 2] = -1.0 if k < 2 else 1.0
-        if best is not None:
-            return best, outward
-        if self._graph.nodes[node]["cls"] != "drawer_unit":
-            return None
-        # A drawer unit modelled as one entity grows longer as it opens (nothing to carry along).
-        return float(max(hi[0] - lo[0], hi[1] - lo[1])), np.zeros(3)
 
     # --- edges -----------------------------------------------------------------------
     def _refresh_edges(self) -> None:

@@ -138,7 +138,12 @@ class Planner:
         return SkillCall("navigate", node, tuple(xyz), math.nan, tuple(r.size(node)), note, {"when": when})
 
     def _pull_heading(self, drawer: str, r: Resolver) -> float:
-        """Heading (rad) from the drawer's housing to the drawer: the way it slides out."""
+        """Heading (rad) the drawer slides out along: as memory judged it from the housing's box, else
+        from the housing's centre to the drawer's (a housing merged with its neighbour moves its centre
+        sideways, its box's front stays put)."""
+        out = r.memory.slide_direction(drawer)
+        if out is not None:
+            return float(math.atan2(out[1], out[0]))
         housings = r.memory.related(drawer, "part_of")
         if not housings:
             return math.pi  # facing the robot, the usual mounting

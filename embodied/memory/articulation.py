@@ -1,0 +1,153 @@
+"""Articulated parts (mixed into :class:`SpatialMemory`): drawers open and closed, buttons pressed and
+released, judged from observed geometry.
+
+A drawer's state is how far it sticks out of its housing (m), against the least travel seen on the
+parts of its row; which way it slides out is voted over the frames and over the drawers of the row
+(``slide_direction``), so a housing seen merged with its neighbour does not turn a drawer sideways.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.memory.config import HOUSING_CLASSES
+
+SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")  # a drawer's slide votes (Track.rest keys)
+FRONT_MIN = 0.08  # m: a drawer view this wide shows its front (see _slide_vote)
+ROW_REACH = 1.0  # m: drawers this close pool their slide votes (one row faces one way)
+
+
+class Articulation:
+    """Needs the SpatialMemory fields (_graph, tracks, config, _parts_dirty) and methods (_find, _set,
+    _carry_contents)."""
+
+    def _articulation(self, node: str, t: int) -> None:
+        """Drawer open/closed and button pressed/released from observed geometry."""
+        a = self._graph.nodes[node]
+        if not a.get("articulated"):
+            return
+        cfg = self.config
+        track = self.tracks[node]
+        rest = track.rest
+        if a["cls"] in ("button", "switch"):
+            if a.get("pressed_by") == "agent":
+                return  # the robot's own press is judged from proprioception (see _touch)
+            # The cap travels down when pressed: compare its top with the highest top seen.
+            top = float(track.box_max[2])
+            rest["top"] = max(rest.get("top", top), top)
+            state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
+        else:
+            found = self._drawer_travel(node, track)
+            if found is None:
+                return
+            travel, outward = found
+            if "now" in rest and abs(travel - rest["now"]) > 1e-3:
+                # What was hidden in the drawer slides with it (a block shut in stays behind its front);
+                # the slide is kept for what gets shut in during this very frame (see _permanence).
+                slide = (travel - rest["now"]) * outward
+                rest.update(slid_x=float(slide[0]), slid_y=float(slide[1]), slid_t=float(t))
+                self._carry_contents(node, slide, t)
+            rest["now"] = travel
+            # Closed is the least travel seen on a part of this class (all drawers of a row
+            # look alike), so a drawer first seen open still reads open once a shut one is seen.
+            rest["travel"] = min(rest.get("travel", travel), travel)
+            self._parts_dirty.add(a["cls"])  # judged once per frame, when every part has been seen
+            return
+        if state != a["state"]:
+            self._set(node, t, state, {"state": state})
+
+    def _drawer_states(self, cls: str, t: int) -> None:
+        """Open/closed for every part of a class against the row's reference travel."""
+        parts = [n for n in self._find(cls=cls) if "now" in self.tracks[n].rest]
+        if not parts:  # the frame's parts were merged into nodes not yet placed in a housing
+            return
+        # The median of the rests, so one drawer seen half-hidden does not move the reference; parts
+        # seen a tenth as often as the best seen (fleeting fragments) do not vote.
+        most = max(self._graph.nodes[n]["n_obs"] for n in parts)
+        voters = [n for n in parts if self._graph.nodes[n]["n_obs"] * 10 >= most] or parts
+        ref = float(np.median([self.tracks[n].rest["travel"] for n in voters]))
+        for n in parts:
+            rest = self.tracks[n].rest
+            state = "open" if rest["now"] > ref + self.config.drawer_open_delta else "closed"
+            before = self._graph.nodes[n]["state"]
+            if state == before:
+                continue
+            if before and abs(rest["now"] - rest.get("judged", rest["now"])) < self.config.drawer_open_delta / 2:
+                continue  # the part did not slide: the reference moved (a new view of the row), not the drawer
+            rest["judged"] = rest["now"]
+            self._set(n, t, "opened" if state == "open" else "closed", {"state": state})
+
+    def _drawer_travel(self, node: str, track) -> tuple[float, np.ndarray] | None:
+        """How far a sliding part sticks out of its housing (m) and the outward direction (3,);
+        None while no housing is known.
+
+        The housing is the one whose footprint, grown by 3 cm (a shut drawer's front sits just outside
+        it), overlaps the part's footprint most. The travel is measured out of the side the drawer's row
+        slides out of (see slide_direction), to which this frame's view adds its vote.
+        """
+        lo, hi = track.box_min, track.box_max
+        out, best_area, housing = None, 0.0, None
+        for other in self._find(kind="surface"):
+            if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
+                continue
+            h = self.tracks[other]
+            w = np.minimum(hi[:2], h.box_max[:2] + 0.03) - np.maximum(lo[:2], h.box_min[:2] - 0.03)
+            area = float(np.prod(np.clip(w, 0, None)))
+            if area > best_area:
+                best_area, housing = area, other
+                # How far the part sticks out of each side, in SLIDE_SIDES order.
+                out = np.array([h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]])
+        if out is None:
+            if self._graph.nodes[node]["cls"] != "drawer_unit":
+                return None
+            # A drawer unit modelled as one entity grows longer as it opens (nothing to carry along).
+            return float(max(hi[0] - lo[0], hi[1] - lo[1])), np.zeros(3)
+        vote = self._slide_vote(track, housing, SLIDE_SIDES[int(np.argmax(out))])
+        track.rest[vote] = track.rest.get(vote, 0.0) + 1.0
+        side = self._slide_side(node)
+        outward = np.zeros(3)
+        outward[:2] = _side_vector(side)
+        return float(out[SLIDE_SIDES.index(side)]), outward
+
+    def _slide_vote(self, track, housing: str, at: str) -> str:
+        """This frame's vote for the way a drawer slides out (a SLIDE_SIDES key).
+
+        A drawer's front is wider than the drawer is pulled out, so the short side of a view at least
+        FRONT_MIN wide is the slide's axis, and it slides away from its housing's centre. That holds
+        where a housing merged with its neighbour (a row seen as one box: the drawer at the row's end
+        then sits at a side of the box as much as at its front). A narrower view (a fragment) votes for
+        the housing side ``at`` it sticks out of most."""
+        size = (track.box_max - track.box_min)[:2]
+        if size.max() < FRONT_MIN or size.max() < 1.5 * size.min():
+            return at
+        axis = int(np.argmin(size))
+        away = track.center[axis] - self.tracks[housing].center[axis]
+        return f"out_{'xy'[axis]}{'+' if away > 0 else '-'}"
+
+    def _slide_side(self, node: str) -> str | None:
+        """The SLIDE_SIDES key a drawer slides out of: the most votes of the drawers of its row (its class
+        within ROW_REACH): the row faces one way, and a fragment of a drawer seen a few times at the wrong
+        side of a housing merged with its neighbour is outvoted. None before its first vote."""
+        track = self.tracks.get(node)
+        if track is None or not any(k in track.rest for k in SLIDE_SIDES):
+            return None
+        votes = dict.fromkeys(SLIDE_SIDES, 0.0)
+        for other in self._find(cls=self._graph.nodes[node]["cls"]):
+            tr = self.tracks[other]
+            if other == node or np.linalg.norm(tr.center[:2] - track.center[:2]) < ROW_REACH:
+                for k in SLIDE_SIDES:
+                    votes[k] += tr.rest.get(k, 0.0)
+        return max(SLIDE_SIDES, key=votes.get)
+
+    def slide_direction(self, node: str) -> np.ndarray | None:
+        """(2,) unit world xy a drawer slides out along (judged from its housing and its row, see
+        _slide_side); None until it has been seen with a housing."""
+        side = self._slide_side(node)
+        return None if side is None else _side_vector(side)
+
+
+def _side_vector(side: str) -> np.ndarray:
+    """(2,) unit xy of a SLIDE_SIDES key: "out_x-" -> (-1, 0)."""
+    v = np.zeros(2)
+    v["xy".index(side[4])] = 1.0 if side[5] == "+" else -1.0
+    return v
