@@ -314,3 +314,20 @@ def test_as_many_times_as_the_screen_flashed_counts_the_screen_that_flashed(monk
     monkeypatch.setattr(Resolver, "flash_count", lambda self, node: flashes[node])
     plan = Planner().plan(parse("press the button as many times as the screen flashed"), memory)
     assert [c.skill for c in plan] == ["press"] * 3
+
+
+def test_a_drawer_at_the_end_of_a_merged_row_is_pulled_out_of_its_front():
+    """Two housings seen as one box that also reaches over the table in front: the box's centre lies beside
+    the end drawer as much as behind it, which had sent the open skill pulling sideways (yaw -pi/2). The
+    heading now follows the slide memory voted for: out of the front, towards the robot (yaw pi)."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame
+
+    row = detection((0.635, 0.095, 0.045), "cabinet", "grey", (0.37, 0.37, 0.09))  # y -0.09..0.28
+    drawer = lambda out: detection((0.55 - out / 2, 0.0, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+    memory = SpatialMemory()
+    for t in range(6):  # shut, pulled out, shut again
+        memory.update(frame(t, [row, drawer(0.12 if 2 <= t < 4 else 0.0)]))
+    (plan,) = Planner().plan(parse("open the drawer that was open before"), memory)
+    assert plan.skill == "open" and abs(abs(plan.yaw) - math.pi) < 1e-6, str(plan)
