@@ -30,4 +30,8 @@ for mode in masks learned; do
 done
 $E ablate $TASKS --column agent --episodes "$EPISODES" --seed 900000 --perception learned --workers 2 \
   --option visual=randomized --json > "$OUT/agent_learned_visual.json"
+# Geometric mode (RANSAC + DBSCAN, no masks) covers the workcell only.
+WORKCELL=$(python3 -c "from embodied.tasks import TASKS, get_task; print(' '.join('--task ' + t for t in TASKS if get_task(t).suite == 'manipulation' and t != 'Lifelong-v0'))")
+$E ablate $WORKCELL --column agent --episodes "$EPISODES" --seed 900000 --perception geometric --workers 2 \
+  --json > "$OUT/agent_geometric.json"
 python3 tools/report_perception.py "$OUT"

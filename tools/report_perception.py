@@ -86,7 +86,8 @@ def agent(runs: dict[str, dict]) -> str:
 # The held-out evaluations: file and title; the agent runs: file key and column label.
 QUALITY = (("eval_shipped.json", "Held-out frames, default look"),
            ("eval_shipped_vis.json", "Held-out frames, visual=randomized"))
-AGENT_RUNS = (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"))
+AGENT_RUNS = (("masks", "masks"), ("learned", "learned"), ("learned_visual", "learned, visual=randomized"),
+              ("geometric", "geometric (workcell)"))
 
 
 def _agent_report(out: Path, key: str) -> dict | None:

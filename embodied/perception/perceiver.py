@@ -9,6 +9,7 @@ import numpy as np
 from embodied.perception.geometric import detect_geometric
 from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
 from embodied.perception.masks import detect_masks
+from embodied.perception.pieces import join_pieces
 from embodied.perception.self_filter import hand_pixels
 from embodied.perception.types import Frame, PerceptionConfig
 
@@ -108,7 +109,10 @@ class Perceiver:
             corrupt(arrays, cfg, self.rng)
             views.append(make_view(cam, arrays))
             if masks or learned:
-                objects.extend(detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg))
+                found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg)
+                if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
+                    found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap)
+                objects.extend(found)
             else:
                 found, heights = detect_geometric(arrays, cam, t, cfg, tcp)
                 objects.extend(found)

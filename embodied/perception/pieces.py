@@ -1,0 +1,72 @@
+"""Pieces of one object that an occluder cut apart (learned mode).
+
+A learned segmenter names what it sees: a block half behind a drawer's handle comes out as a few-pixel
+piece beside the handle and the rest of the block on its other side, two instances the region grouper
+never compares (they are no neighbours in the image). In 3D the pieces touch. Memory would make two
+objects of them, seen together in every frame and so never merged.
+
+    objects = join_pieces(objects, max_pixels=12, gap=0.02)   # one camera's observations
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from embodied.perception.types import ObjectObservation
+
+
+def join_pieces(objects: list[ObjectObservation], max_pixels: int, gap: float) -> list[ObjectObservation]:
+    """One camera's observations with each piece of fewer than ``max_pixels`` valid pixels folded into
+    the largest other observation of its class and colour name whose box lies within ``gap`` m of its box
+    (none: it stays as it is). Order kept, folded pieces dropped."""
+    if max_pixels <= 0 or len(objects) < 2:
+        return objects
+    order = sorted(range(len(objects)), key=lambda i: -objects[i].n_points)
+    into: dict[int, int] = {}
+    for i in order[::-1]:  # smallest first
+        piece = objects[i]
+        if piece.n_points >= max_pixels:
+            break
+        for j in order:
+            other = objects[j]
+            if j == i or j in into or other.n_points <= piece.n_points:
+                continue
+            if other.label != piece.label or other.colour != piece.colour:
+                continue
+            apart = np.max(np.maximum(piece.box_min - other.box_max, other.box_min - piece.box_max))
+            if apart <= gap:
+                into[i] = j
+                break
+    if not into:
+        return objects
+    pieces: dict[int, list[int]] = {}
+    for i, j in into.items():
+        while j in into:  # a piece folded into a piece that was folded in turn
+            j = into[j]
+        pieces.setdefault(j, []).append(i)
+    out = []
+    for k, obs in enumerate(objects):
+        if k in into:
+            continue
+        out.append(_joined(obs, [objects[i] for i in pieces[k]]) if k in pieces else obs)
+    return out
+
+
+def _joined(whole: ObjectObservation, parts: list[ObjectObservation]) -> ObjectObservation:
+    """``whole`` grown by ``parts``: their points, box and pixel count added, colour weighted by pixels."""
+    every = [whole, *parts]
+    points = np.concatenate([o.points for o in every])
+    weights = np.array([o.n_points for o in every], dtype=np.float64)
+    rgb = (np.stack([o.rgb for o in every]) * weights[:, None]).sum(0) / weights.sum()
+    return dataclasses.replace(
+        whole,
+        rgb=rgb.astype(np.float32),
+        centroid=points.mean(0).astype(np.float64),
+        box_min=np.min([o.box_min for o in every], axis=0),
+        box_max=np.max([o.box_max for o in every], axis=0),
+        points=points,
+        n_points=int(weights.sum()),
+        truncated=any(o.truncated for o in every),
+    )

@@ -1,0 +1,49 @@
+"""Pieces of one object an occluder cut apart become one observation (learned mode's join_pieces)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from embodied.perception.pieces import join_pieces
+from tests.memory_helpers import detection
+
+
+def piece(centre, size, pixels, colour="blue", label="block"):
+    return dataclasses.replace(detection(centre, label, colour, size), n_points=pixels)
+
+
+def test_a_block_cut_by_a_handle_is_one_observation():
+    """A far block behind a drawer's handle: its top (10 px) and a sliver of its side (4 px) lie 1.2 cm apart."""
+    top = piece((0.35, -0.165, 0.040), (0.011, 0.032, 0.001), 10)
+    side = piece((0.358, -0.1455, 0.016), (0.035, 0.003, 0.024), 4)
+    other = piece((0.35, 0.10, 0.02), (0.04, 0.04, 0.04), 40, colour="red")
+    (block, red) = join_pieces([top, side, other], max_pixels=12, gap=0.02)
+    assert red is other
+    assert block.n_points == 14 and block.key == top.key
+    assert block.box_min == pytest.approx(np.minimum(top.box_min, side.box_min))
+    assert block.box_max == pytest.approx(np.maximum(top.box_max, side.box_max))
+    assert len(block.points) == len(top.points) + len(side.points)
+
+
+def test_what_is_not_a_piece_of_it_stays_apart():
+    blue = piece((0.35, 0.0, 0.02), (0.04, 0.04, 0.04), 40)
+    cases = [
+        piece((0.35, 0.035, 0.02), (0.02, 0.02, 0.02), 5, colour="red"),  # touching, another colour
+        piece((0.35, 0.035, 0.02), (0.02, 0.02, 0.02), 5, label="cup"),  # touching, another class
+        piece((0.35, 0.08, 0.02), (0.02, 0.02, 0.02), 5),  # its colour, 5 cm away
+        piece((0.35, 0.05, 0.02), (0.04, 0.04, 0.04), 30),  # touching, but a whole object's worth of pixels
+    ]
+    for other in cases:
+        assert join_pieces([blue, other], max_pixels=12, gap=0.02) == [blue, other]
+    assert join_pieces([blue, cases[2]], max_pixels=0, gap=1.0) == [blue, cases[2]]  # 0: off
+
+
+def test_a_chain_of_pieces_ends_in_the_biggest():
+    big = piece((0.35, 0.0, 0.02), (0.04, 0.04, 0.04), 11)
+    mid = piece((0.35, 0.03, 0.02), (0.01, 0.01, 0.01), 6)
+    small = piece((0.35, 0.045, 0.02), (0.01, 0.01, 0.01), 3)  # touches mid only
+    (one,) = join_pieces([small, big, mid], max_pixels=12, gap=0.01)
+    assert one.key == big.key and one.n_points == 20
