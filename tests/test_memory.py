@@ -203,6 +203,20 @@ def test_a_drawer_slides_out_of_its_front_where_its_housing_merged_with_the_next
     assert memory.slide_direction(node) == pytest.approx([-1.0, 0.0])
 
 
+def test_a_sliver_across_a_drawers_slide_does_not_move_it():
+    """A sliver of the gap between two housings labelled drawer touches the drawer's points; a drawer moves
+    only along its slide, so the sliver is not a view of it and the drawer stays where it is."""
+    memory = SpatialMemory()
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [cab(0.0), cab(0.19), drawer]))
+    (node,) = memory.find(cls="drawer")
+    sliver = detection((0.55, 0.09, 0.04), "drawer", "orange", (0.05, 0.03, 0.06))
+    memory.update(frame(3, [cab(0.0), cab(0.19), sliver]))
+    assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.0, abs=0.01)
+
+
 def test_a_frame_whose_drawer_parts_are_all_merged_away_updates(monkeypatch):
     """A noisy detector's duplicate drawer, seen in its housing this frame and merged away in the same
     frame, leaves no part to judge the row by: the update goes on (it raised ValueError from max())."""
@@ -500,3 +514,19 @@ def test_a_piece_at_the_image_edge_makes_an_object_only_if_allowed(from_truncate
     assert len(memory.find(cls="block")) == (1 if from_truncated else 0)
     memory.update(frame(1, [detection((0.4, 0.0, 0.02), "block", "red")]))  # then seen whole
     assert len(memory.find(cls="block")) == 1
+
+
+def test_a_drawer_seen_half_hidden_does_not_move_sideways():
+    """The arm pushing a drawer shut hides half its front: the narrow view that is left is centred 4 cm off
+    the drawer's middle, and a drawer only moves along its slide, so the node stays where it was."""
+    memory = SpatialMemory()
+    cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [cab, drawer]))
+    (node,) = memory.find(cls="drawer")
+    half = detection((0.55, 0.04, 0.04), "drawer", "orange", (0.06, 0.08, 0.07))
+    for t in range(3, 6):
+        memory.update(frame(t, [cab, half]))
+    assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert memory.find(cls="drawer") == [node]

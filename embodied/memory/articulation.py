@@ -14,6 +14,7 @@ from embodied.memory.config import HOUSING_CLASSES
 
 SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")  # a drawer's slide votes (Track.rest keys)
 FRONT_MIN = 0.08  # m: a drawer view this wide shows its front (see _slide_vote)
+NARROWER = 0.7  # a drawer view this much narrower across its slide than the last is partly hidden
 ROW_REACH = 1.0  # m: drawers this close pool their slide votes (one row faces one way)
 
 
@@ -138,6 +139,15 @@ class Articulation:
                 for k in SLIDE_SIDES:
                     votes[k] += tr.rest.get(k, 0.0)
         return max(SLIDE_SIDES, key=votes.get)
+
+    def _narrower_across(self, node: str, det, prev) -> bool:
+        """Whether a view ``det`` of a drawer is under NARROWER times as wide across its slide as the
+        camera's previous view ``prev`` (False before its slide is known)."""
+        side = self._slide_side(node)
+        if side is None:
+            return False
+        k = 1 if side[4] == "x" else 0
+        return float(det.box_max[k] - det.box_min[k]) < NARROWER * float(prev.box_max[k] - prev.box_min[k])
 
     def slide_direction(self, node: str) -> np.ndarray | None:
         """(2,) unit world xy a drawer slides out along (judged from its housing and its row, see

@@ -30,6 +30,9 @@ SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it l
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
 REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
 NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap and settled looks need it)
+# m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
+# is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
+SLIDE_GATE = 0.05
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
 # than it saves (a workcell holds ~15 nodes; a house hundreds).
 PREFILTER_FROM = 48
@@ -132,6 +135,8 @@ class Association:
                 pairs.append((3.0, i, nodes[j], SETTLED))
             for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
+                if not det.truncated and self._off_slide(node, d_c[i], centres[j]):
+                    continue
                 ov = 0.0
                 if touching[i, j]:
                     if surface[j] or big[i]:
@@ -162,6 +167,16 @@ class Association:
         if cfg.reid_any_distance and len(match) < len(dets):
             self._reidentify(dets, match, taken_here)
         return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
+
+    def _off_slide(self, node: str, det_centre: np.ndarray, node_centre: np.ndarray) -> bool:
+        """A drawer moves only along its housing's slide: a whole view (not cut by the image's edge)
+        centred more than SLIDE_GATE across that line from the node's centre is not of it (a sliver of the
+        gap between two housings, labelled drawer by a learned detector)."""
+        out = self.slide_direction(node)
+        if out is None:
+            return False
+        across = 0 if out[0] == 0.0 else 1
+        return abs(float(det_centre[across]) - float(node_centre[across])) > SLIDE_GATE
 
     def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
         """Re-identification at any distance for the detections left unmatched: an unseen node of the

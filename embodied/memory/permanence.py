@@ -96,6 +96,8 @@ class Permanence:
                     continue
                 b = self._graph.nodes[old]
                 to = self.tracks[old]
+                if self._off_slide(old, tn.center, to.center) or self._off_slide(new, to.center, tn.center):
+                    continue  # a drawer and a piece across its slide: two things (see Association)
                 g = 0.02 if (tn.surface or to.surface) else 0.0  # pieces of furniture may only touch
                 w = np.clip(
                     np.minimum(tn.box_max + g, to.box_max + g) - np.maximum(tn.box_min - g, to.box_min - g), 0, None

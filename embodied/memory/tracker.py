@@ -156,6 +156,9 @@ class Tracking(Association, LookedAt):
             partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not (
                 a["held"] or a["articulated"]
             )
+            # A drawer shows less of itself along its slide as it shuts, never across it: a view much
+            # narrower across is a part hidden (by the arm pushing it, by a handle), not a move.
+            partial = partial or (prev is not None and a["articulated"] and self._narrower_across(node, det, prev))
             # A partial view (cut off, occluded) shifts its centre without any motion; it
             # counts as a move only if it is far and no longer lies on the object's points.
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
