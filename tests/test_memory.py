@@ -518,8 +518,9 @@ def test_a_piece_at_the_image_edge_makes_an_object_only_if_allowed(from_truncate
 
 def test_a_drawer_seen_half_hidden_does_not_move_sideways():
     """The arm pushing a drawer shut hides half its front: the narrow view that is left is centred 4 cm off
-    the drawer's middle, and a drawer only moves along its slide, so the node stays where it was."""
-    memory = SpatialMemory()
+    the drawer's middle, and a drawer only moves along its slide, so the node stays where it was (a learned
+    detector's memory: drawer_narrow_views)."""
+    memory = SpatialMemory(drawer_narrow_views=True)
     cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
     drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
     for t in range(3):

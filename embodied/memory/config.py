@@ -92,6 +92,10 @@ class MemoryConfig:
     # learned detector's pieces at the border (the corner of a panel in the wrist camera, split in two)
     # are its least reliable; the object becomes one when a camera sees it whole.
     new_from_truncated: bool = True
+    # A drawer view under 0.7 times as wide across its slide as the camera's last is partly hidden, not a
+    # move (see articulation.py). For a learned detector, whose drawer views split and shrink around the
+    # arm; on the renderer's masks a pulled drawer's narrower view is real and the rule stalls the pull.
+    drawer_narrow_views: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).

@@ -158,7 +158,8 @@ class Tracking(Association, LookedAt):
             )
             # A drawer shows less of itself along its slide as it shuts, never across it: a view much
             # narrower across is a part hidden (by the arm pushing it, by a handle), not a move.
-            partial = partial or (prev is not None and a["articulated"] and self._narrower_across(node, det, prev))
+            partial = partial or (cfg.drawer_narrow_views and prev is not None and a["articulated"]
+                                  and self._narrower_across(node, det, prev))
             # A partial view (cut off, occluded) shifts its centre without any motion; it
             # counts as a move only if it is far and no longer lies on the object's points.
             moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
