@@ -138,9 +138,9 @@ class Planner:
         return SkillCall("navigate", node, tuple(xyz), math.nan, tuple(r.size(node)), note, {"when": when})
 
     def _pull_heading(self, drawer: str, r: Resolver) -> float:
-        """Heading (rad) the drawer slides out along: as memory judged it from the housing's box, else
-        from the housing's centre to the drawer's (a housing merged with its neighbour moves its centre
-        sideways, its box's front stays put)."""
+        """Heading (rad) the drawer slides out along: as memory's votes have it (``slide_direction``),
+        else from the housing's centre to the drawer's (which a housing seen merged with its neighbour
+        moves sideways)."""
         out = r.memory.slide_direction(drawer)
         if out is not None:
             return float(math.atan2(out[1], out[0]))
