@@ -56,66 +56,82 @@ class RegionGraph:
     area: np.ndarray  # (n,) float32 px
 
 
-# Column blocks of the per-pixel table summed per region (see region_graph).
-_BLOCKS = (slice(0, 3), slice(3, 6), slice(6, 7), slice(7, 8), slice(8, 11), slice(11, 14), slice(14, 15),
-           slice(15, 16), slice(16, 17), slice(17, 18))
-
-
 def _summing(r: np.ndarray, n: int) -> csr_matrix:
     """(n, N) 0/1 matrix: its product with per-pixel columns (N,K) sums them per region."""
     return csr_matrix((np.ones(len(r), np.float32), (r, np.arange(len(r)))), shape=(n, len(r)))
 
 
 def world_points(depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray) -> np.ndarray:
-    """(H,W,3) world points of every pixel (no return: the camera's own position)."""
+    """(3,H,W) float32 world x, y, z of every pixel (no return: the camera's own position)."""
     h, w = depth.shape
-    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
     z = depth.astype(np.float32)
-    x = (u - K[0, 2]) * z / K[0, 0]
-    y = (v - K[1, 2]) * z / K[1, 1]
-    cam = np.stack([x, y, z], -1)
+    x = (np.arange(w, dtype=np.float32) - np.float32(K[0, 2])) / np.float32(K[0, 0]) * z
+    y = (np.arange(h, dtype=np.float32)[:, None] - np.float32(K[1, 2])) / np.float32(K[1, 1]) * z
     R, t = cam_to_world[:3, :3].astype(np.float32), cam_to_world[:3, 3].astype(np.float32)
-    return cam @ R.T + t
+    return np.stack([R[k, 0] * x + R[k, 1] * y + R[k, 2] * z + t[k] for k in range(3)])
 
 
-def _level(points: np.ndarray) -> np.ndarray:
+def _level(p: np.ndarray) -> np.ndarray:
     """(H,W) |world z| of each pixel's surface normal (1: a level surface, 0: an upright one), from the
-    point map's steps to the right and down (the last row and column repeat their neighbours')."""
-    p = np.moveaxis(points, -1, 0)  # (3,H,W)
+    point map (3,H,W)'s steps to the right and down (the last row and column repeat their neighbours')."""
     a = p[:, :-1, 1:] - p[:, :-1, :-1]  # along a row
     b = p[:, 1:, :-1] - p[:, :-1, :-1]  # down a column
     nx = a[1] * b[2] - a[2] * b[1]
     ny = a[2] * b[0] - a[0] * b[2]
     nz = a[0] * b[1] - a[1] * b[0]
-    level = np.abs(nz) / np.maximum(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-12)
+    level = np.abs(nz) / np.maximum(np.sqrt(nx * nx + ny * ny + nz * nz), np.float32(1e-12))
     return np.pad(level, ((0, 1), (0, 1)), mode="edge")
+
+
+_GRIDS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _pixel_grid(h: int, w: int) -> np.ndarray:
+    """(H*W, 2) float32 row and column of every pixel, made once per image size."""
+    if (h, w) not in _GRIDS:
+        vy, vx = np.mgrid[0:h, 0:w].astype(np.float32)
+        _GRIDS[h, w] = np.column_stack([vy.ravel(), vx.ravel()])
+    return _GRIDS[h, w]
+
+
+def _pixel_table(rgb: np.ndarray, z: np.ndarray, points: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """(H*W, 18) float32 per-pixel columns whose region means the graph reads: colour (3), colour^2 (3),
+    depth, depth^2, world xyz (3), xyz^2 (3), level, m^2 covered, pixel row and column."""
+    h, w = z.shape
+    table = np.empty((h * w, 18), np.float32)
+    colour = table[:, 0:3]
+    np.multiply(rgb.reshape(-1, 3), np.float32(1 / 255), out=colour)
+    np.multiply(colour, colour, out=table[:, 3:6])
+    planes = np.empty((10, h * w), np.float32)  # contiguous rows, written into the table's columns once
+    planes[0] = z.ravel()
+    planes[1] = planes[0] * planes[0]
+    planes[2:5] = points.reshape(3, -1)
+    np.multiply(planes[2:5], planes[2:5], out=planes[5:8])
+    planes[8] = _level(points).ravel()
+    planes[9] = planes[0] * planes[0] / np.float32(K[0, 0] * K[1, 1])
+    table[:, 6:16] = planes.T
+    table[:, 16:18] = _pixel_grid(h, w)
+    return table
 
 
 def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, features: np.ndarray,
                  offset_weight: np.ndarray, offset_bias: np.ndarray, regions: np.ndarray, n: int,
                  camera: str = "") -> RegionGraph:
-    """rgb (H,W,3) uint8, depth (H,W) m (0 = no return), K (3,3) px, cam_to_world (4,4), features (C,H,W) the
-    network's per-pixel features, ``offset_weight`` (2,C) / ``offset_bias`` (2,) its linear offset head
-    in px (dy, dx), regions (H,W) int in [0, n)."""
+    """rgb (H,W,3) uint8, depth (H,W) m (0 = no return), K (3,3) px, cam_to_world (4,4), features (H,W,C) the
+    network's per-pixel features (``SegNet.pixel_features``), ``offset_weight`` (2,C) / ``offset_bias`` (2,)
+    its linear offset head in px (dy, dx), regions (H,W) int in [0, n)."""
     h, w = depth.shape
     r = regions.ravel().astype(np.int64)
     area = np.bincount(r, minlength=n).astype(np.float64)
     inv = 1.0 / np.maximum(area, 1.0)
+    depth = depth.astype(np.float32)
     z = depth.ravel().astype(np.float64)
     points = world_points(depth, K, cam_to_world)
-    flat = points.reshape(-1, 3).astype(np.float64)
     colour = rgb.reshape(-1, 3).astype(np.float64) / 255.0
-    pixel_m2 = (z / K[0, 0]) * (z / K[1, 1])
-    level = _level(points).ravel().astype(np.float64)
-    # Per-region means in one sparse product: colour, colour^2, depth, depth^2, world xyz, xyz^2, level, m^2,
-    # pixel row and column, the network's features.
-    vy, vx = np.mgrid[0:h, 0:w]
-    columns = np.empty((h * w, 18 + features.shape[0]), np.float32)
-    for k, column in enumerate((colour, colour ** 2, z, z ** 2, flat, flat ** 2, level, pixel_m2, vy.ravel(),
-                                vx.ravel())):
-        columns[:, _BLOCKS[k]] = column if column.ndim == 2 else column[:, None]
-    columns[:, 18:] = features.reshape(features.shape[0], -1).T
-    s = (_summing(r, n) @ columns).astype(np.float64) * inv[:, None]
+    # Per-region means in sparse products: the pixel table's columns, then the network's features.
+    summing = _summing(r, n)
+    s = np.column_stack([summing @ _pixel_table(rgb, depth, points, K),
+                         summing @ features.reshape(h * w, -1)]).astype(np.float64) * inv[:, None]
     mean_rgb, sq_rgb = s[:, 0:3], s[:, 3:6]
     mean_d, sq_d = s[:, 6], s[:, 7]
     mean_p, sq_p = s[:, 8:11], s[:, 11:14]
@@ -124,7 +140,7 @@ def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world
     sd_p = np.sqrt(np.maximum(sq_p - mean_p ** 2, 0))
     order = np.argsort(r, kind="stable")
     starts = np.searchsorted(r[order], np.arange(n))
-    height = flat[order, 2]
+    height = points[2].ravel()[order]
     z_min, z_max = np.minimum.reduceat(height, starts), np.maximum.reduceat(height, starts)
     boxes = ndimage.find_objects(regions + 1, max_label=n)
     rows = np.array([b[0].stop - b[0].start if b else 0 for b in boxes], np.float64)

@@ -16,7 +16,7 @@ give way to the image's own.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 COLOUR_STEP = 20  # per channel, of 255
@@ -24,23 +24,33 @@ DEPTH_STEP = 0.01  # m
 DEPTH_SLOPE = 0.05  # of the depth: a surface seen at a grazing angle steps further between pixels
 
 
+def _colour_steps_within(a: np.ndarray, b: np.ndarray, step: int) -> np.ndarray:
+    """Whether planar colours a, b (3, ...) uint8 differ by at most ``step`` in every channel (unsigned
+    arithmetic: the larger minus the smaller never wraps)."""
+    return (np.maximum(a, b) - np.minimum(a, b)).max(0) <= step
+
+
 def colour_depth_regions(rgb: np.ndarray, depth: np.ndarray, colour_step: int = COLOUR_STEP,
                          depth_step: float = DEPTH_STEP, depth_slope: float = DEPTH_SLOPE) -> tuple[np.ndarray, int]:
     """rgb (H,W,3) uint8, depth (H,W) m -> (regions (H,W) int64, number of regions)."""
     h, w = depth.shape
-    index = np.arange(h * w).reshape(h, w)
-    c = rgb.astype(np.int16)
+    c = np.ascontiguousarray(np.moveaxis(np.asarray(rgb, np.uint8), -1, 0))  # (3,H,W): channel planes
     d = depth.astype(np.float32)
-    rows, cols = [], []
-    for a, b in (((slice(None), slice(None, -1)), (slice(None), slice(1, None))),
-                 ((slice(None, -1), slice(None)), (slice(1, None), slice(None)))):
-        da, db = d[a], d[b]
-        joined = (np.abs(c[a] - c[b]).max(-1) <= colour_step) & \
-                 (np.abs(da - db) <= depth_step + depth_slope * np.minimum(da, db))
-        rows.append(index[a][joined])
-        cols.append(index[b][joined])
-    r, k = np.concatenate(rows), np.concatenate(cols)
-    graph = coo_matrix((np.ones(len(r), np.int8), (r, k)), shape=(h * w, h * w))
+    # joined[y, x] = (to the right, below): whether the pixel joins its neighbour there.
+    joined = np.zeros((h, w, 2), bool)
+    right, down = joined[:, :-1, 0], joined[:-1, :, 1]
+    right[:] = _colour_steps_within(c[:, :, :-1], c[:, :, 1:], colour_step)
+    right &= np.abs(d[:, :-1] - d[:, 1:]) <= depth_step + depth_slope * np.minimum(d[:, :-1], d[:, 1:])
+    down[:] = _colour_steps_within(c[:, :-1], c[:, 1:], colour_step)
+    down &= np.abs(d[:-1] - d[1:]) <= depth_step + depth_slope * np.minimum(d[:-1], d[1:])
+    # The joins as a sparse graph, built row by row (pixel order) so no sort is needed.
+    flat = joined.reshape(-1, 2)
+    pixel = np.arange(h * w, dtype=np.int32)
+    neighbour = np.stack([pixel + 1, pixel + w], 1)[flat]
+    indptr = np.zeros(h * w + 1, np.int32)
+    byte = flat.view(np.uint8)
+    np.cumsum(byte[:, 0] + byte[:, 1], out=indptr[1:])  # joins per pixel (a plain sum over the pair is slow)
+    graph = csr_matrix((np.ones(len(neighbour), np.int8), neighbour, indptr), shape=(h * w, h * w))
     n, labels = connected_components(graph, directed=False)
     return labels.reshape(h, w), int(n)
 

@@ -32,6 +32,7 @@ import torch
 from embodied.perception.learned.classifier import classify_instances
 from embodied.perception.learned.decode import group_instances, merge_fragments
 from embodied.perception.learned.grouper import assemble
+from embodied.perception.learned.heap import keep_freed_memory
 from embodied.perception.learned.model import OFFSET_SCALE
 from embodied.perception.learned.region_graph import RegionGraph, region_graph
 from embodied.perception.learned.regions import colour_depth_regions, snap_to_regions
@@ -61,7 +62,8 @@ def _load_fused(source: Path):
 class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
                  classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
-                 propose: bool = True, grouper: str | Path | None = None, group: bool = True):
+                 propose: bool = True, grouper: str | Path | None = None, group: bool = True,
+                 keep_heap: bool = True):
         """``source``: a segmenter run or weights file (default: the shipped one). ``grouper``: a region
         grouper run or weights file (default: the one inside ``source``'s file, if any); ``group``: use it
         (frames with a camera). ``classifier``: a crop classifier run or weights file (default: the one
@@ -69,7 +71,10 @@ class LearnedSegmenter:
         ``classify``: name instances with the classifier (when there is one). ``propose``: the classifier
         may also find objects in small regions the network folded into their surroundings (needs
         ``snap``). ``threads``: torch threads while segmenting (1: the speed target's budget; None:
-        torch's)."""
+        torch's). ``keep_heap``: raise glibc's malloc thresholds for the process (``heap.keep_freed_memory``),
+        so a frame's arrays reuse the last frame's memory instead of faulting fresh pages in (2 ms a frame)."""
+        if keep_heap:
+            keep_freed_memory()
         self.source = Path(source) if source else SHIPPED
         self.net = shared_net(self.source)
         self._runtime = shared_net(self.source, _load_fused)  # what the grouper path runs
@@ -127,7 +132,7 @@ class LearnedSegmenter:
     def region_graph(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray, extrinsics: np.ndarray,
                      camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
         """The frame's regions (H,W) int64, their count and their graph with the network's features."""
-        features = self._runtime.features(rgb, depth)
+        features = self._runtime.pixel_features(rgb, depth)
         regions, n = colour_depth_regions(rgb, depth)
         graph = region_graph(rgb, depth, np.asarray(intrinsics, np.float64), np.asarray(extrinsics, np.float64),
                              features, *self._offset, regions, n, camera)
