@@ -531,3 +531,26 @@ def test_a_drawer_seen_half_hidden_does_not_move_sideways():
         memory.update(frame(t, [cab, half]))
     assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.0, abs=0.01)
     assert memory.find(cls="drawer") == [node]
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_pieces_of_a_drawer_cut_by_the_arm_stay_one_drawer_and_its_neighbour_stays_apart(pieces):
+    """The arm pulling a drawer open hides its middle: the camera sees its front and, beyond the arm, its
+    far wall, two drawer views in the drawer's slide corridor. With ``drawer_pieces`` (a learned
+    detector's memory) they are one view of the drawer; the drawer beside it, across the slide, is never
+    joined to it. Without, the far wall becomes a drawer of its own."""
+    memory = SpatialMemory(drawer_pieces=pieces)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in (-0.19, 0.0)]
+    drawers = [detection((0.55, y, 0.04), "drawer", "yellow", (0.06, 0.16, 0.07)) for y in (-0.19, 0.0)]
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    assert len(memory.find(cls="drawer")) == 2
+    front = detection((0.50, -0.20, 0.04), "drawer", "yellow", (0.05, 0.14, 0.06))  # pulled out 5 cm
+    far_wall = detection((0.37, -0.17, 0.06), "drawer", "yellow", (0.01, 0.05, 0.01))
+    for t in range(3, 8):
+        memory.update(frame(t, [*cabs, front, far_wall, drawers[1]]))
+    ys = sorted(round(float(memory.graph.nodes[n]["position"][1]), 2) for n in memory.find(cls="drawer"))
+    if pieces:
+        assert len(ys) == 2 and ys[1] == pytest.approx(0.0, abs=0.01)
+    else:
+        assert len(ys) == 3

@@ -11,11 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import HOUSING_CLASSES
+from embodied.perception import join_views
 
 SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")  # a drawer's slide votes (Track.rest keys)
 FRONT_MIN = 0.08  # m: a drawer view this wide shows its front (see _slide_vote)
 NARROWER = 0.7  # a drawer view this much narrower across its slide than the last is partly hidden
 ROW_REACH = 1.0  # m: drawers this close pool their slide votes (one row faces one way)
+PIECE_ACROSS = 0.015  # m: a drawer piece lies across the slide within its drawer's width and this much
+PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box (it may have been pulled)
+PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
 
 
 class Articulation:
@@ -148,6 +152,39 @@ class Articulation:
             return False
         k = 1 if side[4] == "x" else 0
         return float(det.box_max[k] - det.box_min[k]) < NARROWER * float(prev.box_max[k] - prev.box_min[k])
+
+    def _join_drawer_pieces(self, dets: list) -> list:
+        """One camera's detections with those of drawers in one remembered drawer's slide corridor joined
+        into one (``MemoryConfig.drawer_pieces``): across the slide within the drawer's width (and
+        PIECE_ACROSS), overlapping its height, along the slide within PIECE_REACH of its box. Drawers of a
+        row stand side by side across their slide, so none lies in another's corridor."""
+        drawers = [i for i, d in enumerate(dets) if d.label == "drawer"]
+        if len(drawers) < 2:
+            return dets
+        groups: list[list[int]] = []
+        taken: set[int] = set()
+        nodes = [(n, self._slide_side(n)) for n in self._find(cls="drawer")]
+        nodes = [(n, side) for n, side in nodes if side is not None]
+        widths = [float((self.tracks[n].box_max - self.tracks[n].box_min)[1 if side[4] == "x" else 0]) for n, side in nodes]
+        for (node, side), width in zip(nodes, widths):
+            if width > PIECE_WIDEST * min(widths):
+                continue  # a node grown over two drawers (the drawers of a row are alike): no corridor
+            along, across = (0, 1) if side[4] == "x" else (1, 0)
+            tr = self.tracks[node]
+            lo, hi = tr.box_min, tr.box_max
+            inside = [i for i in drawers if i not in taken
+                      and dets[i].box_min[across] >= lo[across] - PIECE_ACROSS
+                      and dets[i].box_max[across] <= hi[across] + PIECE_ACROSS
+                      and dets[i].box_min[2] <= hi[2] and dets[i].box_max[2] >= lo[2]
+                      and dets[i].box_max[along] >= lo[along] - PIECE_REACH
+                      and dets[i].box_min[along] <= hi[along] + PIECE_REACH]
+            if len(inside) > 1:
+                groups.append(inside)
+                taken.update(inside)
+        if not groups:
+            return dets
+        joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
+        return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
 
     def slide_direction(self, node: str) -> np.ndarray | None:
         """(2,) unit world xy a drawer slides out along (judged from its housing and its row, see

@@ -96,6 +96,10 @@ class MemoryConfig:
     # move (see articulation.py). For a learned detector, whose drawer views split and shrink around the
     # arm; on the renderer's masks a pulled drawer's narrower view is real and the rule stalls the pull.
     drawer_narrow_views: bool = False
+    # A camera's views of drawers that lie in one remembered drawer's slide corridor (across the slide within
+    # its width, at its height) are pieces of it an occluder cut apart (the arm pulling it open hides its
+    # middle), joined before association. For a learned detector; the renderer's masks never cut an object.
+    drawer_pieces: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).

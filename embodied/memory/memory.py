@@ -145,6 +145,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         for det in frame.objects:
             by_camera.setdefault(det.camera, []).append(det)
         for dets in by_camera.values():
+            if self.config.drawer_pieces:
+                dets = self._join_drawer_pieces(dets)
             taken_here: set[str] = set()
             here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):

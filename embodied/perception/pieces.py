@@ -54,6 +54,13 @@ def join_pieces(objects: list[ObjectObservation], max_pixels: int, gap: float) -
     return out
 
 
+def join_views(views: list[ObjectObservation]) -> ObjectObservation:
+    """Several observations of one object (one camera, one frame) as one: the one of most pixels grown by
+    the others (their points, box and pixels added, colour weighted by pixels)."""
+    k = max(range(len(views)), key=lambda i: views[i].n_points)
+    return _joined(views[k], views[:k] + views[k + 1:])
+
+
 def _joined(whole: ObjectObservation, parts: list[ObjectObservation]) -> ObjectObservation:
     """``whole`` grown by ``parts``: their points, box and pixel count added, colour weighted by pixels."""
     every = [whole, *parts]
