@@ -200,3 +200,11 @@ def test_fragments_of_one_object_merge_unless_the_class_touches_itself():
     truth = ids.copy()
     truth[truth == 2] = 1
     assert touching_classes(truth[None], lambda i: labels, [0]) == ("drawer",)
+
+
+def test_make_data_takes_weights_only_for_the_agent_on_learned_perception(tmp_path):
+    with pytest.raises(ValueError, match="for policy 'agent:learned'"):
+        FrameJob(out=str(tmp_path), segmenter="w.safetensors").validate()
+    missing = tmp_path / "nowhere.safetensors"
+    with pytest.raises(FileNotFoundError, match="nowhere.safetensors"):
+        FrameJob(out=str(tmp_path), policy="agent:learned", segmenter=str(missing)).validate()

@@ -1,7 +1,7 @@
 """``embodied perception make-data|train|train-classifier|train-grouper|eval|export``: the segmenter's jobs.
 
     embodied perception make-data --out DIR [--episodes N] [--task T ...] [--every K] [--seed S] [--option K=V ...]
-                                  [--policy expert|agent|agent:learned]
+                                  [--policy expert|agent|agent:learned] [--segmenter FILE]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
     embodied perception train-classifier --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
     embodied perception train-grouper --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--policy", choices=("expert", "agent", "agent:learned"), default="expert",
                    help="who acts: the scripted expert, or the memory agent on the renderer's masks or on the "
                    "learned segmenter (its own views: approaches, retries, close-ups)")
+    d.add_argument("--segmenter", default="", help="with --policy agent:learned: the weights file or run the "
+                   "agent perceives with (default: the shipped weights)")
     add_option_argument(d)
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=make_data)
@@ -123,7 +125,8 @@ def make_data(args) -> dict:
     options = task_knobs(args.option, args.task or list(TASKS))  # checked before the first frame is rendered
     job = FrameJob(out=args.out, episodes=args.episodes, tasks=tuple(args.task), every=args.every,
                    max_frames=args.max_frames, seed=DATA_SEED if args.seed is None else args.seed,
-                   image_size=args.image_size, options=options or None, policy=args.policy)
+                   image_size=args.image_size, options=options or None, policy=args.policy,
+                   segmenter=args.segmenter)
     result = make_frames(job, progress=not args.json)
     result["options"] = options
     if not args.json:

@@ -14,6 +14,7 @@ frames are made, so reading them does not need it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -37,12 +38,17 @@ class FrameJob:
     image_size: int = 128
     options: dict | None = None  # task knobs, e.g. {"preset": "hard"}
     policy: str = "expert"  # one of POLICIES
+    segmenter: str = ""  # "agent:learned": the weights file or run the agent perceives with ("": the shipped)
 
     def validate(self) -> None:
         if self.episodes < 1 or self.every < 1 or self.max_frames < 1 or self.image_size < 16:
             raise ValueError("episodes, every and max_frames must be >= 1, image_size >= 16")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.segmenter and self.policy != "agent:learned":
+            raise ValueError(f"segmenter {self.segmenter!r} is for policy 'agent:learned', not {self.policy!r}")
+        if self.segmenter and not Path(self.segmenter).exists():
+            raise FileNotFoundError(f"segmenter weights {self.segmenter} do not exist")
 
 
 def _task_names(tasks: tuple[str, ...], policy: str = "expert") -> list[str]:
@@ -71,7 +77,7 @@ def render_episode(task: str, seed: int, job: FrameJob) -> tuple[dict[str, np.nd
     env = gym.make(entry.env_id, image_size=job.image_size, render_every=every, **(job.options or {}))
     try:
         obs, info = env.reset(seed=seed)
-        actor = make_expert(env) if job.policy == "expert" else _agent(env, seed, job.policy)
+        actor = make_expert(env) if job.policy == "expert" else _agent(env, seed, job.policy, job.segmenter)
         cams = sorted(k.split("/", 1)[1] for k in obs if k.startswith("segmentation/"))
         offset = int(np.random.default_rng(seed).integers(job.every))
         # A uniform sample of at most max_frames of the episode's kept steps, wherever they fall (reservoir
@@ -114,11 +120,13 @@ def _camera_arrays(obs: dict, cam: str) -> dict[str, np.ndarray]:
             "extrinsics": np.array(obs[f"extrinsics/{cam}"])}
 
 
-def _agent(env, seed: int, policy: str):
-    """The memory agent on the renderer's masks ("agent") or on the learned segmenter ("agent:learned")."""
+def _agent(env, seed: int, policy: str, segmenter: str = ""):
+    """The memory agent on the renderer's masks ("agent") or on the learned segmenter ("agent:learned", with
+    the weights ``segmenter``, "" for the shipped ones)."""
     from embodied.eval.rollout import make_agent
 
     agent = make_agent(env, seed=seed, perception="learned" if policy == "agent:learned" else "masks")
+    agent.config.perception.segmenter = segmenter
     agent.reset(seed=seed)
     return agent
 
