@@ -165,7 +165,8 @@ class Articulation:
         taken: set[int] = set()
         nodes = [(n, self._slide_side(n)) for n in self._find(cls="drawer")]
         nodes = [(n, side) for n, side in nodes if side is not None]
-        widths = [float((self.tracks[n].box_max - self.tracks[n].box_min)[1 if side[4] == "x" else 0]) for n, side in nodes]
+        widths = [float(np.ptp([self.tracks[n].box_min, self.tracks[n].box_max], axis=0)[1 if side[4] == "x" else 0])
+                  for n, side in nodes]  # across the slide
         for (node, side), width in zip(nodes, widths):
             if width > PIECE_WIDEST * min(widths):
                 continue  # a node grown over two drawers (the drawers of a row are alike): no corridor
