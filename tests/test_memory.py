@@ -554,3 +554,34 @@ def test_pieces_of_a_drawer_cut_by_the_arm_stay_one_drawer_and_its_neighbour_sta
         assert len(ys) == 2 and ys[1] == pytest.approx(0.0, abs=0.01)
     else:
         assert len(ys) == 3
+
+
+def test_with_class_votes_an_object_and_a_container_first_glimpsed_as_each_other_are_renamed():
+    """A box (a container) first glimpsed as a pyramid (a plain object), and a pyramid first glimpsed as
+    a box, take the class most of their detections give, kind included: a box that stayed a pyramid
+    sent the agent to the wrong one (MultiGoal 920004 on the learned segmenter). A container that holds
+    something keeps what it is."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    box = lambda label: detection((0.4, 0.0, 0.05), label, "red", size=(0.1, 0.1, 0.1))  # noqa: E731
+    pyramid = lambda label: detection((0.4, 0.4, 0.05), label, "blue", size=(0.08, 0.08, 0.1))  # noqa: E731
+    memory.update(frame(0, [box("pyramid"), pyramid("box")]))
+    first = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
+             if a["kind"] in ("object", "container")}
+    assert first == {"red": ("pyramid_0", "pyramid", "object"), "blue": ("box_0", "box", "container")}
+    for t in range(1, 6):
+        memory.update(frame(t, [box("box"), pyramid("pyramid")]))
+    now = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
+             if a["kind"] in ("object", "container")}
+    assert now == {"red": ("pyramid_0", "box", "container"), "blue": ("box_0", "pyramid", "object")}
+    assert memory.find(cls="box") == ["pyramid_0"] and memory.find(cls="pyramid") == ["box_0"]
+    assert [e["tag"] for e in memory.history("pyramid_0")].count("renamed") == 1
+
+    # A box that holds a ball stays a box, whatever it is called later.
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    memory.update(frame(0, [box("box"), detection((0.7, 0.0, 0.016), "ball", "yellow", size=(0.03,) * 3)]))
+    memory.graph.nodes["ball_0"]["inside"] = "box_0"  # as if put in and closed over
+    for t in range(2, 8):
+        memory.update(frame(t, [box("pyramid")]))
+    assert memory.graph.nodes["box_0"]["cls"] == "box"

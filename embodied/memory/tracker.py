@@ -247,11 +247,22 @@ class Tracking(Association, LookedAt):
             self._articulation(node, t)
 
     def _vote(self, node: str, a: dict, track: Track, label: str, t: int) -> None:
-        """Count the detection's class; the node is renamed when its votes say so, within its kind (a
-        support, a moving part and a container keep what they are: their tracks were built for it)."""
+        """Count the detection's class; the node is renamed when its votes say so. A plain object and a
+        rigid container (a pyramid and a box) share one kind of track, so either may become the other: a
+        box first glimpsed as a pyramid would otherwise stay a pyramid however often it is seen as a box. A
+        container holding something keeps what it is, and supports and moving parts keep theirs (their
+        tracks were built for it)."""
         new = track.vote(label, a["cls"])
-        if new is not None and kind_of(new) == a["kind"] and a["kind"] == "object":
+        if new is None or a["articulated"] or track.surface or new in ARTICULATED_CLASSES:
+            return
+        kind = kind_of(new)
+        if a["kind"] == kind == "object":
             self._set(node, t, "renamed", {"cls": new})
+        elif {a["kind"], kind} == {"object", "container"} and not self._holds_anything(node):
+            self._set(node, t, "renamed", {"cls": new, "kind": kind})
+
+    def _holds_anything(self, node: str) -> bool:
+        return any(b["inside"] == node for n, b in self._graph.nodes(data=True) if n != node and "inside" in b)
 
     def _carry_contents(self, container: str, delta: np.ndarray, t: int) -> None:
         """Hidden objects under a cup slide with it; lifting an open-bottomed cup leaves them behind."""
