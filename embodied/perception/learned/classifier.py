@@ -157,3 +157,16 @@ def classify_instances(net: CropNet, rgb: np.ndarray, depth: np.ndarray, ids: np
         out[region] = new
         labels[int(new)] = name
     return out, labels
+
+
+def crop_opinion(net: CropNet, rgb: np.ndarray, depth: np.ndarray):
+    """What ``net`` makes of the instances of one frame, for ``grouper.assemble``'s ``name_objects``: a
+    function of (ids (H,W), instance ids (K,)) giving (K, classes) log-probabilities from their crops.
+    The region grouper reads a region's mean colour and features; the crop sees the whole outline and
+    relief at one scale, which is what tells a teddy from a ball or a mug from a cone."""
+
+    def opinion(ids: np.ndarray, things: list[int]) -> np.ndarray:
+        x, s = instance_crops(rgb, depth, ids, things)
+        return np.log(net.probabilities(x, s).numpy() + 1e-6)
+
+    return opinion

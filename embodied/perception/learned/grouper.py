@@ -19,6 +19,7 @@ masks give them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -104,9 +105,18 @@ class RegionGrouper(nn.Module):
         return torch.log_softmax(node_logits, 1).numpy(), torch.sigmoid(pair_logits).numpy()
 
 
-def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np.ndarray, config: GrouperConfig
-             ) -> tuple[np.ndarray, dict[int, str]]:
-    """Instances of one frame from the grouper's outputs: (ids (H,W) int32, 0 = background; {id: class})."""
+def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np.ndarray, config: GrouperConfig,
+             name_objects: Callable[[np.ndarray, list[int]], np.ndarray] | None = None, unsure: float = 3.0,
+             crop_weight: float = 1.0) -> tuple[np.ndarray, dict[int, str]]:
+    """Instances of one frame from the grouper's outputs: (ids (H,W) int32, 0 = background; {id: class}).
+
+    ``name_objects(ids, things)``, where given, is a second opinion on what an object is: (len(things),
+    classes) log-probabilities for the thing instances ``things`` of the instance map ``ids`` (the crop
+    classifier's, ``classifier.crop_opinion``). It is asked about the objects the grouper is unsure of:
+    its regions' area-weighted mean log-probability puts the runner-up class within ``unsure`` nats of the
+    first. Their class is then the argmax of that mean plus ``crop_weight`` times the opinion. (Held-out
+    frames: 5 % of the objects are asked at 3 nats, and the apartment's small objects are named right
+    0.937 -> 0.970 of the time; asking about every object gives 0.973.)"""
     classes = config.classes
     n = len(logp)
     cls = logp.argmax(1)
@@ -129,9 +139,23 @@ def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np
     uniq, new = np.unique(key, return_inverse=True)
     offset = 0 if uniq[0] == 0 else 1
     new = new + offset
+    ids = new.astype(np.int32)[regions]
     labels = {}
     for k, u in enumerate(uniq.tolist()):
         if u == 0:
             continue
         labels[k + offset] = classes[u - 1] if u <= len(classes) else classes[object_cls[u - len(classes) - 1] - 1]
-    return new.astype(np.int32)[regions], labels
+    if name_objects is not None:
+        # Each thing instance's object (a component), its mean log-probability per pixel, its margin.
+        things = [(k + offset, u - len(classes) - 1) for k, u in enumerate(uniq.tolist()) if u > len(classes)]
+        if things:
+            rows = np.array([c for _, c in things])
+            area = np.bincount(component[members], weights=graph.area[members], minlength=n)[rows]
+            mean = votes[rows, 1:] / np.maximum(area, 1e-9)[:, None]
+            top2 = np.sort(mean, axis=1)[:, -2:]
+            ask = np.flatnonzero(top2[:, 1] - top2[:, 0] < unsure)
+            if len(ask):
+                fused = mean[ask] + crop_weight * name_objects(ids, [things[i][0] for i in ask])
+                for i, best in zip(ask.tolist(), fused.argmax(1).tolist()):
+                    labels[things[i][0]] = classes[best]
+    return ids, labels

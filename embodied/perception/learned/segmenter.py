@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from embodied.perception.learned.classifier import classify_instances
+from embodied.perception.learned.classifier import classify_instances, crop_opinion
 from embodied.perception.learned.decode import group_instances, merge_fragments
 from embodied.perception.learned.grouper import assemble
 from embodied.perception.learned.heap import keep_freed_memory
@@ -117,7 +117,8 @@ class LearnedSegmenter:
                                      "intrinsics and extrinsics (or group=False for the pipeline without it)")
                 graph, regions, _ = self.region_graph(rgb, depth, intrinsics, extrinsics, camera)
                 logp, same = self.grouper.predict(graph)
-                return assemble(graph, logp, same, regions, self.grouper.config)
+                opinion = crop_opinion(self.classifier, rgb, depth) if self.classifier is not None else None
+                return assemble(graph, logp, same, regions, self.grouper.config, opinion)
             ids, labels, sem, regions, n = self._snapped(rgb, depth)
             if self.classifier is not None:
                 ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF,
