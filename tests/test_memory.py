@@ -585,3 +585,19 @@ def test_with_class_votes_an_object_and_a_container_first_glimpsed_as_each_other
     for t in range(2, 8):
         memory.update(frame(t, [box("pyramid")]))
     assert memory.graph.nodes["box_0"]["cls"] == "box"
+
+
+def test_with_class_votes_a_thing_first_glimpsed_as_furniture_becomes_an_object_of_its_own():
+    """A cone on a sofa, first glimpsed once as a (cone-sized) sofa: later cone detections must make a cone,
+    not feed that support's node, which no vote renames (VanishedObject 920003 on the learned segmenter:
+    the cone never entered memory, so its disappearance went unseen). A plain object's flicker still
+    continues its node."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    cone = lambda label: detection((0.4, 0.0, 0.3), label, "red", size=(0.08, 0.08, 0.16))  # noqa: E731
+    memory.update(frame(0, [cone("sofa")]))
+    for t in range(1, 6):
+        memory.update(frame(t, [cone("cone")]))
+    (node,) = memory.find(cls="cone")
+    assert memory.graph.nodes[node]["n_obs"] == 5 and memory.graph.nodes[node]["kind"] == "object"

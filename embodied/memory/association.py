@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import SIZE_CLASSES
+from embodied.memory.config import SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.perception.types import ObjectObservation
 
+THING_KINDS = ("object", "container")  # what lies on supports and moves
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
 REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
@@ -109,8 +110,12 @@ class Association:
             d_cls = np.array([d.label for d in dets], dtype=object)[:, None]
             same_cls = d_cls == cls[None]
             # With class votes any class may continue a node, another one only where the detection lies
-            # on the node's own points (below).
-            ok = np.ones_like(gap, dtype=bool)
+            # on the node's own points (below); but a movable thing's detection never continues a support
+            # under another class. It lies on supports (its footprint inside theirs), and a thing first
+            # glimpsed as furniture (a cone once read as a sofa) would otherwise feed that support's node,
+            # which no vote renames, for good (VanishedObject 920003 on the learned segmenter).
+            thing = np.array([kind_of(d.label) in THING_KINDS for d in dets], dtype=bool)
+            ok = same_cls | ~(thing[:, None] & surface[None])
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
