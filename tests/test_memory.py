@@ -601,3 +601,25 @@ def test_with_class_votes_a_thing_first_glimpsed_as_furniture_becomes_an_object_
         memory.update(frame(t, [cone("cone")]))
     (node,) = memory.find(cls="cone")
     assert memory.graph.nodes[node]["n_obs"] == 5 and memory.graph.nodes[node]["kind"] == "object"
+
+
+def test_a_far_glimpse_of_one_piece_merges_with_the_whole_object_seen_later():
+    """A dumbbell first glimpsed from afar as one weight (VanishedObject 920007 on the learned segmenter),
+    later as its other weight 19 cm away (a second node), then whole: the whole continues the second node,
+    whose points now cover the first's, though most of them lie elsewhere. One object, never seen together
+    with itself: merged (the first node, never seen again, had gone "missing" and been taken for the
+    object that disappeared)."""
+    memory = SpatialMemory()
+    weight = lambda x: detection((x, 0.0, 0.02), "dumbbell", "yellow", size=(0.03, 0.03, 0.03))  # noqa: E731
+    memory.update(frame(0, [weight(0.30)]))
+    lid = box_points((0.26, -0.04, 0.20), (0.34, 0.04, 0.21))  # something in front of it: occluded, not lost
+    memory.update(frame(1, [], [lid]))
+    memory.update(frame(50, [weight(0.49)], [lid]))
+    assert len(memory.find(cls="dumbbell")) == 2
+    memory.update(frame(51, [detection((0.395, 0.0, 0.02), "dumbbell", "yellow", size=(0.22, 0.03, 0.03))]))
+    assert len(memory.find(cls="dumbbell")) == 1
+    # Two yellow dumbbells side by side in one frame stay two.
+    memory = SpatialMemory()
+    memory.update(frame(0, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
+    memory.update(frame(1, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
+    assert len(memory.find(cls="dumbbell")) == 2

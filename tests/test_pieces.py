@@ -47,3 +47,24 @@ def test_a_chain_of_pieces_ends_in_the_biggest():
     small = piece((0.35, 0.045, 0.02), (0.01, 0.01, 0.01), 3)  # touches mid only
     (one,) = join_pieces([small, big, mid], max_pixels=12, gap=0.01)
     assert one.key == big.key and one.n_points == 20
+
+
+def test_a_dumbbell_s_weights_and_bar_are_one_observation_for_a_class_that_never_touches_itself():
+    """A dumbbell across a bed (VanishedObject 920007): its weights (18 and 21 px) and its bar (13 px) come
+    out as three pieces with bed between them in the image, the bar's ends lost to the bed, so each
+    weight's box lies 4 cm from the bar's and 12 cm from the other weight's. A class whose objects never
+    touch one another joins them whatever their size, within 6 cm; a block (blocks stand side by side)
+    keeps whole-sized pieces apart, and so does another colour."""
+    near = piece((0.265, 0.0, 0.02), (0.03, 0.03, 0.03), 18, colour="yellow", label="dumbbell")
+    bar = piece((0.345, 0.0, 0.02), (0.05, 0.01, 0.01), 13, colour="yellow", label="dumbbell")
+    far = piece((0.425, 0.0, 0.02), (0.03, 0.03, 0.03), 21, colour="yellow", label="dumbbell")
+    singular = lambda label: label != "block"  # noqa: E731
+    (one,) = join_pieces([near, bar, far], max_pixels=12, gap=0.02, singular=singular, singular_gap=0.06)
+    assert one.key == far.key and one.n_points == 52
+    assert one.box_min[0] == pytest.approx(0.25) and one.box_max[0] == pytest.approx(0.44)
+    assert join_pieces([near, bar, far], max_pixels=12, gap=0.02, singular=singular) == [near, bar, far]
+    assert join_pieces([near, bar, far], max_pixels=12, gap=0.02, singular_gap=0.06) == [near, bar, far]
+    blocks = [dataclasses.replace(p, label="block") for p in (near, bar, far)]
+    assert join_pieces(blocks, max_pixels=12, gap=0.02, singular=singular, singular_gap=0.06) == blocks
+    other = dataclasses.replace(far, colour="red")
+    assert len(join_pieces([near, bar, other], max_pixels=12, gap=0.02, singular=singular, singular_gap=0.06)) == 2

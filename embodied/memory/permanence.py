@@ -71,8 +71,8 @@ class Permanence:
         """Merge a node seen this frame with another of its class when they describe one thing.
 
         Same thing: their boxes overlap by half the smaller one (supports and
-        furniture, seen in pieces) or their points do (objects), their colours
-        agree, and no camera ever saw both at once.
+        furniture, seen in pieces) or the points of either lie on the other's
+        (objects), their colours agree, and no camera ever saw both at once.
         """
         cfg = self.config
         fresh = sorted(touched & self.changed)
@@ -109,9 +109,13 @@ class Permanence:
                 if tn.surface or to.surface:
                     same = np.prod(w) >= 0.5 * small
                 else:
+                    # Either node's points lying on the other's: a far first glimpse of one piece of an
+                    # object (a dumbbell's weight) is as much a duplicate of the whole seen later as the
+                    # other way round.
                     same = same_colour(
                         a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]), cfg.colour_tolerance
-                    ) and (overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5 or self._handoff(old, new, touched))
+                    ) and (overlap(tn.points, to.keys, cfg.assoc_voxel) >= 0.5
+                           or overlap(to.points, tn.keys, cfg.assoc_voxel) >= 0.5 or self._handoff(old, new, touched))
                 if same:
                     keep, drop = (old, new) if b["first_seen"] <= a["first_seen"] else (new, old)
                     self._merge(keep, drop, t)

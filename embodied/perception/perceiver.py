@@ -50,6 +50,8 @@ class Perceiver:
             from embodied.perception.learned.segmenter import LearnedSegmenter  # torch only when used
 
             self.segmenter = LearnedSegmenter(self.config.segmenter or None)
+            touching = set(self.segmenter.touching)
+            self._singular = lambda label: label not in touching
 
     def with_config(self, **changes) -> Perceiver:
         return Perceiver(self.labels, dataclasses.replace(self.config, **changes))
@@ -111,7 +113,7 @@ class Perceiver:
             if masks or learned:
                 found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg)
                 if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
-                    found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap)
+                    found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
                 objects.extend(found)
             else:
                 found, heights = detect_geometric(arrays, cam, t, cfg, tcp)

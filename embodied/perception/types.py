@@ -30,9 +30,11 @@ class PerceptionConfig:
     # taken out of every predicted mask.
     self_filter: bool = True
     # Learned mode: a piece of fewer valid pixels than this, its box within piece_gap m of a bigger
-    # observation of its class and colour in the same camera, is part of it (an occluder cut them apart).
+    # observation of its class and colour in the same camera, is part of it (an occluder cut them apart);
+    # of a class whose objects never touch one another (LearnedSegmenter.touching), a piece of any size is.
     piece_pixels: int = 12
     piece_gap: float = 0.02
+    singular_gap: float = 0.06  # ... and within this, for a class whose objects never touch one another
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
     max_pixels: int = 256  # per instance, taken on a regular stride before back-projection
@@ -78,8 +80,9 @@ class PerceptionConfig:
             raise ValueError(f"outlier_impl must be 'grid' or 'open3d', got {self.outlier_impl!r}")
         if self.depth_noise < 0 or self.mask_erosion < 0:
             raise ValueError("depth_noise and mask_erosion must be >= 0")
-        if self.piece_pixels < 0 or self.piece_gap < 0:
-            raise ValueError(f"piece_pixels and piece_gap must be >= 0, got {self.piece_pixels} and {self.piece_gap}")
+        if self.piece_pixels < 0 or self.piece_gap < 0 or self.singular_gap < 0:
+            raise ValueError(f"piece_pixels, piece_gap and singular_gap must be >= 0, got {self.piece_pixels}, "
+                             f"{self.piece_gap} and {self.singular_gap}")
 
 
 @dataclass

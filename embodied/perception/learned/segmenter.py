@@ -96,6 +96,12 @@ class LearnedSegmenter:
         self.propose = propose
 
     @property
+    def touching(self) -> tuple[str, ...]:
+        """The classes whose objects touch one another in the training labels (blocks, drawers); the
+        others' objects never do, so their pieces are pieces of one (``perception.pieces``)."""
+        return tuple(self.net.config.touching or ())
+
+    @property
     def needs_camera(self) -> bool:
         """Whether frames should come with their camera (the grouper reads world heights)."""
         return self.grouper is not None
