@@ -20,6 +20,7 @@ ROW_REACH = 1.0  # m: drawers this close pool their slide votes (one row faces o
 PIECE_ACROSS = 0.015  # m: a drawer piece lies across the slide within its drawer's width and this much
 PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box (it may have been pulled)
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
+MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
 
 
 class Articulation:
@@ -159,18 +160,20 @@ class Articulation:
         PIECE_ACROSS), overlapping its height, along the slide within PIECE_REACH of its box. Drawers of a
         row stand side by side across their slide, so none lies in another's corridor."""
         drawers = [i for i, d in enumerate(dets) if d.label == "drawer"]
+        if not drawers:
+            return dets
+        nodes, widths = self._drawer_widths()
+        dets = self._drop_merged_drawers(dets, drawers, nodes, widths)
+        drawers = [i for i, d in enumerate(dets) if d.label == "drawer"]
         if len(drawers) < 2:
             return dets
         groups: list[list[int]] = []
         taken: set[int] = set()
-        nodes = [(n, self._slide_side(n)) for n in self._find(cls="drawer")]
-        nodes = [(n, side) for n, side in nodes if side is not None]
-        widths = [float(np.ptp([self.tracks[n].box_min, self.tracks[n].box_max], axis=0)[1 if side[4] == "x" else 0])
-                  for n, side in nodes]  # across the slide
         for (node, side), width in zip(nodes, widths):
             if width > PIECE_WIDEST * min(widths):
                 continue  # a node grown over two drawers (the drawers of a row are alike): no corridor
-            along, across = (0, 1) if side[4] == "x" else (1, 0)
+            across = _across(side)
+            along = 1 - across
             tr = self.tracks[node]
             lo, hi = tr.box_min, tr.box_max
             inside = [i for i in drawers if i not in taken
@@ -187,11 +190,47 @@ class Articulation:
         joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
 
+    def _drawer_widths(self) -> tuple[list[tuple[str, str]], list[float]]:
+        """The drawer nodes whose slide is known, with their slide side, and each one's width (m) across
+        its slide."""
+        nodes = [(n, self._slide_side(n)) for n in self._find(cls="drawer")]
+        nodes = [(n, side) for n, side in nodes if side is not None]
+        widths = [float(np.ptp([self.tracks[n].box_min, self.tracks[n].box_max], axis=0)[_across(side)])
+                  for n, side in nodes]
+        return nodes, widths
+
+    def _drop_merged_drawers(self, dets: list, drawers: list[int], nodes: list[tuple[str, str]],
+                             widths: list[float]) -> list:
+        """``dets`` without the drawer views wider across their row's slide than MERGED_WIDTH times the
+        row's median drawer: several drawers the detector saw as one (two fronts a few pixels apart in
+        the wrist camera, joined), which would drag one drawer's node over its neighbour's place and leave
+        the drawer that really opens to a node of its own (HiddenObject 920008). A node's width follows
+        its views (a drawer's handle strip from afar is two thirds of its front), hence the median and
+        the margin: two fronts seen as one are 1.9 times one."""
+        drop = set()
+        for i in drawers:
+            det = dets[i]
+            row = [(side, w) for (n, side), w in zip(nodes, widths)
+                   if np.linalg.norm(self.tracks[n].center[:2] - det.center[:2]) < ROW_REACH]
+            if len(row) < 2:
+                continue  # no row to measure against yet
+            typical = float(np.median([w for _, w in row]))
+            side = max({sd for sd, _ in row}, key=[sd for sd, _ in row].count)
+            k = _across(side)
+            if float(det.box_max[k] - det.box_min[k]) > MERGED_WIDTH * typical:
+                drop.add(i)
+        return [d for i, d in enumerate(dets) if i not in drop] if drop else dets
+
     def slide_direction(self, node: str) -> np.ndarray | None:
         """(2,) unit world xy a drawer slides out along (judged from its housing and its row, see
         _slide_side); None until it has been seen with a housing."""
         side = self._slide_side(node)
         return None if side is None else _side_vector(side)
+
+
+def _across(side: str) -> int:
+    """The world axis (0: x, 1: y) across the slide of a SLIDE_SIDES key."""
+    return 1 if side[4] == "x" else 0
 
 
 def _side_vector(side: str) -> np.ndarray:

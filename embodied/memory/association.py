@@ -34,6 +34,7 @@ NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap 
 # m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
 # is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
 SLIDE_GATE = 0.05
+LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
 # than it saves (a workcell holds ~15 nodes; a house hundreds).
 PREFILTER_FROM = 48
@@ -140,7 +141,7 @@ class Association:
                 pairs.append((3.0, i, nodes[j], SETTLED))
             for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
-                if not det.truncated and self._off_slide(node, d_c[i], centres[j]):
+                if self._off_slide(node, d_c[i], centres[j]) and (not det.truncated or self._off_lane(node, det)):
                     continue
                 ov = 0.0
                 if touching[i, j]:
@@ -183,13 +184,27 @@ class Association:
         across = 0 if out[0] == 0.0 else 1
         return abs(float(det_centre[across]) - float(node_centre[across])) > SLIDE_GATE
 
+    def _off_lane(self, node: str, det: ObjectObservation) -> bool:
+        """Whether a view cut by the image's edge lies wholly beside a drawer's lane (its box across the
+        slide, grown by LANE_SLACK): a partial view of the drawer may be centred off its middle, but not off the
+        drawer (a 20-pixel sliver of the next drawer's edge had dragged a drawer's node 13 cm sideways:
+        HiddenObject 920008)."""
+        out = self.slide_direction(node)
+        if out is None:
+            return False
+        k = 0 if out[0] == 0.0 else 1
+        track = self.tracks[node]
+        return bool(det.box_max[k] < track.box_min[k] - LANE_SLACK or det.box_min[k] > track.box_max[k] + LANE_SLACK)
+
     def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
         """Re-identification at any distance for the detections left unmatched: an unseen node of the
         same class and colour, those known to have left their place (missing, hidden) first, then the
         nearest to the detection. Not for a detection on ground no camera had looked at before: an
         object found on new ground is a discovery (the tenth white mug of the house), not a known one
         that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
-        the better explanation (the hand-off merge joins them once every camera is in)."""
+        the better explanation (the hand-off merge joins them once every camera is in). Never a part on a
+        joint (a drawer, a button): it cannot leave its place, where association finds it (a 20-pixel
+        sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways: HiddenObject 920008)."""
         cfg = self.config
         todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)]
         if not todo:
@@ -202,8 +217,9 @@ class Association:
         status, last, cls, colour, rgb = zip(*[(a["status"], a["last_seen"], a["cls"], a["colour"], a["rgb"])
                                                for a in rows.attrs])
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
+        jointed = np.array([bool(a.get("articulated")) for a in rows.attrs], dtype=bool)
         rank = np.array([REID_RANK.get(s, -1) for s in status])
-        free = (rank >= 0) & ~surface
+        free = (rank >= 0) & ~surface & ~jointed
         for n in taken_here:
             r = rows.row.get(n)
             if r is not None:

@@ -98,7 +98,9 @@ class MemoryConfig:
     drawer_narrow_views: bool = False
     # A camera's views of drawers that lie in one remembered drawer's slide corridor (across the slide within
     # its width, at its height) are pieces of it an occluder cut apart (the arm pulling it open hides its
-    # middle), joined before association. For a learned detector; the renderer's masks never cut an object.
+    # middle), joined before association; a view wider across the slide than 1.75 times the row's median
+    # drawer is several drawers seen as one, left out. For a learned detector; the renderer's masks never
+    # cut or join objects.
     drawer_pieces: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
