@@ -669,3 +669,22 @@ def test_a_far_glimpse_of_one_piece_merges_with_the_whole_object_seen_later():
     memory.update(frame(0, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
     memory.update(frame(1, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
     assert len(memory.find(cls="dumbbell")) == 2
+
+
+def test_a_view_of_one_face_of_a_block_does_not_move_it():
+    """The wrist camera beside a block it is about to grasp sees only the block's side: a view flat along
+    x, 2 cm from the block's centre. The block did not move; its node stays where the block is (it had
+    followed the face 2 cm off and down, and the grasp went there: StashAndFetch 920000 and 920005 on the
+    learned segmenter). A whole view 2 cm away is a move."""
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [detection((0.354, 0.013, 0.02), "block", "red", camera="wrist")]))
+    (node,) = memory.find(cls="block")
+    face = detection((0.374, 0.013, 0.02), "block", "red", size=(0.0, 0.035, 0.038), camera="wrist")
+    face.n_points = 2 * memory.tracks[node].views["wrist"].n_points  # closer: more pixels than before
+    for t in range(3, 6):
+        memory.update(frame(t, [face]))
+    assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.354, abs=0.003)
+    for t in range(6, 9):
+        memory.update(frame(t, [detection((0.374, 0.013, 0.02), "block", "red", camera="wrist")]))
+    assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.374, abs=0.003)

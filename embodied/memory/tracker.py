@@ -153,9 +153,8 @@ class Tracking(Association, LookedAt):
             shift = float(np.linalg.norm(det.center - ref))
             # Held objects and moving parts (a drawer sliding shut shows less of itself) change
             # their views for real; for the rest a much smaller view means occlusion.
-            partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)) and not (
-                a["held"] or a["articulated"]
-            )
+            partial = (det.truncated or (prev is not None and det.n_points < 0.6 * prev.n_points)
+                       or _one_face(det, track)) and not (a["held"] or a["articulated"])
             # A drawer shows less of itself along its slide as it shuts, never across it: a view much
             # narrower across is a part hidden (by the arm pushing it, by a handle), not a move.
             partial = partial or (cfg.drawer_narrow_views and prev is not None and a["articulated"]
@@ -295,6 +294,20 @@ class Tracking(Association, LookedAt):
             a = self._graph.nodes[node]
             if a["inside"] == container and not a["visible"] and bottom > self.tracks[node].box_max[2] + 0.005:
                 self._set(node, t, "uncovered", {"inside": "", "status": "unseen"})
+
+
+FACE_THIN = 0.005  # m: a view this thin along an axis on which the object is ...
+SOLID = 0.02  # m: ... at least this thick shows one face of it
+
+
+def _one_face(det: ObjectObservation, track: Track) -> bool:
+    """Whether a view shows only one face of a solid object: flat along an axis on which the remembered
+    box is thick (the wrist camera beside a block it is about to grasp sees only its side). Its centre
+    lies on that face, half the object away from the object's centre, with no motion at all (a block's
+    node had followed its side face 2 cm off and down, and the grasp went there: StashAndFetch 920000,
+    920005 on the learned segmenter)."""
+    extent = det.box_max - det.box_min
+    return bool(np.any((extent < FACE_THIN) & (track.box_max - track.box_min >= SOLID)))
 
 
 def _confidence(n_obs: int, status: str) -> float:
