@@ -688,3 +688,22 @@ def test_a_view_of_one_face_of_a_block_does_not_move_it():
     for t in range(6, 9):
         memory.update(frame(t, [detection((0.374, 0.013, 0.02), "block", "red", camera="wrist")]))
     assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.374, abs=0.003)
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_a_block_s_top_and_side_seen_as_two_pieces_stay_one_block(pieces):
+    """The wrist camera over a block it grasps sees its lit top and its shaded side as two pieces (a
+    learned detector's regions split them; StashAndFetch 920000). With ``object_pieces`` both lie within
+    the block's remembered box and are one view of it; without, the second piece becomes a second block.
+    Two blocks side by side stay two either way."""
+    memory = SpatialMemory(object_pieces=pieces)
+    block = detection((0.35, 0.20, 0.02), "block", "red", camera="wrist")
+    other = detection((0.35, 0.25, 0.02), "block", "red", camera="wrist")
+    for t in range(3):
+        memory.update(frame(t, [block, other]))
+    assert len(memory.find(cls="block")) == 2
+    top = detection((0.35, 0.20, 0.039), "block", "red", size=(0.04, 0.04, 0.002), camera="wrist")
+    side = detection((0.369, 0.20, 0.02), "block", "red", size=(0.002, 0.04, 0.038), camera="wrist")
+    for t in range(3, 6):
+        memory.update(frame(t, [top, side, other]))
+    assert len(memory.find(cls="block")) == (2 if pieces else 3)

@@ -36,10 +36,12 @@ class AgentConfig:
         node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once;
         a learned one's flickering labels are outvoted (``MemoryConfig.class_votes``) and its pieces at the
         image's edge wait for a whole view (``new_from_truncated``), its narrow views of a drawer are
-        parts hidden (``drawer_narrow_views``) and its pieces of one drawer join (``drawer_pieces``)."""
+        parts hidden (``drawer_narrow_views``) and its pieces of one drawer, or of one object, join
+        (``drawer_pieces``, ``object_pieces``)."""
         if self.memory is not None:
             return self.memory
         mode = self.perception.mode
         learned = mode == "learned"
         return MemoryConfig(min_sightings=1 if mode == "masks" else 3, class_votes=learned,
-                            new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned)
+                            new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned,
+                            object_pieces=learned)

@@ -24,6 +24,8 @@ import numpy as np
 from embodied.memory.config import SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
+from embodied.perception import join_views
+from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
@@ -34,6 +36,7 @@ NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap 
 # m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
 # is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
 SLIDE_GATE = 0.05
+PIECE_SLACK = 0.01  # m: pieces of a remembered object lie within its box grown by this
 LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
 # than it saves (a workcell holds ~15 nodes; a house hundreds).
@@ -183,6 +186,33 @@ class Association:
             return False
         across = 0 if out[0] == 0.0 else 1
         return abs(float(det_centre[across]) - float(node_centre[across])) > SLIDE_GATE
+
+    def _join_object_pieces(self, dets: list[ObjectObservation]) -> list[ObjectObservation]:
+        """One camera's detections with those that lie, two or more together, within one remembered plain
+        object's box (grown by PIECE_SLACK), of its class and colour, joined into one view
+        (``MemoryConfig.object_pieces``): pieces of it (a block's lit top and shaded side, which a learned
+        detector's regions can split). Else one piece continues the node and the other makes a second
+        block, seen together with the first and so never merged (StashAndFetch 920000). Two blocks side
+        by side are two nodes, and neither's box holds the other's view."""
+        if len(dets) < 2:
+            return dets
+        rows = self._node_rows()
+        taken: set[int] = set()
+        groups: list[list[int]] = []
+        for node, a, track in zip(rows.nodes, rows.attrs, rows.tracks):
+            if a["kind"] != "object" or a["held"] or track.surface:
+                continue
+            lo, hi = track.box_min - PIECE_SLACK, track.box_max + PIECE_SLACK
+            inside = [i for i, d in enumerate(dets) if i not in taken and d.label == a["cls"]
+                      and np.all(d.box_min >= lo) and np.all(d.box_max <= hi)
+                      and same_colour(d.colour, d.rgb, a["colour"], np.asarray(a["rgb"]), self.config.colour_tolerance)]
+            if len(inside) > 1:
+                groups.append(inside)
+                taken.update(inside)
+        if not groups:
+            return dets
+        joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
+        return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
 
     def _off_lane(self, node: str, det: ObjectObservation) -> bool:
         """Whether a view cut by the image's edge lies wholly beside a drawer's lane (its box across the

@@ -102,6 +102,10 @@ class MemoryConfig:
     # drawer is several drawers seen as one, left out. For a learned detector; the renderer's masks never
     # cut or join objects.
     drawer_pieces: bool = False
+    # A camera's views of a plain object's class and colour that lie, two or more together, within its
+    # remembered box are pieces of it (a block's top and side), joined before association. For a learned
+    # detector, whose regions can split an object's faces; the renderer's masks never do.
+    object_pieces: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).

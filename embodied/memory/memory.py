@@ -147,6 +147,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         for dets in by_camera.values():
             if self.config.drawer_pieces:
                 dets = self._join_drawer_pieces(dets)
+            if self.config.object_pieces:
+                dets = self._join_object_pieces(dets)
             taken_here: set[str] = set()
             here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):
