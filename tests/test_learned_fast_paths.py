@@ -114,3 +114,25 @@ def test_a_frame_reuses_the_last_frames_memory(frames_dir):
     faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
     # a frame's arrays take ~800 fresh pages a frame without the thresholds (2 ms on these machines)
     assert faults < 50, f"{faults:.0f} page faults a frame"
+
+
+def test_the_crop_second_opinion_runs_the_classifier_folded_and_a_few_medians_by_mask(frames_dir):
+    """The grouper path asks a BatchNorm-folded copy of the crop classifier, which answers as the plain one;
+    the median depth of a few instances, taken a mask each, is scipy's labelled median."""
+    from embodied.perception.learned.crops import _median_depths, instance_crops
+
+    segment = LearnedSegmenter()
+    frames = load_frames(frames_dir, segment.classes)
+    for i in range(min(len(frames), 8)):
+        rgb, depth = frames.rgb[i], frames.depth[i].astype(np.float32)
+        ids = frames.instance[i].astype(np.int32)
+        keep = np.unique(ids[ids > 0])[:6]
+        if not len(keep):
+            continue
+        valid = np.where(depth > 0, ids, 0)
+        want = np.nan_to_num(np.asarray(ndimage.median(depth, valid, keep), np.float64), nan=0.0)
+        assert np.allclose(_median_depths(depth, ids, keep), want)
+        x, s = instance_crops(rgb, depth, ids, keep)
+        folded = segment._asked.probabilities(x, s).numpy()
+        plain = segment.classifier.probabilities(x, s).numpy()
+        assert np.abs(folded - plain).max() < 1e-4

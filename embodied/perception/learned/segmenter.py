@@ -33,7 +33,7 @@ from embodied.perception.learned.classifier import classify_instances, crop_opin
 from embodied.perception.learned.decode import group_instances, merge_fragments
 from embodied.perception.learned.grouper import assemble
 from embodied.perception.learned.heap import keep_freed_memory
-from embodied.perception.learned.model import OFFSET_SCALE
+from embodied.perception.learned.model import OFFSET_SCALE, fold_batchnorms
 from embodied.perception.learned.region_graph import RegionGraph, region_graph
 from embodied.perception.learned.regions import colour_depth_regions, snap_to_regions
 from embodied.perception.learned.weights import load_classifier, load_grouper, load_segmenter
@@ -59,6 +59,11 @@ def _load_fused(source: Path):
     return load_segmenter(source).fused()
 
 
+def _load_fused_classifier(source: Path):
+    """The crop classifier of ``source`` with its BatchNorms folded in (what the grouper path asks)."""
+    return fold_batchnorms(load_classifier(source))
+
+
 class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
                  classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
@@ -82,6 +87,8 @@ class LearnedSegmenter:
         self.classifier = shared_net(Path(classifier) if classifier else self.source, load_classifier) \
             if classify else None
         self.grouper = shared_net(Path(grouper) if grouper else self.source, load_grouper) if group else None
+        self._asked = shared_net(Path(classifier) if classifier else self.source, _load_fused_classifier) \
+            if classify and self.classifier is not None and self.grouper is not None else None
         for part, name in ((self.classifier, classifier), (self.grouper, grouper)):
             if part is not None and part.config.classes != self.classes:
                 raise ValueError(f"the {type(part).__name__} of {name or self.source} names other classes than "
@@ -123,7 +130,7 @@ class LearnedSegmenter:
                                      "intrinsics and extrinsics (or group=False for the pipeline without it)")
                 graph, regions, _ = self.region_graph(rgb, depth, intrinsics, extrinsics, camera)
                 logp, same = self.grouper.predict(graph)
-                opinion = crop_opinion(self.classifier, rgb, depth) if self.classifier is not None else None
+                opinion = crop_opinion(self._asked, rgb, depth) if self._asked is not None else None
                 return assemble(graph, logp, same, regions, self.grouper.config, opinion)
             ids, labels, sem, regions, n = self._snapped(rgb, depth)
             if self.classifier is not None:
