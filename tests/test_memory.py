@@ -707,3 +707,44 @@ def test_a_block_s_top_and_side_seen_as_two_pieces_stay_one_block(pieces):
     for t in range(3, 6):
         memory.update(frame(t, [top, side, other]))
     assert len(memory.find(cls="block")) == (2 if pieces else 3)
+
+
+def test_two_cups_passing_each_other_keep_their_names():
+    """A shell game: the cup hiding the ball stays at y = 0 while another cup passes in front of it. A
+    learned detector sees the two as one wide cup while they overlap (``object_pieces`` leaves that view
+    out: a settled cup does not grow), and when they part, the scene camera's first view of the moving
+    cup lies nearer the still cup's node than the moving cup's own; the wrist camera, the same frame, sees
+    the still cup exactly as before, so it has not moved and the nearer view is not of it (ShellGame
+    930004 on the learned segmenter)."""
+    memory = SpatialMemory(object_pieces=True)
+    cup = lambda x, y, cam="scene": detection((x, y, 0.05), "cup", "red", (0.08, 0.08, 0.1), camera=cam)  # noqa: E731
+    still = cup(0.45, 0.0, "wrist")
+    for t in range(12):
+        memory.update(frame(t, [cup(0.45, 0.0), cup(0.54, -0.12), still]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    hider, mover = nodes[0.0], nodes[-0.12]
+    memory.update(frame(12, [cup(0.54, -0.09), still]))
+    for t in range(13, 16):  # overlapping: one wide view in the scene camera; the wrist sees the still cup
+        wide = detection((0.49, -0.02, 0.05), "cup", "red", (0.17, 0.12, 0.1))
+        memory.update(frame(t, [wide, still]))
+    memory.update(frame(16, [cup(0.54, 0.089), still]))
+    assert memory.graph.nodes[hider]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert memory.graph.nodes[mover]["position"][1] == pytest.approx(0.089, abs=0.02)
+
+
+def test_a_node_another_camera_sees_unmoved_is_not_taken_by_nearness():
+    """Two red cups: A stands still at y = 0, B (at y = -0.12) goes out of sight and comes back at
+    y = +0.09, nearer A's node than its own. The scene camera, matched first, sees only B; the wrist
+    camera, the same frame, sees A exactly as before. A has not moved: B's view is not A's, whatever
+    the order the cameras are matched in."""
+    memory = SpatialMemory()
+    cup = lambda x, y, cam: detection((x, y, 0.05), "cup", "red", (0.08, 0.08, 0.1), camera=cam)  # noqa: E731
+    for t in range(5):
+        memory.update(frame(t, [cup(0.45, 0.0, "scene"), cup(0.54, -0.12, "scene"), cup(0.45, 0.0, "wrist")]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    a, b = nodes[0.0], nodes[-0.12]
+    for t in range(5, 8):  # B hidden
+        memory.update(frame(t, [cup(0.45, 0.0, "scene"), cup(0.45, 0.0, "wrist")]))
+    memory.update(frame(8, [cup(0.54, 0.09, "scene"), cup(0.45, 0.0, "wrist")]))
+    assert memory.graph.nodes[a]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert any(abs(memory.graph.nodes[n]["position"][1] - 0.09) < 0.01 for n in memory.find(cls="cup") if n != a)

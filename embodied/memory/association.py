@@ -36,6 +36,8 @@ NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap 
 # m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
 # is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
 SLIDE_GATE = 0.05
+MERGED_VIEW = 1.5  # a view this many times wider than a settled rigid object it covers is more than it
+SETTLED_SIGHTINGS = 10  # a rigid object seen this often has its size
 PIECE_SLACK = 0.01  # m: pieces of a remembered object lie within its box grown by this
 LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
@@ -86,6 +88,24 @@ class Association:
         ).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
 
+    def _note_still(self, by_camera: dict[str, list[ObjectObservation]]) -> None:
+        """The nodes some camera of this frame sees just as it last saw them (``_as_last_seen``), before
+        any camera's detections are matched: such a node has not moved, so no other camera's detection
+        takes it by nearness alone (two cups passing each other in a shell game, seen as one by a learned
+        detector, reappear apart; the scene camera's first view of the moving one lay nearer the still
+        cup that hides the ball, which the wrist camera saw unmoved, and took it: ShellGame 930004)."""
+        self._still = set()
+        for camera, dets in by_camera.items():
+            nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, _, _ = self._table(camera, dets)
+            if not nodes or not dets:
+                continue
+            d_c = np.array([(d.box_min + d.box_max) / 2 for d in dets])
+            d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
+            as_before = looks_as_before(d_rgb, seen_rgb, self.config.colour_tolerance, self.config.brightness_ratio)
+            same = (np.array([d.label for d in dets], dtype=object)[:, None] == cls[None])
+            same &= _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
+            self._still.update(nodes[j] for j in np.flatnonzero(same.any(axis=0)))
+
     def _ahead(self, tracks: list) -> np.ndarray:
         """(K,) float64 steps each track's constant-velocity prediction runs ahead: since its last
         observation, at most 5."""
@@ -134,11 +154,7 @@ class Association:
             touching = gap < NEAR
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
-            n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
-            same = ok & (np.sqrt(((last[None] - d_c[:, None]) ** 2).sum(axis=2)) < 0.004)
-            same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
-            same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
-            same &= np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)
+            same = ok & _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
                 pairs.append((3.0, i, nodes[j], SETTLED))
@@ -162,7 +178,8 @@ class Association:
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
                     # of a drawer's inside. Ranked below every colour-consistent overlap.
                     pairs.append((ov, i, node, ov))
-                elif col_ok[i, j] and dist[i, j] < gate[j] and not surface[j]:
+                elif col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and node not in self._still:
+                    # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
         pairs.sort(key=lambda p: -p[0])
         match: dict[int, str] = {}
@@ -213,6 +230,30 @@ class Association:
             return dets
         joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
+
+    def _drop_merged_views(self, dets: list[ObjectObservation]) -> list[ObjectObservation]:
+        """One camera's detections without those that are a remembered object and something else seen as
+        one (``MemoryConfig.object_pieces``): a view of a rigid thing's class overlapping a node of its
+        class seen SETTLED_SIGHTINGS times or more, and MERGED_VIEW times wider than it along x or y. A rigid
+        object does not grow; two cups passing each other in a shell game are one cup-shaped region to a
+        learned detector, and that view had dragged the hidden ball's cup onto the other's place
+        (ShellGame 930004). What it covers is seen again when they part."""
+        if not dets:
+            return dets
+        rows = self._node_rows()
+        boxes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for a, tr in zip(rows.attrs, rows.tracks):
+            if (a["kind"] in THING_KINDS and not a["articulated"] and not a["held"] and not tr.surface
+                    and a["n_obs"] >= SETTLED_SIGHTINGS):
+                boxes.setdefault(a["cls"], []).append((tr.box_min, tr.box_max))
+        keep = []
+        for det in dets:
+            wide = det.box_max[:2] - det.box_min[:2]
+            merged = any(np.all(det.box_min <= hi) and np.all(det.box_max >= lo)
+                         and np.any(wide > MERGED_VIEW * (hi - lo)[:2]) for lo, hi in boxes.get(det.label, ()))
+            if not merged:
+                keep.append(det)
+        return keep
 
     def _off_lane(self, node: str, det: ObjectObservation) -> bool:
         """Whether a view cut by the image's edge lies wholly beside a drawer's lane (its box across the
@@ -280,3 +321,14 @@ class Association:
             match[i] = nodes[j]
             taken_here.add(nodes[j])
             free[j] = False
+
+
+def _as_last_seen(dets: list[ObjectObservation], centres: np.ndarray, last: np.ndarray, size: np.ndarray,
+                  colour: np.ndarray, seen_rgb: np.ndarray, as_before: np.ndarray) -> np.ndarray:
+    """(D, N) bool: detection i looks just as this camera last saw node j: the same centre (4 mm), size
+    (20 %) and colour (the camera's last look where kept, else the colour name)."""
+    n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
+    same = np.sqrt(((last[None] - centres[:, None]) ** 2).sum(axis=2)) < 0.004
+    same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
+    same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
+    return same & np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)

@@ -103,8 +103,10 @@ class MemoryConfig:
     # cut or join objects.
     drawer_pieces: bool = False
     # A camera's views of a plain object's class and colour that lie, two or more together, within its
-    # remembered box are pieces of it (a block's top and side), joined before association. For a learned
-    # detector, whose regions can split an object's faces; the renderer's masks never do.
+    # remembered box are pieces of it (a block's top and side), joined before association; a view 1.5 times
+    # wider than a rigid object of its class seen 10 times that it covers is more than it, left out.
+    # For a learned detector, whose regions can split an object's faces or join two objects; the
+    # renderer's masks never do.
     object_pieces: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
