@@ -88,23 +88,27 @@ class Association:
         ).reshape(-1, 3)
         return nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, velocity * ahead[:, None], velocity
 
-    def _note_still(self, by_camera: dict[str, list[ObjectObservation]]) -> None:
-        """The nodes some camera of this frame sees just as it last saw them (``_as_last_seen``), before
-        any camera's detections are matched: such a node has not moved, so no other camera's detection
-        takes it by nearness alone (two cups passing each other in a shell game, seen as one by a learned
-        detector, reappear apart; the scene camera's first view of the moving one lay nearer the still
-        cup that hides the ball, which the wrist camera saw unmoved, and took it: ShellGame 930004)."""
-        self._still = set()
-        for camera, dets in by_camera.items():
-            nodes, lo, hi, cls, colour, rgb, surface, last, size, seen_rgb, _, _ = self._table(camera, dets)
-            if not nodes or not dets:
+    def _unmoved_elsewhere(self, node: str, camera: str) -> bool:
+        """Whether another camera of this frame has a detection of ``node``'s class just as it last saw the
+        node (``_as_last_seen``): then it has not moved, and no view of ``camera``'s takes it by nearness
+        alone (two cups passing each other in a shell game, seen as one by a learned detector, reappear
+        apart; the scene camera's first view of the moving one lay nearer the still cup that hides the
+        ball, which the wrist camera saw unmoved, and took it: ShellGame 930004). Asked only of the
+        pairs matched by nearness, so a frame pays for it only where it matters."""
+        track, a = self.tracks[node], self._graph.nodes[node]
+        for other, dets in self._frame_dets.items():
+            view = track.views.get(other)
+            dets = [d for d in dets if d.label == a["cls"]] if other != camera and view is not None else []
+            if not dets:
                 continue
-            d_c = np.array([(d.box_min + d.box_max) / 2 for d in dets])
+            seen = np.array([view.rgb if view.rgb is not None else (np.nan,) * 3], dtype=np.float64)
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
-            as_before = looks_as_before(d_rgb, seen_rgb, self.config.colour_tolerance, self.config.brightness_ratio)
-            same = (np.array([d.label for d in dets], dtype=object)[:, None] == cls[None])
-            same &= _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
-            self._still.update(nodes[j] for j in np.flatnonzero(same.any(axis=0)))
+            as_before = looks_as_before(d_rgb, seen, self.config.colour_tolerance, self.config.brightness_ratio)
+            centres = np.array([(d.box_min + d.box_max) / 2 for d in dets])
+            if _as_last_seen(dets, centres, view.center[None], np.array([float(view.n_points)]),
+                             np.array([a["colour"]], dtype=object), seen, as_before).any():
+                return True
+        return False
 
     def _ahead(self, tracks: list) -> np.ndarray:
         """(K,) float64 steps each track's constant-velocity prediction runs ahead: since its last
@@ -178,7 +182,8 @@ class Association:
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
                     # of a drawer's inside. Ranked below every colour-consistent overlap.
                     pairs.append((ov, i, node, ov))
-                elif col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and node not in self._still:
+                elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j]
+                      and not self._unmoved_elsewhere(node, det.camera)):
                     # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
         pairs.sort(key=lambda p: -p[0])

@@ -64,7 +64,7 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
-        self._still: set[str] = set()  # nodes a camera of the current frame sees unmoved (Association)
+        self._frame_dets: dict[str, list] = {}  # the current frame's detections by camera (Association)
         self.changed: set[str] = set()
         self.frames = 0
         self._eyes: dict[str, float] = {}  # camera -> height (m) in the current frame
@@ -145,7 +145,7 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         by_camera: dict[str, list] = {}
         for det in frame.objects:
             by_camera.setdefault(det.camera, []).append(det)
-        self._note_still(by_camera)
+        self._frame_dets = by_camera
         for dets in by_camera.values():
             if self.config.drawer_pieces:
                 dets = self._join_drawer_pieces(dets)
