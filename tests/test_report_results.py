@@ -193,3 +193,18 @@ def test_the_repository_pages_carry_every_marker(capsys):
     assert tool.main(["--check"]) == 0
     out = capsys.readouterr().out
     assert all(f" {s.name} " in out for s in tool.SECTIONS)
+
+
+def test_the_perception_agent_table_compares_learned_with_masks():
+    """With a masks and a learned run, each task's row gives learned minus masks and the seeds learned
+    perception failed on; the mean row the mean difference."""
+    report = _load("report_perception")
+    task = lambda name, agent, failed=(): {"task": name, "suite": "manipulation", "agent": agent,  # noqa: E731
+                                           "agent_failed_seeds": list(failed)}
+    runs = {"masks": {"tasks": [task("A-v0", 1.0), task("B-v0", 0.9, [7])]},
+            "learned": {"tasks": [task("A-v0", 0.8, [3, 5]), task("B-v0", 0.9, [8])]}}
+    lines = report.agent(runs).splitlines()
+    assert lines[0] == "| task | suite | masks | learned | learned − masks | learned: failed seeds |"
+    assert lines[2] == "| A-v0 | manip | 100 | 80 | -20 | 3, 5 |"
+    assert lines[3] == "| B-v0 | manip | 90 | 90 | +0 | 8 |"
+    assert lines[4].startswith("| mean | | **95.0** | **85.0** | -10.0 |")

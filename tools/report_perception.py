@@ -63,23 +63,37 @@ def speed(rows: list[dict]) -> str:
 
 
 def agent(runs: dict[str, dict]) -> str:
+    """Success % per task and run; with both a masks and a learned run, learned minus masks and the seeds
+    learned perception failed on."""
     names = list(runs)
     first = next(iter(runs.values()))
-    lines = ["| task | suite | " + " | ".join(names) + " |",
-             "| --- | --- | " + " | ".join("---:" for _ in names) + " |"]
+    compare = "masks" in runs and "learned" in runs
+    extra = ["learned − masks", "learned: failed seeds"] if compare else []
+    lines = ["| task | suite | " + " | ".join(names + extra) + " |",
+             "| --- | --- | " + " | ".join(["---:"] * (len(names) + bool(extra)) + ["---"] * bool(extra)) + " |"]
     means = {n: [] for n in names}
-    by_task = {n: {t["task"]: t["agent"] for t in runs[n]["tasks"]} for n in names}
+    by_task = {n: {t["task"]: t for t in runs[n]["tasks"]} for n in names}
     for row in first["tasks"]:
         cells = []
         for n in names:
-            value = by_task[n].get(row["task"])
+            value = by_task[n].get(row["task"], {}).get("agent")
             if value is None:
                 cells.append("-")
                 continue
             means[n].append(value)
             cells.append(f"{100 * value:.0f}")
+        if compare:
+            masks, learned = by_task["masks"].get(row["task"]), by_task["learned"].get(row["task"])
+            if masks and learned:
+                failed = ", ".join(str(s) for s in learned.get("agent_failed_seeds") or []) or "-"
+                cells += [f"{100 * (learned['agent'] - masks['agent']):+.0f}", failed]
+            else:
+                cells += ["-", "-"]
         lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
-    lines.append("| mean | | " + " | ".join(f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()) + " |")
+    tail = [f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()]
+    if compare:
+        tail += [f"{100 * (sum(means['learned']) / len(means['learned']) - sum(means['masks']) / len(means['masks'])):+.1f}", ""]
+    lines.append("| mean | | " + " | ".join(tail) + " |")
     return "\n".join(lines)
 
 
