@@ -748,3 +748,24 @@ def test_a_node_another_camera_sees_unmoved_is_not_taken_by_nearness():
     memory.update(frame(8, [cup(0.54, 0.09, "scene"), cup(0.45, 0.0, "wrist")]))
     assert memory.graph.nodes[a]["position"][1] == pytest.approx(0.0, abs=0.01)
     assert any(abs(memory.graph.nodes[n]["position"][1] - 0.09) < 0.01 for n in memory.find(cls="cup") if n != a)
+
+
+def test_a_sliver_of_the_held_block_between_the_fingers_is_no_second_block():
+    """Lifted, a block shows only slivers of a few pixels between the fingers; one that matches nothing
+    is a piece of the block the hand holds, not a second red block beside it (StashAndFetch 920000 on the
+    learned segmenter: the planner later fetched that ghost). A red block away from the hand is new."""
+    memory = SpatialMemory()
+    t = 0
+    for w in [0.08, 0.08, 0.06, 0.045, 0.0405, 0.0402, 0.0402]:
+        memory.update(frame(t, [detection((0.4, 0.0, 0.02))], proprio=proprio((0.4, 0.0, 0.025), w)))
+        t += 1
+    (held,) = memory.find(cls="block")
+    assert memory.graph.nodes[held]["held"]
+    top = detection((0.405, 0.0, 0.09), size=(0.004, 0.02, 0.002))  # two slivers, above and below a finger
+    low = detection((0.41, 0.0, 0.062), size=(0.004, 0.02, 0.002))
+    for k in range(3):
+        memory.update(frame(t, [top, low], proprio=proprio((0.4, 0.0, 0.075), 0.0402)))
+        t += 1
+    assert memory.find(cls="block") == [held]
+    memory.update(frame(t, [detection((0.05, 0.45, 0.02))], proprio=proprio((0.4, 0.0, 0.075), 0.0402)))
+    assert len(memory.find(cls="block")) == 2

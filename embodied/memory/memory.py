@@ -42,6 +42,7 @@ from embodied.memory.spatial import relations
 from embodied.memory.node_rows import HolderMemo, NodeRows
 from embodied.memory.tracker import Tracking
 from embodied.memory.tracks import Track
+from embodied.perception.colour import same_colour
 from embodied.perception.types import Frame
 
 
@@ -157,6 +158,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
                 if node is None:
                     if det.truncated and not self.config.new_from_truncated and kind_of(det.label) != "surface":
                         continue  # a piece at the image's edge waits for a whole view to become an object
+                    if self._in_hand(det):
+                        continue  # a glimpse between the fingers of what the hand holds, not a second one
                     node = self._add(det, t)
                 else:
                     self._observe(node, det, t, ov)
@@ -173,6 +176,22 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         self._look(frame.views)
 
     # --- edges -----------------------------------------------------------------------
+    def _in_hand(self, det) -> bool:
+        """Whether a detection nothing matched is a piece of the object the gripper holds: of its class
+        and colour, within ``grasp_radius`` of its box. The fingers cut a held block into slivers of a
+        few pixels; one had become a second red block beside the one carried, and the planner later
+        fetched the ghost (StashAndFetch 920000 on the learned segmenter)."""
+        reach = self.config.grasp_radius
+        for node in self._physical():
+            a = self._graph.nodes[node]
+            if a["held"] and a["cls"] == det.label and same_colour(a["colour"], np.asarray(a["rgb"]), det.colour,
+                                                                 det.rgb, self.config.colour_tolerance):
+                track = self.tracks[node]
+                gap = np.maximum(track.box_min - det.box_max, det.box_min - track.box_max).max()
+                if gap < reach:
+                    return True
+        return False
+
     def _refresh_edges(self) -> None:
         """Bring the geometric edges up to date (diffing keeps networkx work small)."""
         want = relations(dict(self._graph.nodes(data=True)), self.config)
