@@ -769,3 +769,18 @@ def test_a_sliver_of_the_held_block_between_the_fingers_is_no_second_block():
     assert memory.find(cls="block") == [held]
     memory.update(frame(t, [detection((0.05, 0.45, 0.02))], proprio=proprio((0.4, 0.0, 0.075), 0.0402)))
     assert len(memory.find(cls="block")) == 2
+
+
+def test_a_whole_view_of_an_object_first_seen_in_part_is_not_left_out():
+    """A lamp first seen in part from afar (a narrow node, seen many times), then whole: the wide view is
+    of it alone (no other lamp stands beside it), so it grows the node; ``object_pieces`` leaves out
+    only a view that two objects of its class share (ChangedObject 930005 on the learned segmenter)."""
+    memory = SpatialMemory(object_pieces=True)
+    for t in range(12):
+        memory.update(frame(t, [detection((0.4, 0.0, 0.05), "lamp", "grey", (0.04, 0.04, 0.1))]))
+    (lamp,) = memory.find(cls="lamp")
+    for t in range(12, 15):
+        memory.update(frame(t, [detection((0.4, 0.0, 0.05), "lamp", "grey", (0.12, 0.12, 0.1))]))
+    assert memory.find(cls="lamp") == [lamp]
+    track = memory.tracks[lamp]
+    assert track.box_max[0] - track.box_min[0] > 0.1 and memory.graph.nodes[lamp]["last_seen"] == 14

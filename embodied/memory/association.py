@@ -36,7 +36,7 @@ NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap 
 # m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
 # is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
 SLIDE_GATE = 0.05
-MERGED_VIEW = 1.5  # a view this many times wider than a settled rigid object it covers is more than it
+MERGED_VIEW = 1.5  # a view this many times wider than a settled rigid object, beside another, is both
 SETTLED_SIGHTINGS = 10  # a rigid object seen this often has its size
 PIECE_SLACK = 0.01  # m: pieces of a remembered object lie within its box grown by this
 LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
@@ -237,12 +237,15 @@ class Association:
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
 
     def _drop_merged_views(self, dets: list[ObjectObservation]) -> list[ObjectObservation]:
-        """One camera's detections without those that are a remembered object and something else seen as
-        one (``MemoryConfig.object_pieces``): a view of a rigid thing's class overlapping a node of its
-        class seen SETTLED_SIGHTINGS times or more, and MERGED_VIEW times wider than it along x or y. A rigid
-        object does not grow; two cups passing each other in a shell game are one cup-shaped region to a
-        learned detector, and that view had dragged the hidden ball's cup onto the other's place
-        (ShellGame 930004). What it covers is seen again when they part."""
+        """One camera's detections without those that are two remembered objects seen as one
+        (``MemoryConfig.object_pieces``): a view of a rigid thing's class with two or more nodes of its
+        class, each seen SETTLED_SIGHTINGS times or more, covering it or within their own width of it, and
+        MERGED_VIEW times wider than one of them along x or y. A rigid object does not grow; two cups
+        passing each other in a shell game are one cup-shaped region to a learned detector, and that view
+        had dragged the hidden ball's cup onto the other's place (ShellGame 930004). What it covers is
+        seen again when they part. One object alone is never left out (a lamp first seen in part, then
+        whole: with one node of its class, the whole view had been dropped for good: ChangedObject
+        930005)."""
         if not dets:
             return dets
         rows = self._node_rows()
@@ -254,8 +257,11 @@ class Association:
         keep = []
         for det in dets:
             wide = det.box_max[:2] - det.box_min[:2]
-            merged = any(np.all(det.box_min <= hi) and np.all(det.box_max >= lo)
-                         and np.any(wide > MERGED_VIEW * (hi - lo)[:2]) for lo, hi in boxes.get(det.label, ()))
+            # Its class's objects it covers, or that stand within their own width of it (a moving one's
+            # node lags behind while the merged view hides it).
+            near = [(lo, hi) for lo, hi in boxes.get(det.label, ())
+                    if np.all(det.box_min[:2] - (hi - lo)[:2] <= hi[:2]) and np.all(det.box_max[:2] + (hi - lo)[:2] >= lo[:2])]
+            merged = len(near) >= 2 and any(np.any(wide > MERGED_VIEW * (hi - lo)[:2]) for lo, hi in near)
             if not merged:
                 keep.append(det)
         return keep

@@ -104,7 +104,7 @@ class MemoryConfig:
     drawer_pieces: bool = False
     # A camera's views of a plain object's class and colour that lie, two or more together, within its
     # remembered box are pieces of it (a block's top and side), joined before association; a view 1.5 times
-    # wider than a rigid object of its class seen 10 times that it covers is more than it, left out.
+    # wider than a rigid object of its class seen 10 times, with another such beside, is both, left out.
     # For a learned detector, whose regions can split an object's faces or join two objects; the
     # renderer's masks never do.
     object_pieces: bool = False
