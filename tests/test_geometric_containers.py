@@ -61,3 +61,35 @@ def test_blank_depth_gives_no_drawer_answer():
     report = _geometric("ReopenDrawer-v0", 0, max_depth=0.02, min_depth=0.01)
     assert report.answer.get("answer") is None and not report.correct
     assert not report.memory.find(cls="drawer")
+
+
+def _agent_succeeds(task: str, seed: int) -> tuple[bool, object]:
+    import gymnasium as gym
+
+    from embodied.eval.rollout import make_agent
+
+    env = gym.make(f"embodied/{task}")
+    agent = make_agent(env, seed, perception="geometric")
+    agent.reset(seed)
+    obs, info = env.reset(seed=seed)
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        done = terminated or truncated
+    env.close()
+    return bool(info["is_success"]), agent.memory
+
+
+def test_buttons_found_without_masks_and_pressed_in_the_order_they_lit(monkeypatch):
+    """The whole agent on geometric perception presses a row of buttons in the order they lit up: each
+    button is one node of class button (footprint and height), whose cap's flash memory saw. With
+    buttons left to the coarse size classes (a button read as small, then medium) it fails."""
+    from embodied.perception import geometric_shapes
+
+    ok, memory = _agent_succeeds("SequenceRecall-v0", 11)
+    assert ok
+    buttons = memory.find(cls="button")
+    assert len(buttons) == 4 and all(memory.graph.nodes[b]["articulated"] for b in buttons)
+    monkeypatch.setattr(geometric_shapes, "is_button", lambda cp, support: False)
+    ok, memory = _agent_succeeds("SequenceRecall-v0", 11)
+    assert not ok and not memory.find(cls="button")

@@ -2,8 +2,8 @@
 
 Input is the clusters DBSCAN found above the support (see ``geometric.py``);
 output is the same points regrouped into parts with class words from the
-memory's vocabulary (``cabinet``, ``drawer``, ``cup``) or "" (the caller then
-uses the coarse size class).
+memory's vocabulary (``cabinet``, ``drawer``, ``cup``, ``button``) or "" (the
+caller then uses the coarse size class).
 
 Drawer unit (a housing with drawers sliding out of it):
   * a cluster with a wide flat top: the points within ``TOP_BAND`` of its
@@ -47,6 +47,9 @@ PART_TOP = 0.03  # m above the support: a drawer part reaches this high (not a s
 SPLIT_GAP = 0.011  # m along the housing edge between two drawers' parts
 CUP_SIDE = (0.055, 0.11)  # m, footprint side range of a cup
 CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
+BUTTON_SIDE = (0.048, 0.085)  # m, footprint side range of a push button (base 7 cm, cap 4.8 cm)
+BUTTON_TOP = 0.045  # m above the support, at most (the cap's top stands at 3.6 cm)
+BUTTON_SHOWING = 0.012  # m of height seen, at least
 SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
 
@@ -92,6 +95,19 @@ def is_cup(cp: np.ndarray, support: float) -> bool:
         and CUP_SIDE[0] <= ext[1] <= CUP_SIDE[1]
         and CUP_HEIGHT[0] <= ext[2] + 0.03 and ext[2] <= CUP_HEIGHT[1]
         and cp[:, 2].max() - support >= CUP_HEIGHT[0]
+    )
+
+
+def is_button(cp: np.ndarray, support: float) -> bool:
+    """Whether a cluster (N,3) m has a push button's size: a 5-8.5 cm square footprint (its 7 cm base;
+    a 4 cm block is narrower, seen from any side) and a top at most 4.5 cm above the support, at least
+    1.5 cm of it showing (a cup stands 6 cm tall, a pad lies in the support plane)."""
+    ext = cp.max(axis=0) - cp.min(axis=0)
+    return bool(
+        BUTTON_SIDE[0] <= ext[0] <= BUTTON_SIDE[1]
+        and BUTTON_SIDE[0] <= ext[1] <= BUTTON_SIDE[1]
+        and ext[2] >= BUTTON_SHOWING
+        and cp[:, 2].max() - support <= BUTTON_TOP
     )
 
 
@@ -163,8 +179,8 @@ def label_parts(
 ) -> list[tuple[str, np.ndarray]]:
     """Regroup clusters (index arrays into ``pts`` (N,3) m) into labelled parts.
 
-    Returns (label, indices) pairs; label is ``cabinet``, ``drawer``, ``cup``
-    or "" (no shape class recognised). ``support``: the support plane height (m).
+    Returns (label, indices) pairs; label is ``cabinet``, ``drawer``, ``cup``,
+    ``button`` or "" (no shape class recognised). ``support``: the support plane height (m).
     """
     clusters = _merge_knobs(pts, clusters, support)
     housings: list[tuple[int, np.ndarray, np.ndarray]] = []
@@ -223,7 +239,8 @@ def label_parts(
             rest.append(idx)
         else:
             cups += split
-    return parts + [("cup", c) for c in _absorb_slivers(pts, cups, rest)] + [("", c) for c in rest]
+    cups = _absorb_slivers(pts, cups, rest)
+    return parts + [("cup", c) for c in cups] + [("button" if is_button(pts[c], support) else "", c) for c in rest]
 
 
 def _absorb_slivers(pts: np.ndarray, cups: list[np.ndarray], rest: list[np.ndarray]) -> list[np.ndarray]:
