@@ -208,3 +208,18 @@ def test_the_perception_agent_table_compares_learned_with_masks():
     assert lines[2] == "| A-v0 | manip | 100 | 80 | -20 | 3, 5 |"
     assert lines[3] == "| B-v0 | manip | 90 | 90 | +0 | 8 |"
     assert lines[4].startswith("| mean | | **95.0** | **85.0** | -10.0 |")
+
+
+def test_agent_parts_split_by_seeds_are_merged_per_task(tmp_path):
+    """Parts of one evaluation, split by task and by seed range, give each task's episode-weighted
+    success and all its failed seeds."""
+    report = _load("report_perception")
+    row = lambda name, agent, episodes, failed=(): {"task": name, "suite": "navigation", "agent": agent,  # noqa: E731
+                                                   "episodes": episodes, "agent_failed_seeds": list(failed)}
+    (tmp_path / "agent_learned_a.json").write_text(json.dumps({"tasks": [row("A-v0", 0.9, 10, [4]),
+                                                                         row("B-v0", 1.0, 10)]}))
+    (tmp_path / "agent_learned_b.json").write_text(json.dumps({"tasks": [row("A-v0", 0.8, 20, [12, 19, 25, 27])]}))
+    tasks = {t["task"]: t for t in report.agent_runs(tmp_path)["learned"]["tasks"]}
+    assert tasks["A-v0"]["episodes"] == 30 and abs(tasks["A-v0"]["agent"] - 25 / 30) < 1e-9
+    assert tasks["A-v0"]["agent_failed_seeds"] == [4, 12, 19, 25, 27]
+    assert tasks["B-v0"]["agent"] == 1.0 and tasks["B-v0"]["episodes"] == 10

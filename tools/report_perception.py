@@ -13,7 +13,12 @@ from pathlib import Path
 
 
 def _load(path: Path):
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:  # e.g. a run still writing it
+        raise SystemExit(f"{path}: not JSON ({err}); is the run that writes it finished?") from None
 
 
 def quality(result: dict, title: str) -> str:
@@ -105,14 +110,27 @@ AGENT_RUNS = (("masks", "masks"), ("learned", "learned"), ("learned_visual", "le
 
 
 def _agent_report(out: Path, key: str) -> dict | None:
-    """``agent_KEY.json``, or the tasks of its parts ``agent_KEY_a.json``, ``agent_KEY_b.json``, ... (one
-    evaluation split over processes by ``--task``) together."""
+    """``agent_KEY.json``, or its parts ``agent_KEY_a.json``, ``agent_KEY_b.json``, ... together: one
+    evaluation split over processes by ``--task``, by seed range (``--seed``), or both. A task in several
+    parts gets the episode-weighted success and every part's failed seeds."""
     whole = _load(out / f"agent_{key}.json")
     if whole:
         return whole
     parts = [_load(p) for p in sorted(out.glob(f"agent_{key}_?.json"))]
     parts = [p for p in parts if p]
-    return {"tasks": [t for p in parts for t in p["tasks"]]} if parts else None
+    if not parts:
+        return None
+    merged: dict[str, dict] = {}
+    for row in (t for p in parts for t in p["tasks"]):
+        if row["task"] not in merged:
+            merged[row["task"]] = dict(row, agent_failed_seeds=list(row.get("agent_failed_seeds") or []))
+            continue
+        into = merged[row["task"]]
+        n, m = into["episodes"], row["episodes"]
+        into["agent"] = (into["agent"] * n + row["agent"] * m) / (n + m)
+        into["episodes"] = n + m
+        into["agent_failed_seeds"] = sorted(into["agent_failed_seeds"] + list(row.get("agent_failed_seeds") or []))
+    return {"tasks": list(merged.values())}
 
 
 def agent_runs(out: Path) -> dict[str, dict]:
