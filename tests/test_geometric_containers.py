@@ -93,3 +93,19 @@ def test_buttons_found_without_masks_and_pressed_in_the_order_they_lit(monkeypat
     monkeypatch.setattr(geometric_shapes, "is_button", lambda cp, support: False)
     ok, memory = _agent_succeeds("SequenceRecall-v0", 11)
     assert not ok and not memory.find(cls="button")
+
+
+def test_pads_found_in_the_table_plane_and_the_block_that_stood_on_one_touched(monkeypatch):
+    """Pads lie in the table's plane, so no cluster above it holds them: they are found as patches of
+    the plane's points in a colour of their own. With them the whole agent on geometric perception
+    touches the block that stood on the named pad; without them "the <colour> pad" names nothing."""
+    from embodied.perception import geometric
+
+    ok, memory = _agent_succeeds("StoodOn-v0", 11)
+    assert ok
+    pads = memory.find(cls="pad")
+    colours = {memory.graph.nodes[p]["colour"] for p in pads}
+    assert len(colours) == 3, colours  # the three pads of the row, each in its own colour
+    monkeypatch.setattr(geometric, "find_pads", lambda *args: [])
+    ok, memory = _agent_succeeds("StoodOn-v0", 11)
+    assert not ok and not memory.find(cls="pad")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.perception.clouds import Group, describe_batch
-from embodied.perception.geometric_shapes import label_parts
+from embodied.perception.geometric_shapes import find_pads, label_parts
 from embodied.perception.geometry import back_project, pixel_colours, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
@@ -91,7 +91,7 @@ def detect_geometric(
         keep[idx] = False
         heights.append(height)
         if support is None:
-            support = height
+            support, support_idx = height, idx
             chunks.append(idx)
             names.append("plane")
             labels_of.append("surface")
@@ -122,6 +122,11 @@ def detect_geometric(
             chunks.append(idx)
             names.append(f"c{k}")
             labels_of.append(label)
+    if support is not None:
+        for k, idx in enumerate(find_pads(pts, cols, support_idx, support, clusters, cfg.cluster_min_points)):
+            chunks.append(idx)
+            names.append(f"pad{k}")
+            labels_of.append("pad")
     if not chunks:
         return [], heights
     groups, start = [], 0

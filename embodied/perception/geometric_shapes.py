@@ -2,7 +2,8 @@
 
 Input is the clusters DBSCAN found above the support (see ``geometric.py``);
 output is the same points regrouped into parts with class words from the
-memory's vocabulary (``cabinet``, ``drawer``, ``cup``, ``button``) or "" (the
+memory's vocabulary (``cabinet``, ``drawer``, ``cup``, ``button``; ``pad`` from the
+support plane's points, :func:`find_pads`) or "" (the
 caller then uses the coarse size class).
 
 Drawer unit (a housing with drawers sliding out of it):
@@ -50,6 +51,13 @@ CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
 BUTTON_SIDE = (0.048, 0.085)  # m, footprint side range of a push button (base 7 cm, cap 4.8 cm)
 BUTTON_TOP = 0.045  # m above the support, at most (the cap's top stands at 3.6 cm)
 BUTTON_SHOWING = 0.012  # m of height seen, at least
+PAD_SIDE = (0.06, 0.11)  # m, a pad's long side seen (9 cm square, lying flat; its short side foreshortened ...
+PAD_SHORT = 0.02  # m ... or half hidden by the block on it is at least this)
+PAD_TOP = 0.004  # m above the support: a pad's points (it is 2 mm thick)
+PAD_COLOUR_STEP = 0.2  # RGB distance (0-1 channels) from the support's median colour: not the table
+PAD_LINK = 0.03  # m between a pad's points (a far camera sees rows of the table 2-3 cm apart) ...
+PAD_HUE = 0.15  # ... of one colour (RGB distance): the pads of a row stand 2 cm apart, in distinct colours
+PAD_COVERED = 0.6  # share of a patch's footprint an object cluster's footprint may cover (a cup's rim)
 SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
 
@@ -111,9 +119,43 @@ def is_button(cp: np.ndarray, support: float) -> bool:
     )
 
 
-def _components(xy: np.ndarray, reach: float) -> list[np.ndarray]:
-    """Connected components (index arrays) of a few points (N,2) linked within ``reach`` m."""
+def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: float,
+              clusters: list[np.ndarray], min_points: int) -> list[np.ndarray]:
+    """Pads: patches of the support plane's points (``plane``: indices into ``pts`` (N,3) m and ``cols``
+    (N,3) in [0, 1]) lying within ``PAD_TOP`` of the support, coloured at least ``PAD_COLOUR_STEP`` away
+    from the support's median colour, ``PAD_SIDE`` wide both ways. A pad lies in the support plane, so
+    no cluster above it holds it; a patch mostly under an object cluster's footprint is that object's
+    lowest rim (a cup's), not a pad."""
+    low = plane[pts[plane, 2] <= support + PAD_TOP]
+    if len(low) < min_points:
+        return []
+    table = np.median(cols[plane], axis=0)
+    odd = low[np.linalg.norm(cols[low] - table, axis=1) > PAD_COLOUR_STEP]
+    if len(odd) < min_points:
+        return []
+    boxes = [(pts[c, :2].min(axis=0), pts[c, :2].max(axis=0)) for c in clusters]
+    pads = []
+    for comp in _components(pts[odd, :2], PAD_LINK, cols[odd], PAD_HUE):
+        idx = odd[comp]
+        lo, hi = pts[idx, :2].min(axis=0), pts[idx, :2].max(axis=0)
+        side = hi - lo
+        if len(idx) < min_points or not (PAD_SIDE[0] <= side.max() <= PAD_SIDE[1] and side.min() >= PAD_SHORT):
+            continue
+        area = float(np.prod(side))
+        covered = max((float(np.prod(np.clip(np.minimum(hi, b_hi) - np.maximum(lo, b_lo), 0, None)))
+                       for b_lo, b_hi in boxes), default=0.0)
+        if covered <= PAD_COVERED * area:
+            pads.append(idx)
+    return pads
+
+
+def _components(xy: np.ndarray, reach: float, colours: np.ndarray | None = None,
+                hue: float = 0.0) -> list[np.ndarray]:
+    """Connected components (index arrays) of a few points (N,2) linked within ``reach`` m (and, with
+    ``colours`` (N,3), within ``hue`` of each other's colour)."""
     near = np.linalg.norm(xy[:, None] - xy[None], axis=2) <= reach
+    if colours is not None:
+        near &= np.linalg.norm(colours[:, None] - colours[None], axis=2) <= hue
     label = -np.ones(len(xy), dtype=np.int64)
     for start in range(len(xy)):
         if label[start] >= 0:
