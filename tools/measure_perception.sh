@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The numbers of docs/perception.md: segmenter quality on held-out frames (the shipped pipeline, then the one
 # without the region grouper step by step), speed per mode, and the whole agent on masks vs learned perception (default look and
-# visual=randomized), 10 seeds per task from 930000 (no test or training frame uses them), every task but Lifelong (one
-# 20,700-step episode), and geometric mode on the workcell's tasks. About 5 hours on the two cores.
+# visual=randomized), 10 seeds per task from 930000 (no test or training frame uses them; masks and learned 10 more
+# from 930010), every task but Lifelong (one 20,700-step episode), and geometric mode on the workcell's tasks.
+# About 2.5 hours on the two cores; run the bench (speed) alone on a quiet machine.
 #   bash tools/measure_perception.sh [OUT_DIR]   # default runs/seg; prints the tables (tools/report_perception.py)
 # then python3 tools/report_results.py --perception OUT_DIR   # writes them into docs/perception.md (--check: compare)
 set -euo pipefail
@@ -26,9 +27,11 @@ for look in "" _vis; do  # the pipeline without the region grouper, step by step
 done
 $E bench perception --json > "$OUT/bench_perception.json"
 TASKS=$(python3 -c "from embodied.tasks import TASKS; print(' '.join('--task ' + t for t in TASKS if t != 'Lifelong-v0'))")
-for mode in masks learned; do
+for mode in masks learned; do  # two parts of EPISODES seeds each (tools/report_perception.py merges them)
   $E ablate $TASKS --column agent --episodes "$EPISODES" --seed "$SEED" --perception $mode --workers 2 \
-    --json > "$OUT/agent_$mode.json"
+    --json > "$OUT/agent_${mode}_a.json"
+  $E ablate $TASKS --column agent --episodes "$EPISODES" --seed $((SEED + EPISODES)) --perception $mode --workers 2 \
+    --json > "$OUT/agent_${mode}_b.json"
 done
 $E ablate $TASKS --column agent --episodes "$EPISODES" --seed "$SEED" --perception learned --workers 2 \
   --option visual=randomized --json > "$OUT/agent_learned_visual.json"
