@@ -57,6 +57,8 @@ PAD_TOP = 0.004  # m above the support: a pad's points (it is 2 mm thick)
 PAD_COLOUR_STEP = 0.2  # RGB distance (0-1 channels) from the support's median colour: not the table
 PAD_LINK = 0.03  # m between a pad's points (a far camera sees rows of the table 2-3 cm apart) ...
 PAD_HUE = 0.15  # ... of one colour (RGB distance): the pads of a row stand 2 cm apart, in distinct colours
+PAD_MAX_POINTS = 1500  # odd-coloured plane points past which the table is patterned: no pads told (and
+# the pairwise linking below stays small)
 PAD_COVERED = 0.6  # share of a patch's footprint an object cluster's footprint may cover (a cup's rim)
 SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
@@ -131,7 +133,7 @@ def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: flo
         return []
     table = np.median(cols[plane], axis=0)
     odd = low[np.linalg.norm(cols[low] - table, axis=1) > PAD_COLOUR_STEP]
-    if len(odd) < min_points:
+    if not min_points <= len(odd) <= PAD_MAX_POINTS:
         return []
     boxes = [(pts[c, :2].min(axis=0), pts[c, :2].max(axis=0)) for c in clusters]
     pads = []
