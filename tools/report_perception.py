@@ -126,9 +126,11 @@ def _agent_report(out: Path, key: str) -> dict | None:
             merged[row["task"]] = dict(row, agent_failed_seeds=list(row.get("agent_failed_seeds") or []))
             continue
         into = merged[row["task"]]
+        for key in ("agent_steps", "agent_steps_per_s"):  # per-part means, not merged: left out
+            into.pop(key, None)
         n, m = into["episodes"], row["episodes"]
         into["agent"] = (into["agent"] * n + row["agent"] * m) / (n + m)
-        into["episodes"] = n + m
+        into["episodes"] = into["agent_episodes"] = n + m
         into["agent_failed_seeds"] = sorted(into["agent_failed_seeds"] + list(row.get("agent_failed_seeds") or []))
     return {"tasks": list(merged.values())}
 

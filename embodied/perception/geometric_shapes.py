@@ -125,7 +125,9 @@ def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: flo
               clusters: list[np.ndarray], min_points: int) -> list[np.ndarray]:
     """Pads: patches of the support plane's points (``plane``: indices into ``pts`` (N,3) m and ``cols``
     (N,3) in [0, 1]) lying within ``PAD_TOP`` of the support, coloured at least ``PAD_COLOUR_STEP`` away
-    from the support's median colour, ``PAD_SIDE`` wide both ways. A pad lies in the support plane, so
+    from the support's median colour, one colour linked within ``PAD_LINK``, its long side ``PAD_SIDE``
+    and its short side at least ``PAD_SHORT`` (a far camera foreshortens it, the block on it hides
+    part); none on a patterned table (``PAD_MAX_POINTS``). A pad lies in the support plane, so
     no cluster above it holds it; a patch mostly under an object cluster's footprint is that object's
     lowest rim (a cup's), not a pad."""
     low = plane[pts[plane, 2] <= support + PAD_TOP]
