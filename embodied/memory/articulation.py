@@ -101,8 +101,16 @@ class Articulation:
             area = float(np.prod(np.clip(w, 0, None)))
             if area > best_area:
                 best_area, housing = area, other
-                # How far the part sticks out of each side, in SLIDE_SIDES order.
-                out = np.array([h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]])
+        if housing is None:
+            # Pulled far out, with the part still inside out of view (the arm, the housing's top): the
+            # housing it was last found part of.
+            held = [h for _, h, k in self._graph.out_edges(node, keys=True)
+                    if k == "part_of" and self._graph.nodes[h]["cls"] in HOUSING_CLASSES]
+            housing = held[0] if held else None
+        if housing is not None:
+            h = self.tracks[housing]
+            # How far the part sticks out of each side, in SLIDE_SIDES order.
+            out = np.array([h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]])
         if out is None:
             if self._graph.nodes[node]["cls"] != "drawer_unit":
                 return None

@@ -23,6 +23,8 @@ from embodied.memory.tracker import _confidence, _vec
 from embodied.perception.colour import same_colour
 from embodied.perception.types import CameraView
 
+FLOATING = 0.015  # m: an object shut in a container with its bottom this far above the container's has sunk to it
+
 
 class _Samples:
     """The sample clouds (N,3) m of some tracks, by position in ``rows``: read only when asked, as
@@ -230,9 +232,17 @@ class Permanence:
                     status, tag = "hidden", "contained"
                     changes["inside"] = holder
                     rest = self.tracks[holder].rest
+                    shift = np.zeros(3)
                     if rest.get("slid_t") == t:
                         # Shut in by a drawer that slid this frame: it slid along.
-                        track.shift(np.array([rest["slid_x"], rest["slid_y"], 0.0]))
+                        shift[:2] = rest["slid_x"], rest["slid_y"]
+                    # Last seen on its way down into the container (a block lowered into a drawer, lost
+                    # among the tray's points): it came to rest on the container's floor.
+                    above = track.box_min[2] - self.tracks[holder].box_min[2]
+                    if above > FLOATING:
+                        shift[2] = -above
+                    if shift.any():
+                        track.shift(shift)
                         changes.update(
                             position=_vec(track.center), box_min=_vec(track.box_min), box_max=_vec(track.box_max)
                         )

@@ -45,7 +45,11 @@ NEAR_OUT = 0.25  # m: a separate cluster within this outside a housing may be a 
 RAISED = 0.025  # m ... if its lowest point is this far above the support (not a block on the table)
 LONG_PART = 0.09  # m ... or it runs this far along the housing edge (an open drawer; a block is 4 cm)
 PART_TOP = 0.03  # m above the support: a drawer part reaches this high (not a scrap of table)
+PART_OUT = 0.025  # m: a drawer part sticks this far out of the footprint (its handle bar, 5-6 cm when shut);
+# a face that stands just outside the top plate's footprint (the housing's back seen from behind) is housing
 SPLIT_GAP = 0.011  # m along the housing edge between two drawers' parts
+WIDEST_FRONT = 0.22  # m along the housing edge: a cluster of its own this long is one drawer's part, longer
+# is several (open drawers side by side, linked by DBSCAN) and is split at SPLIT_GAP
 CUP_SIDE = (0.055, 0.11)  # m, footprint side range of a cup
 CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
 BUTTON_SIDE = (0.048, 0.085)  # m, footprint side range of a push button (base 7 cm, cap 4.8 cm)
@@ -89,10 +93,14 @@ def _outside(xy: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray
     return out[np.arange(len(xy)), side], side
 
 
-def _split_along(idx: np.ndarray, coord: np.ndarray, min_points: int) -> list[np.ndarray]:
-    """Pieces of ``idx`` split where sorted ``coord`` jumps by more than ``SPLIT_GAP``."""
+def _split_along(idx: np.ndarray, coord: np.ndarray, min_points: int, source: np.ndarray) -> list[np.ndarray]:
+    """Pieces of ``idx`` split where sorted ``coord`` jumps by more than ``SPLIT_GAP``, except between two
+    points of one cluster of their own (``source`` > 0: a handle bar a far camera sees as a dotted line,
+    linked by DBSCAN; 0: points sticking out of the housing's cluster)."""
     order = np.argsort(coord, kind="stable")
-    cuts = np.flatnonzero(np.diff(coord[order]) > SPLIT_GAP) + 1
+    src = source[order]
+    cut = (np.diff(coord[order]) > SPLIT_GAP) & ~((src[1:] == src[:-1]) & (src[1:] > 0))
+    cuts = np.flatnonzero(cut) + 1
     return [idx[order[p]] for p in np.split(np.arange(len(order)), cuts) if len(p) >= min_points]
 
 
@@ -241,8 +249,9 @@ def label_parts(
         top = float(pts[idx, 2].max())
         dist, side = _outside(pts[idx, :2], lo, hi)
         out = dist > OUT_TOL
-        parts.append(("cabinet", idx[~out]))
-        drawer_idx, drawer_side = [idx[out]], [side[out]]
+        housing_idx = [idx[~out]]
+        drawer_idx, drawer_side, drawer_dist = [idx[out]], [side[out]], [dist[out]]
+        drawer_src = [np.zeros(int(out.sum()), dtype=np.int64)]
         for j, other in enumerate(clusters):
             if j in used:
                 continue
@@ -259,13 +268,20 @@ def label_parts(
                 used.add(j)
                 drawer_idx.append(other)
                 drawer_side.append(s)
-        di, ds = np.concatenate(drawer_idx), np.concatenate(drawer_side)
+                drawer_dist.append(d)
+                drawer_src.append(np.full(len(other), j + 1 if along <= WIDEST_FRONT else 0))
+        di, ds, dsrc = np.concatenate(drawer_idx), np.concatenate(drawer_side), np.concatenate(drawer_src)
+        far = np.zeros(len(pts))
+        far[di] = np.concatenate(drawer_dist)
         for s in range(4):
             on_side = di[ds == s]
             if len(on_side) < min_points:
                 continue
             tangent = pts[on_side, 1 if s % 2 == 0 else 0]
-            for piece in _split_along(on_side, tangent, min_points):
+            for piece in _split_along(on_side, tangent, min_points, dsrc[ds == s]):
+                if far[piece].max() < PART_OUT:
+                    housing_idx.append(piece)
+                    continue
                 # A drawer shows its handle bar or its front along the edge; a scrap (a bit of
                 # a drawer the arm hides, a corner of table) keeps a size class.
                 axis = 1 if s % 2 == 0 else 0
@@ -275,6 +291,7 @@ def label_parts(
                     continue  # not in front of this housing, or reaching over it: the arm
                 if pts[piece, 2].max() >= support + PART_TOP:
                     parts.append(("drawer" if whole else "", piece))
+        parts.append(("cabinet", np.concatenate(housing_idx)))
     cups: list[np.ndarray] = []
     rest: list[np.ndarray] = []
     for k, idx in enumerate(clusters):
