@@ -20,6 +20,7 @@ ROW_REACH = 1.0  # m: drawers this close pool their slide votes (one row faces o
 PIECE_ACROSS = 0.015  # m: a drawer piece lies across the slide within its drawer's width and this much
 PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box (it may have been pulled)
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
+PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its housing
 MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
 
 
@@ -101,12 +102,21 @@ class Articulation:
             area = float(np.prod(np.clip(w, 0, None)))
             if area > best_area:
                 best_area, housing = area, other
-        if housing is None:
+        side = self._slide_side(node)
+        if housing is None and side is not None:
             # Pulled far out, with the part still inside out of view (the arm, the housing's top): the
-            # housing it was last found part of.
-            held = [h for _, h, k in self._graph.out_edges(node, keys=True)
-                    if k == "part_of" and self._graph.nodes[h]["cls"] in HOUSING_CLASSES]
-            housing = held[0] if held else None
+            # housing it slides out of, its box grown that way by the longest pull.
+            out_dir = _side_vector(side)
+            for other in self._find(kind="surface"):
+                if self._graph.nodes[other]["cls"] not in HOUSING_CLASSES:
+                    continue
+                h = self.tracks[other]
+                glo, ghi = h.box_min[:2] - 0.03, h.box_max[:2] + 0.03
+                glo, ghi = glo + np.minimum(out_dir, 0) * PULL_REACH, ghi + np.maximum(out_dir, 0) * PULL_REACH
+                w = np.minimum(hi[:2], ghi) - np.maximum(lo[:2], glo)
+                area = float(np.prod(np.clip(w, 0, None)))
+                if area > best_area:
+                    best_area, housing = area, other
         if housing is not None:
             h = self.tracks[housing]
             # How far the part sticks out of each side, in SLIDE_SIDES order.

@@ -25,6 +25,7 @@ from embodied.perception.types import ObjectObservation, PerceptionConfig
 
 _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
 _WIDE = 0.15  # m; a cluster this wide that touches the fingers is furniture they work on, not held
+_FINGERTIPS = 0.06  # m from the TCP: the open fingers' tips reach 4.5 cm aside and 1 cm below it
 _SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
 
 
@@ -117,8 +118,8 @@ def detect_geometric(
                     continue  # the fingers, or whatever they hold
                 idx = idx[~near]  # furniture the fingers touch: only the touched bit goes
             clusters.append(idx)
-        clusters += _small_things(pts, rest[labels < 0], base, cfg, clusters)
-        for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points)):
+        clusters += _small_things(pts, rest[labels < 0], base, cfg, clusters, tcp)
+        for k, (label, idx) in enumerate(label_parts(pts, clusters, base, cfg.cluster_min_points, cols)):
             chunks.append(idx)
             names.append(f"c{k}")
             labels_of.append(label)
@@ -142,11 +143,13 @@ def detect_geometric(
 
 
 def _small_things(
-    pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig, big: list[np.ndarray]
+    pts: np.ndarray, noise: np.ndarray, base: float, cfg: PerceptionConfig, big: list[np.ndarray],
+    tcp: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Clusters of a few points that DBSCAN left as noise, resting on the support and clear of every
-    bigger cluster (not a sliver of one): a small object far from the camera (a 3 cm ball a metre
-    away is about 3 pixels across)."""
+    bigger cluster (not a sliver of one) and of the open fingers' tips (within ``_FINGERTIPS`` of the
+    TCP ``tcp`` (3,) m): a small object far from the camera (a 3 cm ball a metre away is about 3
+    pixels across)."""
     o3d = open3d()
     if len(noise) < cfg.small_min_points:
         return []
@@ -166,6 +169,8 @@ def _small_things(
         idx = noise[labels == k]
         cp = pts[idx]
         resting = cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height
+        if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < _FINGERTIPS:
+            continue
         if resting and np.ptp(cp[:, :2], axis=0).max() <= cfg.small_max_height:
             found.append(idx)
     return found

@@ -64,6 +64,11 @@ PAD_HUE = 0.15  # ... of one colour (RGB distance): the pads of a row stand 2 cm
 PAD_MAX_POINTS = 1500  # odd-coloured plane points past which the table is patterned: no pads told (and
 # the pairwise linking below stays small)
 PAD_COVERED = 0.6  # share of a patch's footprint an object cluster's footprint may cover (a cup's rim)
+TRAY_COLOUR_STEP = 0.25  # RGB distance (0-1 channels) from a drawer's median colour: something in its tray ...
+TRAY_HUE = 0.35  # ... linked within PAD_LINK and this colour step (a block's lit top and shaded side) ...
+TRAY_THING = 0.08  # ... at most this across (m; a block is 4 cm) ...
+TRAY_RISE = 0.02  # ... whose top stands this far above the tray's floor (m): not a shadow or a stain
+TRAY_MAX_POINTS = 400  # odd-coloured points past which the drawer is not one colour: nothing told
 SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
 
@@ -161,6 +166,29 @@ def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: flo
     return pads
 
 
+def things_in_tray(pts: np.ndarray, cols: np.ndarray, piece: np.ndarray,
+                   min_points: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A drawer part's points (``piece``, indices into ``pts`` (N,3) m and ``cols`` (N,3) in [0, 1]) less
+    the things lying in its tray, and those things: patches coloured at least ``TRAY_COLOUR_STEP`` away
+    from the drawer's median colour (the drawer is painted one colour), linked within ``PAD_LINK`` and
+    ``TRAY_HUE``, at most ``TRAY_THING`` across, standing ``TRAY_RISE`` or more above the tray's floor.
+    A block shut in a drawer touches the tray, so DBSCAN gives it to the drawer's cluster."""
+    odd = piece[np.linalg.norm(cols[piece] - np.median(cols[piece], axis=0), axis=1) > TRAY_COLOUR_STEP]
+    if not min_points <= len(odd) <= TRAY_MAX_POINTS:
+        return piece, []
+    floor = float(np.percentile(pts[piece, 2], 5))
+    things = []
+    for comp in _components(pts[odd, :2], PAD_LINK, cols[odd], TRAY_HUE):
+        idx = odd[comp]
+        cp = pts[idx]
+        if (len(idx) >= min_points and np.ptp(cp[:, :2], axis=0).max() <= TRAY_THING
+                and cp[:, 2].max() >= floor + TRAY_RISE):
+            things.append(idx)
+    if not things:
+        return piece, []
+    return np.setdiff1d(piece, np.concatenate(things)), things
+
+
 def _components(xy: np.ndarray, reach: float, colours: np.ndarray | None = None,
                 hue: float = 0.0) -> list[np.ndarray]:
     """Connected components (index arrays) of a few points (N,2) linked within ``reach`` m (and, with
@@ -229,12 +257,14 @@ def _merge_knobs(pts: np.ndarray, clusters: list[np.ndarray], support: float) ->
 
 
 def label_parts(
-    pts: np.ndarray, clusters: list[np.ndarray], support: float, min_points: int
+    pts: np.ndarray, clusters: list[np.ndarray], support: float, min_points: int, cols: np.ndarray | None = None
 ) -> list[tuple[str, np.ndarray]]:
     """Regroup clusters (index arrays into ``pts`` (N,3) m) into labelled parts.
 
     Returns (label, indices) pairs; label is ``cabinet``, ``drawer``, ``cup``,
-    ``button`` or "" (no shape class recognised). ``support``: the support plane height (m).
+    ``button`` or "" (no shape class recognised). ``support``: the support plane height (m). ``cols``
+    (N,3) in [0, 1]: with them, a thing lying in an open drawer's tray is told from the drawer
+    (:func:`things_in_tray`).
     """
     clusters = _merge_knobs(pts, clusters, support)
     housings: list[tuple[int, np.ndarray, np.ndarray]] = []
@@ -289,8 +319,12 @@ def label_parts(
                 mid = float(np.median(pts[piece, axis]))
                 if not lo[axis] <= mid <= hi[axis] or pts[piece, 2].max() > top + 0.005:
                     continue  # not in front of this housing, or reaching over it: the arm
-                if pts[piece, 2].max() >= support + PART_TOP:
-                    parts.append(("drawer" if whole else "", piece))
+                if pts[piece, 2].max() < support + PART_TOP:
+                    continue
+                if whole and cols is not None:
+                    piece, things = things_in_tray(pts, cols, piece, min_points)
+                    parts += [("", thing) for thing in things]
+                parts.append(("drawer" if whole else "", piece))
         parts.append(("cabinet", np.concatenate(housing_idx)))
     cups: list[np.ndarray] = []
     rest: list[np.ndarray] = []
