@@ -23,6 +23,7 @@ from embodied.memory.tracker import _confidence, _vec
 from embodied.perception.colour import same_colour
 from embodied.perception.types import CameraView
 
+GLIMPSE = 5  # steps: an object hidden in a container, seen again for at most this long, is still in it
 FLOATING = 0.015  # m: an object shut in a container with its bottom this far above the container's has sunk to it
 
 
@@ -225,6 +226,11 @@ class Permanence:
                 status = "hidden"
             else:
                 status, holder = verdict[node]
+                if not holder and track.left in self._graph and t - track.left_t <= GLIMPSE:
+                    # Seen a moment through the gap of a shutting drawer, or over the rim of a cup coming
+                    # down, then lost again: it is still where it was hidden (the container's seen box,
+                    # a drawer's front, need not hold its whole footprint).
+                    holder = track.left
             changes: dict = {}
             tag = status
             if status not in ("held", "hidden") and a["kind"] == "object":

@@ -186,6 +186,8 @@ class Tracking(Association, LookedAt):
                 light = 0  # a moving object's shading changes with its pose; only a still one "lights up"
         changes: dict = {}
         if not a["visible"]:
+            if a["inside"]:
+                track.left, track.left_t = a["inside"], t
             changes.update(visible=True, status="visible", unseen_since=-1, inside="")
         centre = track.center
         if not track.surface:

@@ -78,6 +78,8 @@ class Track:
     rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
     height: float = 0.0  # m, tallest view seen of a rigid object
     votes: dict[str, int] = field(default_factory=dict)  # class -> detections that gave it (MemoryConfig.class_votes)
+    left: str = ""  # the container it was hidden in when last seen again ...
+    left_t: int = -1  # ... at this step (a glimpse through a shutting drawer's gap: see Permanence)
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -172,6 +174,8 @@ class Track:
             "rigid": bool(self.rigid),
             "height": float(self.height),
             "votes": dict(self.votes),
+            "left": self.left,
+            "left_t": int(self.left_t),
         }
 
     @classmethod
@@ -191,6 +195,7 @@ class Track:
                                                   for k, v in votes.items()):
             raise ValueError("track votes: expected an object of class -> count")
         track.votes = dict(votes)
+        track.left, track.left_t = str(d.get("left", "")), int(d.get("left_t", -1))  # absent from older files
         track.keys = voxel_keys(track.points, voxel)
         track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
         return track

@@ -64,7 +64,7 @@ PAD_HUE = 0.15  # ... of one colour (RGB distance): the pads of a row stand 2 cm
 PAD_MAX_POINTS = 1500  # odd-coloured plane points past which the table is patterned: no pads told (and
 # the pairwise linking below stays small)
 PAD_COVERED = 0.6  # share of a patch's footprint an object cluster's footprint may cover (a cup's rim)
-TRAY_COLOUR_STEP = 0.25  # RGB distance (0-1 channels) from a drawer's median colour: something in its tray ...
+TRAY_COLOUR_STEP = 0.25  # chroma distance (RGB over its largest channel) from a drawer's median: in its tray ...
 TRAY_HUE = 0.35  # ... linked within PAD_LINK and this colour step (a block's lit top and shaded side) ...
 TRAY_THING = 0.08  # ... at most this across (m; a block is 4 cm) ...
 TRAY_RISE = 0.02  # ... whose top stands this far above the tray's floor (m): not a shadow or a stain
@@ -169,16 +169,19 @@ def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: flo
 def things_in_tray(pts: np.ndarray, cols: np.ndarray, piece: np.ndarray,
                    min_points: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """A drawer part's points (``piece``, indices into ``pts`` (N,3) m and ``cols`` (N,3) in [0, 1]) less
-    the things lying in its tray, and those things: patches coloured at least ``TRAY_COLOUR_STEP`` away
-    from the drawer's median colour (the drawer is painted one colour), linked within ``PAD_LINK`` and
-    ``TRAY_HUE``, at most ``TRAY_THING`` across, standing ``TRAY_RISE`` or more above the tray's floor.
+    the things lying in its tray, and those things: patches whose chroma (colour over its brightest
+    channel) lies at least ``TRAY_COLOUR_STEP`` from the drawer's median (the drawer is painted one
+    colour), linked within ``PAD_LINK`` and ``TRAY_HUE`` of chroma, at most ``TRAY_THING`` across, standing ``TRAY_RISE`` or more above the tray's floor.
     A block shut in a drawer touches the tray, so DBSCAN gives it to the drawer's cluster."""
-    odd = piece[np.linalg.norm(cols[piece] - np.median(cols[piece], axis=0), axis=1) > TRAY_COLOUR_STEP]
+    # Hue and saturation, not brightness: the tray's walls in their own shade are the drawer still.
+    chroma = np.zeros_like(cols)
+    chroma[piece] = cols[piece] / np.maximum(cols[piece].max(axis=1, keepdims=True), 0.05)
+    odd = piece[np.linalg.norm(chroma[piece] - np.median(chroma[piece], axis=0), axis=1) > TRAY_COLOUR_STEP]
     if not min_points <= len(odd) <= TRAY_MAX_POINTS:
         return piece, []
     floor = float(np.percentile(pts[piece, 2], 5))
     things = []
-    for comp in _components(pts[odd, :2], PAD_LINK, cols[odd], TRAY_HUE):
+    for comp in _components(pts[odd, :2], PAD_LINK, chroma[odd], TRAY_HUE):
         idx = odd[comp]
         cp = pts[idx]
         if (len(idx) >= min_points and np.ptp(cp[:, :2], axis=0).max() <= TRAY_THING
