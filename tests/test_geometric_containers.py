@@ -55,7 +55,8 @@ def test_cups_found_without_masks():
 def test_without_shape_recognition_the_cup_question_fails(monkeypatch):
     from embodied.perception import geometric
 
-    monkeypatch.setattr(geometric, "label_parts", lambda pts, clusters, support, n, cols=None: [("", c) for c in clusters])
+    monkeypatch.setattr(geometric, "label_parts",
+                        lambda pts, clusters, support, n, cols=None: [("", c) for c in clusters])
     report = _geometric("ShellGame-v0", 0)
     assert not report.correct
     assert not report.memory.find(cls="cup")

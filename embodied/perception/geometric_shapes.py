@@ -171,8 +171,9 @@ def things_in_tray(pts: np.ndarray, cols: np.ndarray, piece: np.ndarray,
     """A drawer part's points (``piece``, indices into ``pts`` (N,3) m and ``cols`` (N,3) in [0, 1]) less
     the things lying in its tray, and those things: patches whose chroma (colour over its brightest
     channel) lies at least ``TRAY_COLOUR_STEP`` from the drawer's median (the drawer is painted one
-    colour), linked within ``PAD_LINK`` and ``TRAY_HUE`` of chroma, at most ``TRAY_THING`` across, standing ``TRAY_RISE`` or more above the tray's floor.
-    A block shut in a drawer touches the tray, so DBSCAN gives it to the drawer's cluster."""
+    colour), linked within ``PAD_LINK`` and ``TRAY_HUE`` of chroma, at most ``TRAY_THING`` across,
+    standing ``TRAY_RISE`` or more above the tray's floor. A block shut in a drawer touches the tray, so
+    DBSCAN gives it to the drawer's cluster."""
     # Hue and saturation, not brightness: the tray's walls in their own shade are the drawer still.
     chroma = np.zeros_like(cols)
     chroma[piece] = cols[piece] / np.maximum(cols[piece].max(axis=1, keepdims=True), 0.05)
