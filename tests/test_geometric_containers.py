@@ -7,6 +7,7 @@ answer. Ablations: without shape recognition, or with nothing seen, the answer i
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from embodied.eval.evaluate import run_episode
@@ -130,3 +131,63 @@ def test_a_block_in_an_open_drawer_told_from_the_drawer_and_fetched(monkeypatch)
     monkeypatch.setattr(geometric_shapes, "things_in_tray", lambda pts, cols, piece, n: (piece, []))
     ok, _ = _agent_succeeds("StashAndFetch-v0", 12)
     assert not ok
+
+
+def _memory_at_recall(task: str, seed: int):
+    """The whole agent on geometric perception through the observe and delay phases: its memory and the
+    simulator's truth at the first recall step."""
+    import gymnasium as gym
+
+    from embodied.eval.rollout import make_agent
+
+    env = gym.make(f"embodied/{task}")
+    agent = make_agent(env, seed, perception="geometric")
+    agent.reset(seed)
+    obs, info = env.reset(seed=seed)
+    phase = obs["goal"]["text"]
+    while obs["goal"]["text"] == phase or not obs["goal"]["text"].startswith("put"):
+        obs, _, _, _, info = env.step(agent.act(obs))
+    env.close()
+    return agent.memory, info["privileged"]
+
+
+def _things(memory) -> list[str]:
+    """Remembered things of geometric mode's size classes on the workcell's table (past the arm's foot)."""
+    from embodied.memory.config import SIZE_CLASSES
+
+    return [n for n in memory.find() if memory.graph.nodes[n]["cls"] in SIZE_CLASSES
+            and memory.tracks[n].center[0] > 0.15]
+
+
+def test_rearranged_things_each_one_node_where_the_scene_left_them(monkeypatch):
+    """Rearrange on geometric perception: a block moves into a shut drawer, one out from under a lifted cup
+    and under the other, one along the table. At recall memory holds one node per thing, where the scene
+    left it: the wrist camera's view of a block's top face reaches down to the table (a block, not a
+    flat thing beside it), the cup follows its own lift (a block rising through the cup's old place is
+    no view of it), and bits of a sliding drawer's front are no things. Without the first a block is
+    remembered as the flat thing the wrist camera sees; without the last the opened drawer's front leaves
+    things behind."""
+    from embodied.perception import geometric, geometric_shapes
+
+    memory, truth = _memory_at_recall("Rearrange-v0", 3)
+    things = _things(memory)
+    on_table = [o for o in truth["objects"] if not o["place"].startswith("drawer")]
+    assert len(things) == len(truth["objects"]), [(n, memory.graph.nodes[n]["colour"]) for n in things]
+    for o in on_table:
+        near = [n for n in things if np.linalg.norm(memory.tracks[n].center[:2] - o["pos"][:2]) < 0.04]
+        assert len(near) == 1, (o["colour"], o["place"], near)
+    cups = memory.find(cls="cup")
+    assert len(cups) == 2
+    assert sorted(round(float(memory.tracks[c].center[1]), 1) for c in cups) == [-0.3, 0.3]
+    drawn = [n for d in memory.find(cls="drawer") for n in memory.objects_in(d) if n in things]
+    assert len(drawn) == 1  # the block shut in the drawer
+
+    assert all(memory.graph.nodes[n]["cls"] != "flat" for n in things)
+
+    monkeypatch.setattr(geometric, "_top_only", lambda *args: False)
+    memory, _ = _memory_at_recall("Rearrange-v0", 3)
+    assert any(memory.graph.nodes[n]["cls"] == "flat" for n in _things(memory))
+    monkeypatch.undo()
+    monkeypatch.setattr(geometric_shapes, "FRONT_RAISED", 1.0)
+    memory, truth = _memory_at_recall("Rearrange-v0", 3)
+    assert len(_things(memory)) > len(truth["objects"])

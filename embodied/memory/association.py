@@ -156,6 +156,9 @@ class Association:
                 colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance
             ) | as_before
             touching = gap < NEAR
+            # A size class continues a recognised shape's node (a cup seen as its knob) only on its points:
+            # moving near it is another thing's move (a ball carried out from under a lifted cup).
+            sized = np.isin(cls, list(SIZE_CLASSES))
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
             same = ok & _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
@@ -178,11 +181,12 @@ class Association:
                 elif ov >= cfg.min_overlap and col_ok[i, j]:
                     # Ties (a sliver of a neighbour overlaps as fully as the object itself) go to the nearer centre.
                     pairs.append((1.0 + ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
-                elif ov >= 0.5:
+                elif ov >= 0.5 and (same_cls[i, j] or sized[j]):
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
-                    # of a drawer's inside. Ranked below every colour-consistent overlap.
+                    # of a drawer's inside. Ranked below every colour-consistent overlap. Not a
+                    # size class on a recognised shape: a ball under a lifting cup is no view of it.
                     pairs.append((ov, i, node, ov))
-                elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j]
+                elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or sized[j])
                       and not self._unmoved_elsewhere(node, det.camera)):
                     # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
@@ -312,11 +316,12 @@ class Association:
             return
         cls = np.array(cls, dtype=object)
         colour = np.array(colour, dtype=object)
+        sized = np.isin(cls, list(SIZE_CLASSES))
         rgb = np.array(rgb, dtype=np.float64).reshape(-1, 3)
         centres = (rows.lo + rows.hi) / 2 + rows.velocity * self._ahead(tracks)[:, None]
         for i in todo:
             det = dets[i]
-            ok = (cls == det.label) | (not cfg.strict_class and det.label in SIZE_CLASSES)
+            ok = (cls == det.label) | (sized & (not cfg.strict_class and det.label in SIZE_CLASSES))
             d_rgb = np.asarray(det.rgb, dtype=np.float64)
             near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
             near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio

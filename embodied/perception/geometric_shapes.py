@@ -42,7 +42,9 @@ PLATE_CELL = 0.02  # m, grid cell of the top plate fill test ...
 PLATE_FILL = 0.5  # ... and the fraction of cells the plate's points must reach
 OUT_TOL = 0.004  # m outside the top plate's footprint: a drawer part
 NEAR_OUT = 0.25  # m: a separate cluster within this outside a housing may be a drawer part ...
-RAISED = 0.025  # m ... if its lowest point is this far above the support (not a block on the table)
+RAISED = 0.012  # m ... if its lowest point is this far above the support (not a block on the table)
+FRONT_RAISED = 0.012  # m: a drawer scrap (shorter than LONG_PART) whose lowest point is this far above the
+# support is a bit of a drawer's front (its bottom edge stands 1.6 cm up), not a block standing before it
 LONG_PART = 0.09  # m ... or it runs this far along the housing edge (an open drawer; a block is 4 cm)
 PART_TOP = 0.03  # m above the support: a drawer part reaches this high (not a scrap of table)
 PART_OUT = 0.025  # m: a drawer part sticks this far out of the footprint (its handle bar, 5-6 cm when shut);
@@ -316,8 +318,8 @@ def label_parts(
                 if far[piece].max() < PART_OUT:
                     housing_idx.append(piece)
                     continue
-                # A drawer shows its handle bar or its front along the edge; a scrap (a bit of
-                # a drawer the arm hides, a corner of table) keeps a size class.
+                # A drawer shows its handle bar or its front along the edge; a scrap on the table (a
+                # block before the drawer, a corner of table) keeps a size class, one off it is dropped.
                 axis = 1 if s % 2 == 0 else 0
                 whole = np.ptp(pts[piece, axis]) >= LONG_PART
                 mid = float(np.median(pts[piece, axis]))
@@ -325,6 +327,8 @@ def label_parts(
                     continue  # not in front of this housing, or reaching over it: the arm
                 if pts[piece, 2].max() < support + PART_TOP:
                     continue
+                if not whole and pts[piece, 2].min() > support + FRONT_RAISED:
+                    continue  # a bit of a drawer's front, which hangs off the table: no thing of its own
                 if whole and cols is not None:
                     piece, things = things_in_tray(pts, cols, piece, min_points)
                     parts += [("", thing) for thing in things]
