@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import HOUSING_CLASSES
+from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES
 from embodied.perception import join_views
 
 SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")  # a drawer's slide votes (Track.rest keys)
@@ -21,6 +21,7 @@ PIECE_ACROSS = 0.015  # m: a drawer piece lies across the slide within its drawe
 PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box (it may have been pulled)
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
 PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its housing
+LOOKALIKE_SLACK = 0.02  # m around a drawer's box: a size-class view in its colour there is of it
 MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
 
 
@@ -207,6 +208,31 @@ class Articulation:
             return dets
         joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
+
+    def _drop_drawer_lookalikes(self, dets: list) -> list:
+        """``dets`` without the views of no recognised shape (a size class) that lie in a drawer's space, in
+        the drawer's colour: its box grown by LOOKALIKE_SLACK, and by PULL_REACH out of its housing. A camera
+        close to an open drawer that sees no housing cannot tell the drawer's shape (its tray's walls, its
+        front), and memory made things of such views that the plan then moved. Only geometric mode's
+        detector reports size classes."""
+        if not any(d.label in SIZE_CLASSES for d in dets):
+            return dets
+        spaces = []
+        for node, side in self._drawer_widths()[0]:
+            tr, a = self.tracks[node], self._graph.nodes[node]
+            out = _side_vector(side)
+            lo = tr.box_min[:2] - LOOKALIKE_SLACK + np.minimum(out, 0) * PULL_REACH
+            hi = tr.box_max[:2] + LOOKALIKE_SLACK + np.maximum(out, 0) * PULL_REACH
+            spaces.append((lo, hi, a["colour"]))
+        if not spaces:
+            return dets
+
+        def lookalike(d) -> bool:  # the colour's name, no tolerance: a pink block in a purple tray is a block
+            return d.label in SIZE_CLASSES and any(
+                np.all(d.box_min[:2] >= lo) and np.all(d.box_max[:2] <= hi) and d.colour == colour
+                for lo, hi, colour in spaces)
+
+        return [d for d in dets if not lookalike(d)]
 
     def _drawer_widths(self) -> tuple[list[tuple[str, str]], list[float]]:
         """The drawer nodes whose slide is known, with their slide side, and each one's width (m) across

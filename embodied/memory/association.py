@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import SIZE_CLASSES, kind_of
+from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.perception import join_views
 from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
+
+FIXTURES = HOUSING_CLASSES | {"drawer", "button", "switch"}  # classes no size-class view continues
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
@@ -147,7 +149,10 @@ class Association:
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
-                ok = same_cls if cfg.strict_class else same_cls | np.isin(d_cls, list(SIZE_CLASSES))
+                # Nor a fixture's (a drawer, its housing, a button): a wrist camera close to a drawer row
+                # sees it as one large thing, which would stretch one drawer over its neighbours.
+                ok = same_cls if cfg.strict_class else same_cls | (np.isin(d_cls, list(SIZE_CLASSES))
+                                                                   & ~np.isin(cls, list(FIXTURES))[None])
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
             # Cameras see one surface in different colours (a highlight turns orange yellowish), so a
             # detection is judged against this camera's own last look where there is one.

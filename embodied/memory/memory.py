@@ -150,6 +150,7 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         for dets in by_camera.values():
             if self.config.drawer_pieces:
                 dets = self._join_drawer_pieces(dets)
+            dets = self._drop_drawer_lookalikes(dets)
             if self.config.object_pieces:
                 dets = self._join_object_pieces(self._drop_merged_views(dets))
             taken_here: set[str] = set()

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.perception.clouds import Group, describe_batch
-from embodied.perception.geometric_shapes import find_pads, label_parts
+from embodied.perception.geometric_colour import find_pads
+from embodied.perception.geometric_shapes import label_parts
 from embodied.perception.geometry import back_project, pixel_colours, shape_class, stride_subsample
 from embodied.perception.types import ObjectObservation, PerceptionConfig
 
@@ -27,7 +28,10 @@ _HORIZONTAL = 0.9  # |n_z| above this: a horizontal plane
 _WIDE = 0.15  # m; a cluster this wide that touches the fingers is furniture they work on, not held
 _FINGERTIPS = 0.06  # m from the TCP: the open fingers' tips reach 4.5 cm aside and 1 cm below it
 _SLIVER = 0.04  # m: noise points within about this of a cluster are slivers of it, not small objects
-_RAISED = 0.015  # m: a flat view this far above the support is an object's top face (see _top_only)
+_LEVEL = 0.01  # m: a support's points (5th to 95th percentile of height) span at most this
+_RAISED = 0.015  # m: a flat view this far above the support is an object's top face (see _top_only) ...
+_TOP_ONLY = 0.06  # m ... up to this high: a block's (4 cm), or one's in an open drawer's tray (1.6 cm up)
+_BLOCK = 0.04  # m: such a face's box reaches this far down (a block's height), at most to the support
 
 
 def open3d():
@@ -46,8 +50,11 @@ def detect_geometric(
     t: int,
     cfg: PerceptionConfig,
     tcp: np.ndarray | None = None,
+    support_hint: float | None = None,
 ) -> tuple[list[ObjectObservation], list[float]]:
-    """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None."""
+    """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None. ``support_hint``
+    (m): the support another camera found in this frame; a level face above it is no support (the wrist
+    camera over an open drawer sees the tray's floor as the largest level plane)."""
     o3d = open3d()
     depth = arrays["depth"]
     w = depth.shape[1]
@@ -76,8 +83,9 @@ def detect_geometric(
     clusters: list[np.ndarray] = []
     # Fixed RANSAC seed: the same frame always gives the same planes.
     o3d.utility.random.seed(cfg.seed)
+    candidate = keep.copy()  # points a plane may still be fitted to
     for _ in range(cfg.max_planes):
-        rest = np.flatnonzero(keep)
+        rest = np.flatnonzero(candidate)
         if len(rest) < cfg.plane_min_inliers:
             break
         plane, inliers = cloud.select_by_index(rest.tolist()).segment_plane(cfg.plane_distance, 3, 100)
@@ -86,25 +94,35 @@ def detect_geometric(
         c, d = plane[2], plane[3]
         if abs(c) < _HORIZONTAL:
             break  # the largest structure left is vertical: no more supports
+        inlier_z = pts[rest[np.asarray(inliers)], 2]
+        if np.ptp(np.percentile(inlier_z, [5, 95])) > _LEVEL:
+            # A broad face tilted by up to 25 degrees (the arm's link before the wrist camera) is no
+            # support: its points stay for the clusters, and the search goes on without them.
+            candidate[rest[np.asarray(inliers)]] = False
+            continue
         height = float(-d / c)
+        if support is None and support_hint is not None and height > support_hint + 2 * cfg.plane_distance:
+            candidate[rest[np.asarray(inliers)]] = False  # a raised level face: the search goes on without it
+            continue
         if support is not None and height > support + cfg.plane_distance:
             break  # a raised horizontal face (a drawer top) is an object, not a support
         idx = rest[np.asarray(inliers)]
-        keep[idx] = False
+        keep[idx] = candidate[idx] = False
         heights.append(height)
         if support is None:
             support, support_idx = height, idx
             chunks.append(idx)
             names.append("plane")
             labels_of.append("surface")
-    if support is not None:
-        keep &= pts[:, 2] > support + cfg.plane_distance
+    floor = support if support is not None else support_hint
+    if floor is not None:
+        keep &= pts[:, 2] > floor + cfg.plane_distance
     rest = np.flatnonzero(keep)
     if len(rest) >= cfg.cluster_min_points:
         labels = np.asarray(
             cloud.select_by_index(rest.tolist()).cluster_dbscan(cfg.cluster_eps, cfg.cluster_min_points)
         )
-        base = support if support is not None else float(pts[:, 2].min())
+        base = floor if floor is not None else float(pts[:, 2].min())
         base_xy = np.asarray(cfg.robot_base, dtype=np.float64)
         for k in range(int(labels.max()) + 1 if len(labels) else 0):
             idx = rest[labels == k]
@@ -140,21 +158,22 @@ def detect_geometric(
     eye_z = float(arrays["extrinsics"][2, 3])
     for obs in objects:
         if not obs.label:
-            if support is not None and obs.shape == "flat" and _top_only(obs, support, eye_z, cfg):
+            if floor is not None and obs.shape == "flat" and _top_only(obs, floor, eye_z):
                 obs.box_min = obs.box_min.copy()
-                obs.box_min[2] = support
+                obs.box_min[2] = max(floor, float(obs.box_max[2]) - _BLOCK)
                 obs.shape = shape_class(obs.extent)
             obs.label = obs.shape
     return objects, heights
 
 
-def _top_only(obs: ObjectObservation, support: float, eye_z: float, cfg: PerceptionConfig) -> bool:
+def _top_only(obs: ObjectObservation, support: float, eye_z: float) -> bool:
     """Whether a flat view is the top face of a small object standing on the support, seen from above:
-    a camera looking down on a block sees that face alone, at a small object's height. Its box then
-    reaches down to the support (else the wrist camera's top face and the scene camera's block were
-    two objects: Rearrange 930000). Higher up it is something carried, which is left as seen."""
+    a camera looking down on a block sees that face alone, at a small object's height (on the table or
+    in an open drawer's tray). Its box then reaches a block's height down, at most to the support (else
+    the wrist camera's top face and the scene camera's block were two objects: Rearrange 930000; a block
+    in a tray stands on the tray's floor). Higher up it is something carried, which is left as seen."""
     top = float(obs.box_max[2]) - support
-    return bool(obs.box_min[2] > support + _RAISED and top <= cfg.small_max_height and eye_z > obs.box_max[2])
+    return bool(obs.box_min[2] > support + _RAISED and top <= _TOP_ONLY and eye_z > obs.box_max[2])
 
 
 def _small_things(

@@ -3,7 +3,7 @@
 Input is the clusters DBSCAN found above the support (see ``geometric.py``);
 output is the same points regrouped into parts with class words from the
 memory's vocabulary (``cabinet``, ``drawer``, ``cup``, ``button``; ``pad`` from the
-support plane's points, :func:`find_pads`) or "" (the
+support plane's points, ``geometric_colour.find_pads``) or "" (the
 caller then uses the coarse size class).
 
 Drawer unit (a housing with drawers sliding out of it):
@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from embodied.perception.geometric_colour import components, drawer_bits, split_by_colour, things_in_tray
+
 TOP_BAND = 0.007  # m below the highest point: the housing's top plate (a shut drawer's front is 1 cm lower)
 HOUSING_MIN = 0.1  # m, smallest long side of a housing's top plate ...
 HOUSING_MIN_SIDE = 0.1  # m ... and short side (seen from close by, part of the top may be out of view)
@@ -57,20 +59,6 @@ CUP_HEIGHT = (0.05, 0.13)  # m, vertical extent of a cup (with its knob)
 BUTTON_SIDE = (0.048, 0.085)  # m, footprint side range of a push button (base 7 cm, cap 4.8 cm)
 BUTTON_TOP = 0.045  # m above the support, at most (the cap's top stands at 3.6 cm)
 BUTTON_SHOWING = 0.012  # m of height seen, at least
-PAD_SIDE = (0.06, 0.11)  # m, a pad's long side seen (9 cm square, lying flat; its short side foreshortened ...
-PAD_SHORT = 0.02  # m ... or half hidden by the block on it is at least this)
-PAD_TOP = 0.004  # m above the support: a pad's points (it is 2 mm thick)
-PAD_COLOUR_STEP = 0.2  # RGB distance (0-1 channels) from the support's median colour: not the table
-PAD_LINK = 0.03  # m between a pad's points (a far camera sees rows of the table 2-3 cm apart) ...
-PAD_HUE = 0.15  # ... of one colour (RGB distance): the pads of a row stand 2 cm apart, in distinct colours
-PAD_MAX_POINTS = 1500  # odd-coloured plane points past which the table is patterned: no pads told (and
-# the pairwise linking below stays small)
-PAD_COVERED = 0.6  # share of a patch's footprint an object cluster's footprint may cover (a cup's rim)
-TRAY_COLOUR_STEP = 0.25  # chroma distance (RGB over its largest channel) from a drawer's median: in its tray ...
-TRAY_HUE = 0.35  # ... linked within PAD_LINK and this colour step (a block's lit top and shaded side) ...
-TRAY_THING = 0.08  # ... at most this across (m; a block is 4 cm) ...
-TRAY_RISE = 0.02  # ... whose top stands this far above the tray's floor (m): not a shadow or a stain
-TRAY_MAX_POINTS = 400  # odd-coloured points past which the drawer is not one colour: nothing told
 SLIVER_DROP = 0.04  # m: a cluster this far below a cup, inside its footprint, is a piece of its wall
 KNOB_BAND = 0.012  # m below a cluster's top: the knobs of cups standing side by side
 
@@ -136,85 +124,6 @@ def is_button(cp: np.ndarray, support: float) -> bool:
     )
 
 
-def find_pads(pts: np.ndarray, cols: np.ndarray, plane: np.ndarray, support: float,
-              clusters: list[np.ndarray], min_points: int) -> list[np.ndarray]:
-    """Pads: patches of the support plane's points (``plane``: indices into ``pts`` (N,3) m and ``cols``
-    (N,3) in [0, 1]) lying within ``PAD_TOP`` of the support, coloured at least ``PAD_COLOUR_STEP`` away
-    from the support's median colour, one colour linked within ``PAD_LINK``, its long side ``PAD_SIDE``
-    and its short side at least ``PAD_SHORT`` (a far camera foreshortens it, the block on it hides
-    part); none on a patterned table (``PAD_MAX_POINTS``). A pad lies in the support plane, so
-    no cluster above it holds it; a patch mostly under an object cluster's footprint is that object's
-    lowest rim (a cup's), not a pad."""
-    low = plane[pts[plane, 2] <= support + PAD_TOP]
-    if len(low) < min_points:
-        return []
-    table = np.median(cols[plane], axis=0)
-    odd = low[np.linalg.norm(cols[low] - table, axis=1) > PAD_COLOUR_STEP]
-    if not min_points <= len(odd) <= PAD_MAX_POINTS:
-        return []
-    boxes = [(pts[c, :2].min(axis=0), pts[c, :2].max(axis=0)) for c in clusters]
-    pads = []
-    for comp in _components(pts[odd, :2], PAD_LINK, cols[odd], PAD_HUE):
-        idx = odd[comp]
-        lo, hi = pts[idx, :2].min(axis=0), pts[idx, :2].max(axis=0)
-        side = hi - lo
-        if len(idx) < min_points or not (PAD_SIDE[0] <= side.max() <= PAD_SIDE[1] and side.min() >= PAD_SHORT):
-            continue
-        area = float(np.prod(side))
-        covered = max((float(np.prod(np.clip(np.minimum(hi, b_hi) - np.maximum(lo, b_lo), 0, None)))
-                       for b_lo, b_hi in boxes), default=0.0)
-        if covered <= PAD_COVERED * area:
-            pads.append(idx)
-    return pads
-
-
-def things_in_tray(pts: np.ndarray, cols: np.ndarray, piece: np.ndarray,
-                   min_points: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """A drawer part's points (``piece``, indices into ``pts`` (N,3) m and ``cols`` (N,3) in [0, 1]) less
-    the things lying in its tray, and those things: patches whose chroma (colour over its brightest
-    channel) lies at least ``TRAY_COLOUR_STEP`` from the drawer's median (the drawer is painted one
-    colour), linked within ``PAD_LINK`` and ``TRAY_HUE`` of chroma, at most ``TRAY_THING`` across,
-    standing ``TRAY_RISE`` or more above the tray's floor. A block shut in a drawer touches the tray, so
-    DBSCAN gives it to the drawer's cluster."""
-    # Hue and saturation, not brightness: the tray's walls in their own shade are the drawer still.
-    chroma = np.zeros_like(cols)
-    chroma[piece] = cols[piece] / np.maximum(cols[piece].max(axis=1, keepdims=True), 0.05)
-    odd = piece[np.linalg.norm(chroma[piece] - np.median(chroma[piece], axis=0), axis=1) > TRAY_COLOUR_STEP]
-    if not min_points <= len(odd) <= TRAY_MAX_POINTS:
-        return piece, []
-    floor = float(np.percentile(pts[piece, 2], 5))
-    things = []
-    for comp in _components(pts[odd, :2], PAD_LINK, chroma[odd], TRAY_HUE):
-        idx = odd[comp]
-        cp = pts[idx]
-        if (len(idx) >= min_points and np.ptp(cp[:, :2], axis=0).max() <= TRAY_THING
-                and cp[:, 2].max() >= floor + TRAY_RISE):
-            things.append(idx)
-    if not things:
-        return piece, []
-    return np.setdiff1d(piece, np.concatenate(things)), things
-
-
-def _components(xy: np.ndarray, reach: float, colours: np.ndarray | None = None,
-                hue: float = 0.0) -> list[np.ndarray]:
-    """Connected components (index arrays) of a few points (N,2) linked within ``reach`` m (and, with
-    ``colours`` (N,3), within ``hue`` of each other's colour)."""
-    near = np.linalg.norm(xy[:, None] - xy[None], axis=2) <= reach
-    if colours is not None:
-        near &= np.linalg.norm(colours[:, None] - colours[None], axis=2) <= hue
-    label = -np.ones(len(xy), dtype=np.int64)
-    for start in range(len(xy)):
-        if label[start] >= 0:
-            continue
-        label[start], todo = start, [start]
-        while todo:
-            i = todo.pop()
-            for j in np.flatnonzero(near[i] & (label < 0)):
-                label[j] = start
-                todo.append(int(j))
-    return [np.flatnonzero(label == k) for k in np.unique(label)]
-
-
 def _split_cups(pts: np.ndarray, idx: np.ndarray, support: float) -> list[np.ndarray] | None:
     """Cups standing side by side in one cluster, split by their knobs: the top band of the cluster
     falls apart into knob-sized pieces a cup width apart, and every point goes to the nearest knob.
@@ -224,7 +133,7 @@ def _split_cups(pts: np.ndarray, idx: np.ndarray, support: float) -> list[np.nda
     if max(ext[0], ext[1]) <= CUP_SIDE[1] or max(ext[0], ext[1]) > 5 * CUP_SIDE[1]:
         return None
     band = np.flatnonzero(cp[:, 2] >= cp[:, 2].max() - KNOB_BAND)
-    knobs = [c for c in _components(cp[band, :2], 0.02) if len(c) >= 2]
+    knobs = [c for c in components(cp[band, :2], 0.02) if len(c) >= 2]
     if len(knobs) < 2:
         return None
     centres = np.array([cp[band[c], :2].mean(axis=0) for c in knobs])
@@ -293,13 +202,19 @@ def label_parts(
                 continue
             cp = pts[other]
             d, s = _outside(cp[:, :2], lo, hi)
+            outside = d > OUT_TOL
+            if not outside.any():
+                continue
+            # An open drawer's tray still reaches in under the top plate: a part too, on its outer side.
+            tucked = d.max() >= PART_OUT and bool(np.all(outside | (cp[:, 2] < top - TOP_BAND)))
+            s = np.full_like(s, np.bincount(s[outside]).argmax()) if tucked else s
             along = np.ptp(cp[:, 1 if s[0] % 2 == 0 else 0])
             if (
-                d.min() > OUT_TOL
+                (outside.all() or tucked)
                 and d.max() < NEAR_OUT
                 and (cp[:, 2].min() > support + RAISED or along >= LONG_PART)
                 and cp[:, 2].max() <= top + 0.005
-                and len(set(s.tolist())) == 1
+                and len(set(s[outside].tolist())) == 1
             ):
                 used.add(j)
                 drawer_idx.append(other)
@@ -322,6 +237,8 @@ def label_parts(
                 # block before the drawer, a corner of table) keeps a size class, one off it is dropped.
                 axis = 1 if s % 2 == 0 else 0
                 whole = np.ptp(pts[piece, axis]) >= LONG_PART
+                if np.ptp(pts[piece, axis]) > WIDEST_FRONT:
+                    continue  # two open drawers' trays seen as one, with no gap between: neither is told
                 mid = float(np.median(pts[piece, axis]))
                 if not lo[axis] <= mid <= hi[axis] or pts[piece, 2].max() > top + 0.005:
                     continue  # not in front of this housing, or reaching over it: the arm
@@ -345,6 +262,12 @@ def label_parts(
         else:
             cups += split
     cups = _absorb_slivers(pts, cups, rest)
+    if cols is not None:
+        rest = [p for c in rest for p in ([c] if is_button(pts[c], support) else split_by_colour(pts, cols, c, min_points))]
+        drawers = [p for label, p in parts if label == "drawer"]
+        parts = [(label, p) for (label, p), bit in zip(parts, drawer_bits(pts, cols, drawers, [p for _, p in parts]))
+                 if label or not bit]
+        rest = [c for c, bit in zip(rest, drawer_bits(pts, cols, drawers, rest)) if not bit or is_button(pts[c], support)]
     return parts + [("cup", c) for c in cups] + [("button" if is_button(pts[c], support) else "", c) for c in rest]
 
 

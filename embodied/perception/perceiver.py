@@ -116,7 +116,8 @@ class Perceiver:
                     found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
                 objects.extend(found)
             else:
-                found, heights = detect_geometric(arrays, cam, t, cfg, tcp)
+                seen = [h[0] for h in planes.values() if h]
+                found, heights = detect_geometric(arrays, cam, t, cfg, tcp, min(seen) if seen else None)
                 objects.extend(found)
                 planes[cam] = heights
         extras = {"support_planes": planes} if planes else {}
