@@ -164,6 +164,7 @@ class Association:
             # A size class continues a recognised shape's node (a cup seen as its knob) only on its points:
             # moving near it is another thing's move (a ball carried out from under a lifted cup).
             sized = np.isin(cls, list(SIZE_CLASSES))
+            moves = sized | cfg.class_votes  # nodes another class's detection may continue by a move
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
             same = ok & _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
@@ -191,7 +192,7 @@ class Association:
                     # of a drawer's inside. Ranked below every colour-consistent overlap. Not a
                     # size class on a recognised shape: a ball under a lifting cup is no view of it.
                     pairs.append((ov, i, node, ov))
-                elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or sized[j])
+                elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or moves[j])
                       and not self._unmoved_elsewhere(node, det.camera)):
                     # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))

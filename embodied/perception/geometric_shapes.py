@@ -263,11 +263,13 @@ def label_parts(
             cups += split
     cups = _absorb_slivers(pts, cups, rest)
     if cols is not None:
-        rest = [p for c in rest for p in ([c] if is_button(pts[c], support) else split_by_colour(pts, cols, c, min_points))]
+        buttons = [is_button(pts[c], support) for c in rest]
+        rest = [p for c, b in zip(rest, buttons) for p in ([c] if b else split_by_colour(pts, cols, c, min_points))]
         drawers = [p for label, p in parts if label == "drawer"]
-        parts = [(label, p) for (label, p), bit in zip(parts, drawer_bits(pts, cols, drawers, [p for _, p in parts]))
-                 if label or not bit]
-        rest = [c for c, bit in zip(rest, drawer_bits(pts, cols, drawers, rest)) if not bit or is_button(pts[c], support)]
+        bits = drawer_bits(pts, cols, drawers, [p for _, p in parts])
+        parts = [(label, p) for (label, p), bit in zip(parts, bits) if label or not bit]
+        bits = drawer_bits(pts, cols, drawers, rest)
+        rest = [c for c, bit in zip(rest, bits) if not bit or is_button(pts[c], support)]
     return parts + [("cup", c) for c in cups] + [("button" if is_button(pts[c], support) else "", c) for c in rest]
 
 
