@@ -27,7 +27,8 @@ TRAY_THING = 0.08  # ... at most this across (m; a block is 4 cm) ...
 TRAY_RISE = 0.02  # ... whose top stands this far above the tray's floor (m): not a shadow or a stain
 TRAY_MAX_POINTS = 400  # odd-coloured points past which the drawer is not one colour: nothing told
 MIXED_NARROWEST = 0.05  # m: a cluster of no recognised shape wider than a block (4 cm) ...
-MIXED_WIDEST = 0.2  # m ... and at most this wide may be things side by side (see split_by_colour)
+MIXED_WIDEST = 0.2  # m ... and at most this wide may be things side by side (see split_by_colour) ...
+MIXED_TOP = 0.06  # m ... if no taller than this above the support (blocks, a ball; not a screen)
 BIT_REACH = 0.03  # m: a piece of no recognised shape this close to a drawer part, in its chroma, is a bit of it
 
 
@@ -90,13 +91,15 @@ def things_in_tray(pts: np.ndarray, cols: np.ndarray, piece: np.ndarray,
     return np.setdiff1d(piece, np.concatenate(things)), things
 
 
-def split_by_colour(pts: np.ndarray, cols: np.ndarray, idx: np.ndarray, min_points: int) -> list[np.ndarray]:
+def split_by_colour(pts: np.ndarray, cols: np.ndarray, idx: np.ndarray, min_points: int,
+                    support: float) -> list[np.ndarray]:
     """A cluster of no recognised shape (``idx`` into ``pts`` (N,3) m, ``cols`` (N,3) in [0, 1]) split into
     its patches of one chroma (linked within ``PAD_LINK`` and ``TRAY_HUE``) of ``min_points`` or more, the
     other points going to the nearest: two blocks 2 cm apart are one DBSCAN cluster, whose box and colour
-    are neither block's. Only clusters wider than a block and no wider than ``MIXED_WIDEST``."""
+    are neither block's. Only clusters wider than a block, no wider than ``MIXED_WIDEST`` and no taller
+    than ``MIXED_TOP`` above the ``support`` (m): a screen in its frame is one thing of two colours."""
     width = float(np.ptp(pts[idx, :2], axis=0).max())
-    if not MIXED_NARROWEST < width <= MIXED_WIDEST:
+    if not MIXED_NARROWEST < width <= MIXED_WIDEST or pts[idx, 2].max() > support + MIXED_TOP:
         return [idx]
     comps = components(pts[idx, :2], PAD_LINK, chroma(cols[idx]), TRAY_HUE)
     big = [c for c in comps if len(c) >= min_points]

@@ -264,7 +264,8 @@ def label_parts(
     cups = _absorb_slivers(pts, cups, rest)
     if cols is not None:
         buttons = [is_button(pts[c], support) for c in rest]
-        rest = [p for c, b in zip(rest, buttons) for p in ([c] if b else split_by_colour(pts, cols, c, min_points))]
+        rest = [p for c, button in zip(rest, buttons)
+                for p in ([c] if button else split_by_colour(pts, cols, c, min_points, support))]
         drawers = [p for label, p in parts if label == "drawer"]
         bits = drawer_bits(pts, cols, drawers, [p for _, p in parts])
         parts = [(label, p) for (label, p), bit in zip(parts, bits) if label or not bit]
