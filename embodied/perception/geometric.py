@@ -94,19 +94,18 @@ def detect_geometric(
         c, d = plane[2], plane[3]
         if abs(c) < _HORIZONTAL:
             break  # the largest structure left is vertical: no more supports
-        inlier_z = pts[rest[np.asarray(inliers)], 2]
-        if np.ptp(np.percentile(inlier_z, [5, 95])) > _LEVEL:
-            # A broad face tilted by up to 25 degrees (the arm's link before the wrist camera) is no
-            # support: its points stay for the clusters, and the search goes on without them.
-            candidate[rest[np.asarray(inliers)]] = False
-            continue
+        idx = rest[np.asarray(inliers)]
         height = float(-d / c)
-        if support is None and support_hint is not None and height > support_hint + 2 * cfg.plane_distance:
-            candidate[rest[np.asarray(inliers)]] = False  # a raised level face: the search goes on without it
+        # A broad face tilted by up to 25 degrees (the arm's link before the wrist camera), or a level one
+        # above the support another camera found, is no support: its points stay for the clusters, and
+        # the search goes on without them.
+        tilted = np.ptp(np.percentile(pts[idx, 2], [5, 95])) > _LEVEL
+        raised = support is None and support_hint is not None and height > support_hint + 2 * cfg.plane_distance
+        if tilted or raised:
+            candidate[idx] = False
             continue
         if support is not None and height > support + cfg.plane_distance:
             break  # a raised horizontal face (a drawer top) is an object, not a support
-        idx = rest[np.asarray(inliers)]
         keep[idx] = candidate[idx] = False
         heights.append(height)
         if support is None:
