@@ -53,6 +53,7 @@ class AgentTracking:
         if np.linalg.norm(tcp - np.asarray(a["position"])) > cfg.agent_log_tol:
             self._set(AGENT, t, "moved", {"position": _vec(tcp)})
         if width is not None:
+            self.grip["tcp"] = _vec(tcp)
             self._gripper(tcp, width, t, seen)
             self._touch(tcp, t)
 

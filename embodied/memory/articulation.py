@@ -22,11 +22,14 @@ PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
 PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its housing
 LOOKALIKE_SLACK = 0.02  # m around a drawer's box: a size-class view in its colour there is of it
+TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its top (5 mm above), is its top plate
+REACH_SLACK = 0.02  # m: fingers over a drawer's box grown by this ...
+REACH_ABOVE = 0.08  # m ... and at most this high over its top are reaching into it
 MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
 
 
 class Articulation:
-    """Needs the SpatialMemory fields (_graph, tracks, config, _parts_dirty) and methods (_find, _set,
+    """Needs the SpatialMemory fields (_graph, tracks, config, grip, _parts_dirty) and methods (_find, _set,
     _carry_contents)."""
 
     def _articulation(self, node: str, t: int) -> None:
@@ -45,6 +48,8 @@ class Articulation:
             rest["top"] = max(rest.get("top", top), top)
             state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
         else:
+            if self._reaching_in(track):
+                return
             found = self._drawer_travel(node, track)
             if found is None:
                 return
@@ -63,6 +68,19 @@ class Articulation:
             return
         if state != a["state"]:
             self._set(node, t, state, {"state": state})
+
+    def _reaching_in(self, track) -> bool:
+        """Whether the robot's fingers are down in a drawer, open or holding something (not closed on
+        nothing: that is a hook on its handle, which slides it). The arm then hides the tray's front from
+        the cameras, and a view cut short there read as the drawer closing: the block in it slid along,
+        and the grasp went 3 cm behind it (HiddenObject 930000). Only a hooked handle moves a drawer the
+        arm is in. (The TCP of the last frame; workcell only.)"""
+        g = self.grip
+        if g.get("tcp") is None or (g["closed"] and not g["holding"]):
+            return False
+        tcp = np.asarray(g["tcp"], dtype=np.float64)
+        return bool(np.all(tcp[:2] >= track.box_min[:2] - REACH_SLACK) and np.all(tcp[:2] <= track.box_max[:2] + REACH_SLACK)
+                    and tcp[2] <= track.box_max[2] + REACH_ABOVE)
 
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
@@ -217,6 +235,7 @@ class Articulation:
         detector reports size classes."""
         if not any(d.label in SIZE_CLASSES for d in dets):
             return dets
+        dets = self._drop_housing_tops(dets)
         spaces = []
         for node, side in self._drawer_widths()[0]:
             tr, a = self.tracks[node], self._graph.nodes[node]
@@ -233,6 +252,23 @@ class Articulation:
                 for lo, hi, colour in spaces)
 
         return [d for d in dets if not lookalike(d)]
+
+    def _drop_housing_tops(self, dets: list) -> list:
+        """``dets`` without the size-class views that lie over a housing's footprint at its top: its top
+        plate, cut off from the rest of it (the wrist camera over an open drawer sees the housing only where
+        the hand leaves it; that sliver, 11 cm from a block hidden under the hand, became the block's move
+        onto the housing: HiddenObject 930001). A thing standing on the housing reaches higher."""
+        housings = [self.tracks[n] for n in self._find() if self._graph.nodes[n]["cls"] in HOUSING_CLASSES]
+        tops = [(tr.box_min[:2] - LOOKALIKE_SLACK, tr.box_max[:2] + LOOKALIKE_SLACK, float(tr.box_max[2]))
+                for tr in housings]
+
+        def plate(d) -> bool:
+            return d.label in SIZE_CLASSES and any(
+                np.all(d.box_min[:2] >= lo) and np.all(d.box_max[:2] <= hi)
+                and top - TOP_PLATE <= d.box_min[2] and d.box_max[2] <= top + TOP_PLATE / 2
+                for lo, hi, top in tops)
+
+        return [d for d in dets if not plate(d)] if tops else dets
 
     def _drawer_widths(self) -> tuple[list[tuple[str, str]], list[float]]:
         """The drawer nodes whose slide is known, with their slide side, and each one's width (m) across

@@ -60,7 +60,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         self.t = -1
         self.counters: dict[str, int] = {}
         # Gripper state machine (workcell proprioception).
-        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0)}
+        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0),
+                     "tcp": None}
         self.current_place = ""
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
@@ -246,7 +247,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         start = max(self.t, self.log.last_t, -1) + int(gap)
         self.t = start - 1
         self.current_place = ""
-        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0)}
+        self.grip = {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0),
+                     "tcp": None}
         self._look_pose = {}
         for node, track in self.tracks.items():
             track.velocity = np.zeros(3)
