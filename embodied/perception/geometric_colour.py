@@ -29,6 +29,7 @@ TRAY_MAX_POINTS = 400  # odd-coloured points past which the drawer is not one co
 MIXED_NARROWEST = 0.05  # m: a cluster of no recognised shape wider than a block (4 cm) ...
 MIXED_WIDEST = 0.2  # m ... and at most this wide may be things side by side (see split_by_colour) ...
 MIXED_TOP = 0.06  # m ... if no taller than this above the support (blocks, a ball; not a screen)
+PIECE_SPAN = 0.05  # m: pieces of one chroma (within TRAY_HUE) that fit in a box this wide are one thing
 BIT_REACH = 0.03  # m: a piece of no recognised shape this close to a drawer part, in its chroma, is a bit of it
 
 
@@ -114,6 +115,26 @@ def split_by_colour(pts: np.ndarray, cols: np.ndarray, idx: np.ndarray, min_poin
         gap = np.linalg.norm(pts[idx[loose], None, :2] - pts[idx[anchored], :2][None], axis=2)
         owner[loose] = owner[anchored[gap.argmin(axis=1)]]
     return [idx[owner == k] for k in range(len(big))]
+
+
+def join_cut_pieces(pts: np.ndarray, cols: np.ndarray, pieces: list[np.ndarray]) -> list[np.ndarray]:
+    """``pieces`` (index arrays into ``pts`` (N,3) m and ``cols``, of no recognised shape) with those of one
+    chroma that fit together in a box ``PIECE_SPAN`` wide joined: one thing the hand cut apart (its points
+    under the fingers go), whose near face and far side had been two blocks; memory kept the old node on
+    one and the grasp went there (HiddenObject 930002). Two blocks never fit in one such box."""
+    pieces = list(pieces)
+    hues = [np.median(chroma(cols[p]), axis=0) for p in pieces]
+    k = 0
+    while k < len(pieces):
+        for j in range(k + 1, len(pieces)):
+            both = np.concatenate([pieces[k], pieces[j]])
+            if np.ptp(pts[both], axis=0).max() <= PIECE_SPAN and np.linalg.norm(hues[k] - hues[j]) <= TRAY_HUE:
+                pieces[k], hues[k] = both, np.median(chroma(cols[both]), axis=0)
+                del pieces[j], hues[j]
+                break
+        else:
+            k += 1
+    return pieces
 
 
 def components(xy: np.ndarray, reach: float, colours: np.ndarray | None = None,

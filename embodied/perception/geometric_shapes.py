@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.perception.geometric_colour import components, drawer_bits, split_by_colour, things_in_tray
+from embodied.perception.geometric_colour import (TRAY_COLOUR_STEP, chroma, components, drawer_bits,
+                                                 join_cut_pieces, split_by_colour, things_in_tray)
 
 TOP_BAND = 0.007  # m below the highest point: the housing's top plate (a shut drawer's front is 1 cm lower)
 HOUSING_MIN = 0.1  # m, smallest long side of a housing's top plate ...
@@ -197,6 +198,8 @@ def label_parts(
         housing_idx = [idx[~out]]
         drawer_idx, drawer_side, drawer_dist = [idx[out]], [side[out]], [dist[out]]
         drawer_src = [np.zeros(int(out.sum()), dtype=np.int64)]
+        # The row's colour, from the fronts seen joined to the housing (one colour per row).
+        row_hue = np.median(chroma(cols[idx[out]]), axis=0) if cols is not None and out.sum() >= min_points else None
         for j, other in enumerate(clusters):
             if j in used:
                 continue
@@ -212,7 +215,7 @@ def label_parts(
             if (
                 (outside.all() or tucked)
                 and d.max() < NEAR_OUT
-                and (cp[:, 2].min() > support + RAISED or along >= LONG_PART)
+                and ((cp[:, 2].min() > support + RAISED and _row_coloured(cols, other, row_hue)) or along >= LONG_PART)
                 and cp[:, 2].max() <= top + 0.005
                 and len(set(s[outside].tolist())) == 1
             ):
@@ -264,14 +267,21 @@ def label_parts(
     cups = _absorb_slivers(pts, cups, rest)
     if cols is not None:
         buttons = [is_button(pts[c], support) for c in rest]
-        rest = [p for c, button in zip(rest, buttons)
-                for p in ([c] if button else split_by_colour(pts, cols, c, min_points, support))]
+        rest = [c for c, button in zip(rest, buttons) if button] + join_cut_pieces(pts, cols, [
+            p for c, button in zip(rest, buttons) if not button for p in split_by_colour(pts, cols, c, min_points, support)])
         drawers = [p for label, p in parts if label == "drawer"]
         bits = drawer_bits(pts, cols, drawers, [p for _, p in parts])
         parts = [(label, p) for (label, p), bit in zip(parts, bits) if label or not bit]
         bits = drawer_bits(pts, cols, drawers, rest)
         rest = [c for c, bit in zip(rest, bits) if not bit or is_button(pts[c], support)]
     return parts + [("cup", c) for c in cups] + [("button" if is_button(pts[c], support) else "", c) for c in rest]
+
+
+def _row_coloured(cols: np.ndarray | None, idx: np.ndarray, row_hue: np.ndarray | None) -> bool:
+    """Whether a short piece off the table is in its drawer row's chroma (within TRAY_COLOUR_STEP), or no
+    row colour is known. A block's top face, all the wrist camera sees of it from high up, is as raised
+    as a drawer's front; taken for one it stretched a shut drawer 15 cm out (HiddenObject 930003)."""
+    return row_hue is None or bool(np.linalg.norm(np.median(chroma(cols[idx]), axis=0) - row_hue) <= TRAY_COLOUR_STEP)
 
 
 def _absorb_slivers(pts: np.ndarray, cups: list[np.ndarray], rest: list[np.ndarray]) -> list[np.ndarray]:
