@@ -1,0 +1,161 @@
+"""What geometric perception's close views of an open drawer must not do to memory.
+
+Synthetic detections and clouds, the shapes geometric mode reports (size classes, the drawer row
+seen joined to its housing): the hand reaching into a tray hides its front, the wrist camera sees a
+housing's top plate cut off by the hand, the hand cuts a block in two, a block's top face seen from
+high up stands off the table like a drawer's front. Each rule is switched off once to show it is
+what keeps memory right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embodied.memory import MemoryConfig, SpatialMemory
+from embodied.perception import geometric_shapes
+from embodied.perception.geometric_colour import join_cut_pieces
+from tests.memory_helpers import box_points, detection, frame, proprio
+
+OPEN = 0.12  # m the drawer sticks out of its housing
+
+
+def _cab():
+    return detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+
+
+def _neighbours():
+    """The next housing of the row and its shut drawer (the row's closed travel)."""
+    return [detection((0.70, 0.2, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)), _drawer(0.0, 0.2)]
+
+
+def _drawer(out: float, y: float = 0.0):
+    # Its front and handle, and the tray out to the housing: what a camera sees of it `out` m open.
+    return detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+
+
+def _block():
+    return detection((0.50, 0.0, 0.036), "small", "blue", bottom=0.016)
+
+
+def _stocked_open_drawer() -> SpatialMemory:
+    memory = SpatialMemory(MemoryConfig(strict_class=False))
+    for t in range(4):
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _block()], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    return memory
+
+
+def _reach_in(memory: SpatialMemory, width: float) -> tuple[str, str]:
+    """The fingers come down on the block (``width`` apart) while the arm hides the tray's front: the
+    drawer is seen sticking out 6 cm instead of 12, and the block not at all."""
+    drawer = min(memory.find(cls="drawer"), key=lambda n: abs(memory.tracks[n].center[1]))
+    (block,) = memory.find(cls="small")
+    hand = proprio((0.50, 0.0, 0.06), width)
+    memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block()], proprio=hand))  # the hand arrives
+    for t in range(5, 9):
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(0.06)], proprio=hand))
+    return drawer, block
+
+
+def test_a_drawer_the_fingers_reach_into_keeps_its_travel_and_what_it_holds(monkeypatch):
+    memory = _stocked_open_drawer()
+    drawer, block = _reach_in(memory, 0.08)
+    assert memory.graph.nodes[drawer]["state"] == "open"
+    assert memory.tracks[block].center[0] == pytest.approx(0.50, abs=0.005)
+
+    # Without the rule the cut-short view reads as the drawer sliding 6 cm in, and the block with it.
+    monkeypatch.setattr(SpatialMemory, "_reaching_in", lambda self, track: False)
+    memory = _stocked_open_drawer()
+    drawer, block = _reach_in(memory, 0.08)
+    assert memory.tracks[block].center[0] > 0.53
+
+
+def test_a_hooked_handle_still_slides_the_drawer():
+    """Fingers closed on nothing at the drawer are a hook on its handle: the drawer's travel follows the
+    views as before, and what it holds slides with it."""
+    memory = _stocked_open_drawer()
+    (block,) = memory.find(cls="small")
+    for t in range(4, 6):  # the fingers close, empty, on the handle
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _block()], proprio=proprio((0.43, 0.0, 0.05), 0.0)))
+    assert memory.grip["closed"] and not memory.grip["holding"]
+    for t in range(6, 10):  # and push the drawer 6 cm in
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(0.06)], proprio=proprio((0.49, 0.0, 0.05), 0.0)))
+    assert memory.tracks[block].center[0] > 0.53
+
+
+def _top_plate():
+    """The housing's top plate as the wrist camera sees it around the hand: a flat grey strip."""
+    return detection((0.62, 0.0, 0.088), "flat", "grey", (0.05, 0.12, 0.004))
+
+
+def test_a_housings_top_plate_seen_alone_is_no_thing(monkeypatch):
+    memory = _stocked_open_drawer()
+    (block,) = memory.find(cls="small")
+    for t in range(4, 8):  # the block is under the hand; the plate shows beside it
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _top_plate()], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    assert memory.tracks[block].center[0] == pytest.approx(0.50, abs=0.005)
+    assert memory.find(cls="flat") == []
+
+    # A block standing on the housing reaches higher than its plate: a thing.
+    on_top = detection((0.66, 0.05, 0.11), "small", "red", bottom=0.09)
+    memory.update(frame(8, _neighbours() + [_cab(), _drawer(OPEN), on_top], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    assert any(memory.tracks[n].center[2] > 0.09 for n in memory.graph if n.startswith("small"))
+
+    monkeypatch.setattr(SpatialMemory, "_drop_housing_tops", lambda self, dets: dets)
+    memory = _stocked_open_drawer()
+    (block,) = memory.find(cls="small")
+    for t in range(4, 8):
+        memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _top_plate()], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    moved = memory.tracks[block].center[0] > 0.55
+    assert moved or memory.find(cls="flat")
+
+
+def _pink(n: int) -> np.ndarray:
+    return np.tile([1.0, 0.55, 0.85], (n, 1))
+
+
+def test_pieces_of_one_colour_that_fit_in_a_blocks_box_are_one_thing():
+    """The hand cuts a block's top away: its near face and its far edge are left, 3 cm apart."""
+    near = box_points((0.478, -0.205, 0.02), (0.479, -0.168, 0.04), 0.008)
+    far = box_points((0.506, -0.205, 0.05), (0.515, -0.168, 0.056), 0.008)
+    other = box_points((0.60, -0.205, 0.0), (0.64, -0.168, 0.04), 0.008)  # a second pink block 9 cm on
+    pts = np.concatenate([near, far, other])
+    cols = _pink(len(pts))
+    cols[: len(near)] = [1.0, 0.45, 0.7]  # the shaded face is deeper pink than the lit edge
+    pieces = [np.arange(len(near)), len(near) + np.arange(len(far)), len(near) + len(far) + np.arange(len(other))]
+    joined = join_cut_pieces(pts, cols, pieces)
+    assert sorted(len(p) for p in joined) == sorted([len(near) + len(far), len(other)])
+
+    red = cols.copy()
+    red[len(near): len(near) + len(far)] = [1.0, 0.15, 0.15]  # a red thing beside a pink one: two things
+    assert len(join_cut_pieces(pts, red, pieces)) == 3
+
+
+def _row_and_top_face() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A housing (grey, top plate at 9 cm) with three shut drawers' fronts joined to it (cyan; their lower
+    part hidden from above), and 15 cm before it the top face of a white block, all the wrist camera sees
+    of it from above."""
+    housing = box_points((0.57, -0.27, 0.02), (0.73, 0.28, 0.09), 0.008)
+    fronts = np.concatenate([box_points((0.513, y0, 0.03), (0.57, y1, 0.081), 0.008)
+                             for y0, y1 in ((-0.27, -0.095), (-0.076, 0.094), (0.109, 0.27))])
+    face = box_points((0.331, 0.124, 0.032), (0.363, 0.159, 0.04), 0.008)
+    face = face[face[:, 2] >= 0.032]
+    pts = np.concatenate([housing, fronts, face])
+    cols = np.concatenate([np.tile([0.67, 0.67, 0.67], (len(housing), 1)), np.tile([0.1, 0.8, 0.8], (len(fronts), 1)),
+                           np.ones((len(face), 3))])
+    row = np.arange(len(housing) + len(fronts))
+    return pts, cols, [row, len(row) + np.arange(len(face))]
+
+
+def test_a_blocks_top_face_is_no_drawer_front(monkeypatch):
+    pts, cols, clusters = _row_and_top_face()
+    parts = geometric_shapes.label_parts(pts, clusters, 0.0, 10, cols)
+    face = set(clusters[1].tolist())
+    drawers = [p for label, p in parts if label == "drawer"]
+    assert drawers and not any(face & set(p.tolist()) for p in drawers)
+    assert any(label == "" and set(p.tolist()) == face for label, p in parts)
+
+    # Without the row's colour the raised face joins the drawer in front of which it stands.
+    monkeypatch.setattr(geometric_shapes, "_row_coloured", lambda cols, idx, hue: True)
+    parts = geometric_shapes.label_parts(pts, clusters, 0.0, 10, cols)
+    assert any(face & set(p.tolist()) for label, p in parts if label == "drawer")
