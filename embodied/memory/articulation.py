@@ -24,7 +24,7 @@ PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its hou
 LOOKALIKE_SLACK = 0.02  # m around a drawer's box: a size-class view in its colour there is of it
 TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its top (5 mm above), is its top plate
 REACH_SLACK = 0.02  # m: fingers over a drawer's box grown by this ...
-REACH_ABOVE = 0.08  # m ... and at most this high over its top are reaching into it
+REACH_ABOVE = 0.2  # m ... and at most this high over its top are reaching into it (or carrying over it)
 MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
 
 
@@ -70,13 +70,14 @@ class Articulation:
             self._set(node, t, state, {"state": state})
 
     def _reaching_in(self, track) -> bool:
-        """Whether the robot's fingers are down in a drawer, open or holding something (not closed on
-        nothing: that is a hook on its handle, which slides it). The arm then hides the tray's front from
-        the cameras, and a view cut short there read as the drawer closing: the block in it slid along,
-        and the grasp went 3 cm behind it (HiddenObject 930000). Only a hooked handle moves a drawer the
-        arm is in. (The TCP of the last frame; workcell only.)"""
+        """Whether the robot's fingers are down in (or over) a drawer, open or holding something, not shut
+        on nothing: that is a hook on its handle, which slides it (fingers opening from a release are no
+        hook: StashAndFetch 930006). The arm then hides the tray's front from the cameras, and a view cut
+        short there read as the drawer closing: the block in it slid along, and the grasp went 3 cm
+        behind it (HiddenObject 930000). Only a hooked handle moves a drawer the arm is in. (The TCP and
+        width of the last frame; workcell only.)"""
         g = self.grip
-        if g.get("tcp") is None or (g["closed"] and not g["holding"]):
+        if g.get("tcp") is None or (g["width"] <= self.config.grasp_min_width and not g["holding"]):
             return False
         tcp = np.asarray(g["tcp"], dtype=np.float64)
         return bool(np.all(tcp[:2] >= track.box_min[:2] - REACH_SLACK) and np.all(tcp[:2] <= track.box_max[:2] + REACH_SLACK)
@@ -232,8 +233,11 @@ class Articulation:
         the drawer's colour: its box grown by LOOKALIKE_SLACK, and by PULL_REACH out of its housing. A camera
         close to an open drawer that sees no housing cannot tell the drawer's shape (its tray's walls, its
         front), and memory made things of such views that the plan then moved. Only geometric mode's
-        detector reports size classes."""
-        if not any(d.label in SIZE_CLASSES for d in dets):
+        detector reports size classes. Where classes are not strict (geometric mode, whose shape rules
+        guess), a cup view there in the drawer's colour goes too: the corner of an open drawer seen close
+        up has a cup's size (StashAndFetch 930004; no task paints a cup like its drawers)."""
+        looks = SIZE_CLASSES if self.config.strict_class else SIZE_CLASSES | {"cup"}
+        if not any(d.label in looks for d in dets):
             return dets
         dets = self._drop_housing_tops(dets)
         spaces = []
@@ -247,7 +251,7 @@ class Articulation:
             return dets
 
         def lookalike(d) -> bool:  # the colour's name, no tolerance: a pink block in a purple tray is a block
-            return d.label in SIZE_CLASSES and any(
+            return d.label in looks and any(
                 np.all(d.box_min[:2] >= lo) and np.all(d.box_max[:2] <= hi) and d.colour == colour
                 for lo, hi, colour in spaces)
 
