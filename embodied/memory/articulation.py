@@ -230,9 +230,11 @@ class Articulation:
 
     def _drop_drawer_lookalikes(self, dets: list) -> list:
         """``dets`` without the views of no recognised shape (a size class) that lie in a drawer's space, in
-        the drawer's colour: its box grown by LOOKALIKE_SLACK, and by PULL_REACH out of its housing. A camera
-        close to an open drawer that sees no housing cannot tell the drawer's shape (its tray's walls, its
-        front), and memory made things of such views that the plan then moved. Only geometric mode's
+        the drawer's colour: its box grown by LOOKALIKE_SLACK, and by PULL_REACH both ways along its slide
+        (pulled out, or its tray reaching back under the housing's top). A camera close to an open drawer
+        that sees no housing cannot tell the drawer's shape (its tray's walls, its front), and memory made
+        things of such views that the plan then moved, or that took the views of the block in the tray
+        (StashAndFetch 930004). Only geometric mode's
         detector reports size classes. Where classes are not strict (geometric mode, whose shape rules
         guess), a cup view there in the drawer's colour goes too: the corner of an open drawer seen close
         up has a cup's size (StashAndFetch 930004; no task paints a cup like its drawers)."""
@@ -243,9 +245,9 @@ class Articulation:
         spaces = []
         for node, side in self._drawer_widths()[0]:
             tr, a = self.tracks[node], self._graph.nodes[node]
-            out = _side_vector(side)
-            lo = tr.box_min[:2] - LOOKALIKE_SLACK + np.minimum(out, 0) * PULL_REACH
-            hi = tr.box_max[:2] + LOOKALIKE_SLACK + np.maximum(out, 0) * PULL_REACH
+            along = np.abs(_side_vector(side)) * PULL_REACH  # pulled out, and its tray back in the housing
+            lo = tr.box_min[:2] - LOOKALIKE_SLACK - along
+            hi = tr.box_max[:2] + LOOKALIKE_SLACK + along
             spaces.append((lo, hi, a["colour"]))
         if not spaces:
             return dets

@@ -32,6 +32,10 @@ _LEVEL = 0.01  # m: a support's points (5th to 95th percentile of height) span a
 _RAISED = 0.015  # m: a flat view this far above the support is an object's top face (see _top_only) ...
 _TOP_ONLY = 0.06  # m ... up to this high: a block's (4 cm), or one's in an open drawer's tray (1.6 cm up)
 _BLOCK = 0.04  # m: such a face's box reaches this far down (a block's height), at most to the support
+# m: a cluster whose lowest point is this far above the support is a bit of the arm (things the env
+# carries hang at most 12 cm up, a cue panel's screen 6 cm): a white link 27 cm up had re-identified
+# the white block hidden under the hand (HiddenObject 930008)
+_FLOATING = 0.2
 
 
 def open3d():
@@ -128,6 +132,8 @@ def detect_geometric(
             cp = pts[idx]
             if cp[:, 2].max() > base + cfg.max_object_height:
                 continue  # the arm reaches up to its base: no tabletop object is this tall
+            if cp[:, 2].min() > base + _FLOATING:
+                continue  # hanging this high with nothing under it, off the fingers (below): a link of the arm
             if np.min(np.linalg.norm(cp[:, :2] - base_xy, axis=1)) < cfg.robot_base_radius:
                 continue  # the arm's foot, cut off from the rest of the arm by occlusion
             if tcp is not None:
