@@ -101,7 +101,7 @@ def test_a_housings_top_plate_seen_alone_is_no_thing(monkeypatch):
     memory.update(frame(8, _neighbours() + [_cab(), _drawer(OPEN), on_top], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     assert any(memory.tracks[n].center[2] > 0.09 for n in memory.graph if n.startswith("small"))
 
-    monkeypatch.setattr(SpatialMemory, "_drop_housing_tops", lambda self, dets: dets)
+    monkeypatch.setattr(SpatialMemory, "_drop_furniture_views", lambda self, dets: dets)
     memory = _stocked_open_drawer()
     (block,) = memory.find(cls="small")
     for t in range(4, 8):
@@ -159,3 +159,17 @@ def test_a_blocks_top_face_is_no_drawer_front(monkeypatch):
     monkeypatch.setattr(geometric_shapes, "_row_coloured", lambda cols, idx, hue: True)
     parts = geometric_shapes.label_parts(pts, clusters, 0.0, 10, cols)
     assert any(face & set(p.tolist()) for label, p in parts if label == "drawer")
+
+
+def test_a_drawer_row_seen_as_one_blob_is_no_thing(monkeypatch):
+    """From close by the wrist camera may see a housing and its drawers as one large cluster: no node of
+    its own (it would take the views of whatever lies in the drawers later)."""
+    blob = detection((0.60, 0.05, 0.045), "large", "orange", (0.30, 0.40, 0.08))
+    memory = _stocked_open_drawer()
+    memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block(), blob], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    assert memory.find(cls="large") == []
+
+    monkeypatch.setattr(SpatialMemory, "_drop_furniture_views", lambda self, dets: dets)
+    memory = _stocked_open_drawer()
+    memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block(), blob], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+    assert memory.find(cls="large")

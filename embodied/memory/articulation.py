@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES
+
+FIXTURE_CLASSES = HOUSING_CLASSES | {"drawer"}
 from embodied.perception import join_views
 
 SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")  # a drawer's slide votes (Track.rest keys)
@@ -22,6 +24,8 @@ PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
 PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its housing
 LOOKALIKE_SLACK = 0.02  # m around a drawer's box: a size-class view in its colour there is of it
+BLOB_COVER = 0.5  # a size-class view wider than BLOB_WIDE (m; two blocks) covering this share of a drawer's
+BLOB_WIDE = 0.08  # or a housing's footprint is furniture
 TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its top (5 mm above), is its top plate
 REACH_SLACK = 0.02  # m: fingers over a drawer's box grown by this ...
 REACH_ABOVE = 0.2  # m ... and at most this high over its top are reaching into it (or carrying over it)
@@ -241,7 +245,7 @@ class Articulation:
         looks = SIZE_CLASSES if self.config.strict_class else SIZE_CLASSES | {"cup"}
         if not any(d.label in looks for d in dets):
             return dets
-        dets = self._drop_housing_tops(dets)
+        dets = self._drop_furniture_views(dets)
         spaces = []
         for node, side in self._drawer_widths()[0]:
             tr, a = self.tracks[node], self._graph.nodes[node]
@@ -259,22 +263,36 @@ class Articulation:
 
         return [d for d in dets if not lookalike(d)]
 
-    def _drop_housing_tops(self, dets: list) -> list:
-        """``dets`` without the size-class views that lie over a housing's footprint at its top: its top
-        plate, cut off from the rest of it (the wrist camera over an open drawer sees the housing only where
-        the hand leaves it; that sliver, 11 cm from a block hidden under the hand, became the block's move
-        onto the housing: HiddenObject 930001). A thing standing on the housing reaches higher."""
-        housings = [self.tracks[n] for n in self._find() if self._graph.nodes[n]["cls"] in HOUSING_CLASSES]
-        tops = [(tr.box_min[:2] - LOOKALIKE_SLACK, tr.box_max[:2] + LOOKALIKE_SLACK, float(tr.box_max[2]))
-                for tr in housings]
+    def _drop_furniture_views(self, dets: list) -> list:
+        """``dets`` without the size-class views of furniture. Those over a housing's footprint at its top:
+        its top plate cut off from the rest (the wrist camera over an open drawer sees the housing only
+        where the hand leaves it; that sliver, 11 cm from a block hidden under the hand, became the block's
+        move onto the housing: HiddenObject 930001); a thing standing on the housing reaches higher. And
+        those wider than BLOB_WIDE covering BLOB_COVER of a drawer's or a housing's footprint: a drawer row
+        and its housing seen as one blob from close by, whose node then took the views of the block
+        stashed in the drawer (StashAndFetch 930001)."""
+        fixtures = [(self.tracks[n], self._graph.nodes[n]["cls"]) for n in self._find()
+                    if self._graph.nodes[n]["cls"] in FIXTURE_CLASSES]
+        if not fixtures:
+            return dets
 
-        def plate(d) -> bool:
-            return d.label in SIZE_CLASSES and any(
-                np.all(d.box_min[:2] >= lo) and np.all(d.box_max[:2] <= hi)
-                and top - TOP_PLATE <= d.box_min[2] and d.box_max[2] <= top + TOP_PLATE / 2
-                for lo, hi, top in tops)
+        def furniture(d) -> bool:
+            if d.label not in SIZE_CLASSES:
+                return False
+            wide = float(np.max(d.box_max[:2] - d.box_min[:2])) > BLOB_WIDE
+            for tr, cls in fixtures:
+                lo, hi = tr.box_min[:2], tr.box_max[:2]
+                inner = np.clip(np.minimum(d.box_max[:2], hi) - np.maximum(d.box_min[:2], lo), 0, None)
+                if wide and np.prod(inner) >= BLOB_COVER * np.prod(np.maximum(hi - lo, 1e-3)):
+                    return True
+                top = float(tr.box_max[2])
+                if (cls in HOUSING_CLASSES and np.all(d.box_min[:2] >= lo - LOOKALIKE_SLACK)
+                        and np.all(d.box_max[:2] <= hi + LOOKALIKE_SLACK)
+                        and top - TOP_PLATE <= d.box_min[2] and d.box_max[2] <= top + TOP_PLATE / 2):
+                    return True
+            return False
 
-        return [d for d in dets if not plate(d)] if tops else dets
+        return [d for d in dets if not furniture(d)]
 
     def _drawer_widths(self) -> tuple[list[tuple[str, str]], list[float]]:
         """The drawer nodes whose slide is known, with their slide side, and each one's width (m) across
