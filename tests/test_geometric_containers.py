@@ -195,3 +195,32 @@ def test_rearranged_things_each_one_node_where_the_scene_left_them(monkeypatch):
     monkeypatch.setattr(SpatialMemory, "_drop_drawer_lookalikes", lambda self, dets: dets)
     memory, truth = _memory_at_recall("Rearrange-v0", 3)
     assert len(_things(memory)) > len(truth["objects"])
+
+
+def test_the_hidden_block_fetched_from_the_drawer_it_was_shut_in():
+    """HiddenObject on geometric perception, the whole agent: the block the env shut in a drawer is
+    remembered there, the drawer opened and the block lifted out of it. Memory ends with one node of the
+    block's colour, and no size-class thing in the drawers' colour (views of the tray, the housing's top
+    or the row seen as one blob)."""
+    import gymnasium as gym
+
+    from embodied.eval.rollout import make_agent
+    from embodied.memory.config import SIZE_CLASSES
+
+    env = gym.make("embodied/HiddenObject-v0")
+    agent = make_agent(env, 12, perception="geometric")
+    agent.reset(12)
+    obs, info = env.reset(seed=12)
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        done = terminated or truncated
+    env.close()
+    assert info["is_success"]
+    memory = agent.memory
+    colour = obs["goal"]["text"].split()[-2]  # "retrieve the <colour> block"
+    attrs = memory.graph.nodes
+    assert len([n for n in memory.find() if attrs[n]["cls"] in SIZE_CLASSES and attrs[n]["colour"] == colour]) == 1
+    drawer_colours = {attrs[d]["colour"] for d in memory.find(cls="drawer")}
+    assert len(drawer_colours) == 1
+    assert not [n for n in memory.find() if attrs[n]["cls"] in SIZE_CLASSES and attrs[n]["colour"] in drawer_colours]
