@@ -23,7 +23,9 @@ PIECE_ACROSS = 0.015  # m: a drawer piece lies across the slide within its drawe
 PIECE_REACH = 0.25  # m: ... and along the slide within this of the drawer's box (it may have been pulled)
 PIECE_WIDEST = 1.3  # a drawer node wider across its slide than this times its row's narrowest has no corridor
 PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its housing
-LOOKALIKE_SLACK = 0.02  # m around a drawer's box: a size-class view in its colour there is of it
+# m around a drawer's box (its node may be its handle strip, 2/3 of its front): a size-class view in its
+# colour there is of it
+LOOKALIKE_SLACK = 0.04
 BLOB_COVER = 0.5  # a size-class view wider than BLOB_WIDE (m; two blocks) covering this share of a drawer's
 BLOB_WIDE = 0.08  # or a housing's footprint is furniture
 TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its top (5 mm above), is its top plate

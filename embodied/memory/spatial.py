@@ -19,6 +19,7 @@ from embodied.perception.geometry import project
 from embodied.perception.types import CameraView
 
 _BITS = 21
+DRAWER_SINK = 0.02  # m a thing's box may reach below a drawer's bottom and still be in it
 _OFF = 1 << (_BITS - 1)
 _D = np.array([-1, 0, 1])
 # Key deltas of the 27-neighbourhood: keys are linear in the voxel indices.
@@ -219,8 +220,11 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     over = within[:, 0] & within[:, 1]
     # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
     # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
+    # A drawer's tray stands 1.5 cm over the table, and a block seen set into it from above may keep
+    # a box reaching the table (Rearrange 930002, geometric): a drawer's bottom gives 2 cm.
     smaller = volume[i] < volume[j]
-    inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - 0.005) & smaller
+    sink = np.where(np.array(articulated_of)[j], DRAWER_SINK, 0.005)
+    inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - sink) & smaller
     room = kinds == "room"
     container = kinds == "container"
     physical = ~room
