@@ -49,6 +49,7 @@ TOUCH_REACH = 0.08  # m (xy) from the target's centre
 TOUCH_ABOVE = 0.10  # m above the target's top
 IN_DRAWER = 0.10  # m: where a drawer's tray holds an object, behind the drawer's outer edge (its handle)
 TRAY_FLOOR = 0.012  # m: a drawer tray's floor above the drawer's lowest point
+TRAY_BEHIND = 0.1  # m: a tray reaches this far back into the housing behind what is seen of its drawer
 
 
 class Planner:
@@ -264,12 +265,16 @@ class Planner:
         inside = [v for _, v, k in then.out_edges(node, keys=True) if k == "in" and v in now] if node in then else []
         if inside:
             return inside[0]
-        # Seen first as a drawer slid open: the drawer whose box held it then.
+        # Seen first as a drawer slid open: the drawer whose box held it then, reaching back into the housing
+        # (a block at the back of a tray sliding out lies behind what is seen of it: Rearrange 930007).
         p = r.position(node, "first")
         for d in r.memory.find(kind="container"):
             if d in then and d in now and _is_drawer(r, d):
-                lo, hi = np.asarray(then.nodes[d]["box_min"]), np.asarray(then.nodes[d]["box_max"])
-                if np.all(p[:2] >= lo[:2] - 0.01) and np.all(p[:2] <= hi[:2] + 0.01):
+                lo, hi = np.array(then.nodes[d]["box_min"][:2]), np.array(then.nodes[d]["box_max"][:2])
+                out = r.memory.slide_direction(d)
+                if out is not None:
+                    lo, hi = lo + np.minimum(-out, 0) * TRAY_BEHIND, hi + np.maximum(-out, 0) * TRAY_BEHIND
+                if np.all(p[:2] >= lo - 0.01) and np.all(p[:2] <= hi + 0.01):
                     return d
         return ""
 
