@@ -173,3 +173,23 @@ def test_a_drawer_row_seen_as_one_blob_is_no_thing(monkeypatch):
     memory = _stocked_open_drawer()
     memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block(), blob], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     assert memory.find(cls="large")
+
+
+def test_a_block_whose_box_reaches_the_table_in_an_open_tray_is_in_the_drawer(monkeypatch):
+    """Geometric views of a block set into a tray from above can leave its box reaching down to the table,
+    1.5 cm under the tray: it is in the drawer all the same (so it slides with it when the drawer shuts)."""
+    from embodied.memory import spatial
+
+    def drawer_contents() -> list[str]:
+        memory = SpatialMemory(MemoryConfig(strict_class=False))
+        sunk = detection((0.50, 0.0, 0.029), "small", "blue", (0.04, 0.04, 0.056))  # from 1 mm to 5.7 cm
+        # The open drawer as seen: its tray's bottom 1.5 cm over the table, its front 8 cm high.
+        tray = detection((0.55 - OPEN / 2, 0.0, 0.0), "drawer", "orange", (0.06 + OPEN, 0.17, 0.066), bottom=0.015)
+        for t in range(4):
+            memory.update(frame(t, _neighbours() + [_cab(), tray, sunk], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
+        drawer = min(memory.find(cls="drawer"), key=lambda n: abs(memory.tracks[n].center[1]))
+        return memory.objects_in(drawer)
+
+    assert drawer_contents()
+    monkeypatch.setattr(spatial, "DRAWER_SINK", 0.005)
+    assert not drawer_contents()

@@ -331,3 +331,28 @@ def test_a_drawer_at_the_end_of_a_merged_row_is_pulled_out_of_its_front():
         memory.update(frame(t, [row, drawer(0.12 if 2 <= t < 4 else 0.0)]))
     (plan,) = Planner().plan(parse("open the drawer that was open before"), memory)
     assert plan.skill == "open" and abs(abs(plan.yaw) - math.pi) < 1e-6, str(plan)
+
+
+def test_put_everything_back_opens_the_drawer_a_block_was_first_seen_sliding_out_in(monkeypatch):
+    """A block first seen at the back of a tray still sliding out lies behind what the cameras see of the
+    drawer (in the housing's shadow): it was in that drawer, so putting it back opens the drawer first.
+    With the drawer's box not reaching back into the housing the plan sets the block on the shut drawer."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner import planner
+    from tests.memory_helpers import detection, frame
+
+    cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = lambda y, out: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+    block = lambda c: detection(c, "block", "red", (0.04, 0.04, 0.04), bottom=0.016)
+
+    def plan_after_the_move() -> list[str]:
+        memory = SpatialMemory()
+        for t in range(3):  # the drawer slides out with the block at the back of its tray
+            memory.update(frame(t, [cab(0.0), cab(0.2), drawer(0.0, 0.06), drawer(0.2, 0.0), block((0.61, 0.0, 0.0))]))
+        for t in range(3, 6):  # the block is taken out and set on the table, the drawer shut
+            memory.update(frame(t, [cab(0.0), cab(0.2), drawer(0.0, 0.0), drawer(0.2, 0.0), block((0.35, 0.25, 0.0))]))
+        return [c.skill for c in planner.Planner().plan(parse("put everything back where it was"), memory)]
+
+    assert plan_after_the_move() == ["open", "pick", "place", "close"]
+    monkeypatch.setattr(planner, "TRAY_BEHIND", 0.0)
+    assert plan_after_the_move() == ["pick", "place"]
