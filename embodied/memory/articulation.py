@@ -177,9 +177,11 @@ class Articulation:
     def _slide_side(self, node: str) -> str | None:
         """The SLIDE_SIDES key a drawer slides out of: the most votes of the drawers of its row (its class
         within ROW_REACH): the row faces one way, and a fragment of a drawer seen a few times at the wrong
-        side of a housing merged with its neighbour is outvoted. None before its first vote."""
+        side of a housing merged with its neighbour is outvoted. A drawer with no vote of its own takes its
+        row's (one first seen pulled out, apart from its housing, cannot vote: ReopenDrawer 930000 on
+        geometric perception). None before a vote of its own or of its row."""
         track = self.tracks.get(node)
-        if track is None or not any(k in track.rest for k in SLIDE_SIDES):
+        if track is None:
             return None
         votes = dict.fromkeys(SLIDE_SIDES, 0.0)
         for other in self._find(cls=self._graph.nodes[node]["cls"]):
@@ -187,7 +189,7 @@ class Articulation:
             if other == node or np.linalg.norm(tr.center[:2] - track.center[:2]) < ROW_REACH:
                 for k in SLIDE_SIDES:
                     votes[k] += tr.rest.get(k, 0.0)
-        return max(SLIDE_SIDES, key=votes.get)
+        return max(SLIDE_SIDES, key=votes.get) if any(votes.values()) else None
 
     def _narrower_across(self, node: str, det, prev) -> bool:
         """Whether a view ``det`` of a drawer is under NARROWER times as wide across its slide as the
@@ -240,10 +242,10 @@ class Articulation:
         (pulled out, or its tray reaching back under the housing's top). A camera close to an open drawer
         that sees no housing cannot tell the drawer's shape (its tray's walls, its front), and memory made
         things of such views that the plan then moved, or that took the views of the block in the tray
-        (StashAndFetch 930004). Only geometric mode's
-        detector reports size classes. Where classes are not strict (geometric mode, whose shape rules
-        guess), a cup view there in the drawer's colour goes too: the corner of an open drawer seen close
-        up has a cup's size (StashAndFetch 930004; no task paints a cup like its drawers)."""
+        (StashAndFetch 930004). Only geometric mode's detector reports size classes. Where classes are not
+        strict (geometric mode, whose shape rules guess), a cup view there in the drawer's colour goes too:
+        the corner of an open drawer seen close up has a cup's size (no task paints a cup like its
+        drawers)."""
         looks = SIZE_CLASSES if self.config.strict_class else SIZE_CLASSES | {"cup"}
         if not any(d.label in looks for d in dets):
             return dets

@@ -121,6 +121,11 @@ class Tracking(Association, LookedAt):
                 track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
             track.t_obs = t
             self.log.noops += 1
+            if a.get("articulated") and not a["state"]:
+                # A part not judged yet (a drawer first seen pulled out, apart from its housing, before its
+                # row's slide was voted) is judged as soon as it can be, unmoved: ReopenDrawer 930000 on
+                # geometric perception saw the open drawer for 60 steps and never called it open.
+                self._articulation(node, t)
             return
         self.changed.add(node)
         det_rgb = np.asarray(det.rgb, dtype=np.float64)
