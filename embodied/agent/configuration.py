@@ -39,12 +39,13 @@ class AgentConfig:
         parts hidden (``drawer_narrow_views``) and its pieces of one drawer, or of one object, join
         (``drawer_pieces``, ``object_pieces``). Geometric mode's size classes are views, not kinds (a block
         seen from above is flat, carried past the arm tall): one may continue a node of another
-        (``strict_class`` off, as ``eval-memory`` runs it)."""
+        (``strict_class`` off, as ``eval-memory`` runs it), and an open drawer seen apart from its housing
+        takes its row's slide (``row_slide``)."""
         if self.memory is not None:
             return self.memory
         mode = self.perception.mode
         learned = mode == "learned"
         return MemoryConfig(min_sightings=1 if mode == "masks" else 3, class_votes=learned,
-                            strict_class=mode != "geometric",
+                            strict_class=mode != "geometric", row_slide=mode == "geometric",
                             new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned,
                             object_pieces=learned)

@@ -193,7 +193,8 @@ def eval_memory(
             config = PerceptionConfig(
                 mode=mode, shuffle_ids=shuffle_ids and mode == "masks", seed=seed + k, **(perception or {})
             )
-            mem_cfg = MemoryConfig(strict_class=mode != "geometric")  # learned classes share the masks vocabulary
+            # Learned classes share the masks vocabulary.
+            mem_cfg = MemoryConfig(strict_class=mode != "geometric", row_slide=mode == "geometric")
             reports.append(
                 run_episode(
                     entry.name,

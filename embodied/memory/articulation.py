@@ -177,11 +177,11 @@ class Articulation:
     def _slide_side(self, node: str) -> str | None:
         """The SLIDE_SIDES key a drawer slides out of: the most votes of the drawers of its row (its class
         within ROW_REACH): the row faces one way, and a fragment of a drawer seen a few times at the wrong
-        side of a housing merged with its neighbour is outvoted. A drawer with no vote of its own takes its
-        row's (one first seen pulled out, apart from its housing, cannot vote: ReopenDrawer 930000 on
-        geometric perception). None before a vote of its own or of its row."""
+        side of a housing merged with its neighbour is outvoted. With ``MemoryConfig.row_slide`` a drawer
+        with no vote of its own takes its row's (one first seen pulled out, apart from its housing, cannot
+        vote: ReopenDrawer 930000 on geometric perception). None before a vote of its own (or its row's)."""
         track = self.tracks.get(node)
-        if track is None:
+        if track is None or not (self.config.row_slide or any(k in track.rest for k in SLIDE_SIDES)):
             return None
         votes = dict.fromkeys(SLIDE_SIDES, 0.0)
         for other in self._find(cls=self._graph.nodes[node]["cls"]):

@@ -108,6 +108,10 @@ class MemoryConfig:
     # For a learned detector, whose regions can split an object's faces or join two objects; the
     # renderer's masks never do.
     object_pieces: bool = False
+    # A drawer with no slide vote of its own takes its row's: geometric mode sees an open drawer apart
+    # from its housing (its tray's inner half hidden), and such a view cannot vote. Off for a learned
+    # detector, whose stray drawer fragments would then be judged and slide what lies near them.
+    row_slide: bool = False
     move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
     # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
     # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).
