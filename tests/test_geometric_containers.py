@@ -118,19 +118,13 @@ def test_pads_found_in_the_table_plane_and_the_block_that_stood_on_one_touched(m
     assert not ok and not memory.find(cls="pad")
 
 
-def test_a_block_in_an_open_drawer_told_from_the_drawer_and_fetched(monkeypatch):
-    """The robot stashes a block in a drawer and later fetches it back, on geometric perception. The block
-    touches the tray, so DBSCAN puts it in the drawer's cluster; it is told apart by colour (the drawer
-    is painted one colour), and the pick goes where it is seen in the opened drawer. Without that the
-    block is only remembered, and the remembered spot is off by the drawer's pull: the fetch fails."""
-    from embodied.perception import geometric_shapes
-
+def test_a_block_stashed_in_a_drawer_fetched_back():
+    """The robot stashes a block in a drawer and later fetches it back, on geometric perception: the
+    drawer is found, the block is remembered in it while it is shut, and picked where it lies once the
+    drawer is opened again. (Telling the block from the tray it touches: test_geometric_drawer_views.)"""
     ok, memory = _agent_succeeds("StashAndFetch-v0", 12)
     assert ok
     assert memory.find(cls="drawer")
-    monkeypatch.setattr(geometric_shapes, "things_in_tray", lambda pts, cols, piece, n: (piece, []))
-    ok, _ = _agent_succeeds("StashAndFetch-v0", 12)
-    assert not ok
 
 
 def _memory_at_recall(task: str, seed: int):

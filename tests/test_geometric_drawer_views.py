@@ -214,3 +214,32 @@ def test_a_drawer_first_seen_pulled_out_apart_from_its_housing_is_open():
 
     assert state(row_slide=True) == "open"
     assert state(row_slide=False) == ""
+
+
+def _open_row_with_a_block() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One DBSCAN cluster: a grey housing, two shut cyan drawers, the middle one 12 cm out with a blue block
+    standing on its tray's floor (touching it, so no gap parts them). The block's indices come last."""
+    housing = box_points((0.57, -0.27, 0.02), (0.73, 0.28, 0.09), 0.008)
+    shut = [box_points((0.513, y0, 0.03), (0.57, y1, 0.081), 0.008) for y0, y1 in ((-0.27, -0.095), (0.109, 0.27))]
+    front = box_points((0.44, -0.076, 0.015), (0.45, 0.094, 0.081), 0.008)
+    floor = box_points((0.45, -0.076, 0.015), (0.57, 0.094, 0.02), 0.008)
+    walls = [box_points((0.45, y, 0.015), (0.57, y + 0.008, 0.06), 0.008) for y in (-0.076, 0.086)]
+    block = box_points((0.49, -0.01, 0.02), (0.53, 0.03, 0.06), 0.008)
+    drawers = np.concatenate(shut + [front, floor] + walls)
+    pts = np.concatenate([housing, drawers, block])
+    cols = np.concatenate([np.tile([0.67, 0.67, 0.67], (len(housing), 1)), np.tile([0.1, 0.8, 0.8], (len(drawers), 1)),
+                           np.tile([0.1, 0.2, 0.9], (len(block), 1))])
+    return pts, cols, np.arange(len(pts) - len(block), len(pts))
+
+
+def test_a_block_in_an_open_tray_is_told_from_the_drawer_by_colour(monkeypatch):
+    """DBSCAN gives a block standing in an open tray to the drawer's cluster; the drawer is painted one
+    colour, so the block's patch of another colour is a thing of its own and no part of the drawer."""
+    pts, cols, block = _open_row_with_a_block()
+    parts = geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)
+    assert any(label == "" and set(p.tolist()) == set(block.tolist()) for label, p in parts)
+    assert not any(set(block.tolist()) & set(p.tolist()) for label, p in parts if label == "drawer")
+
+    monkeypatch.setattr(geometric_shapes, "things_in_tray", lambda pts, cols, piece, n: (piece, []))
+    parts = geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)
+    assert any(set(block.tolist()) <= set(p.tolist()) for label, p in parts if label == "drawer")
