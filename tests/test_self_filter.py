@@ -38,6 +38,7 @@ def test_on_an_expert_episode_the_filter_takes_the_robot_and_leaves_the_block():
     import gymnasium as gym
 
     from embodied.experts import make_expert
+    from embodied.perception.geometry import back_project
     from embodied.perception.self_filter import hand_pixels
 
     env = gym.make("embodied/PutBlockBack-v0")
@@ -46,7 +47,7 @@ def test_on_an_expert_episode_the_filter_takes_the_robot_and_leaves_the_block():
     expert.reset()
     robot_ids = [k for k, c in env.unwrapped.labels.items() if c == "robot"]
     block_ids = [k for k, c in env.unwrapped.labels.items() if c == "block"]
-    taken = on_robot = on_block = block = wrist_robot = 0
+    taken = on_robot = on_block = block = wrist_robot = mismatched = 0
     for t in range(200):
         if t % 5 == 0:
             for cam in ("scene", "wrist"):
@@ -59,10 +60,19 @@ def test_on_an_expert_episode_the_filter_takes_the_robot_and_leaves_the_block():
                 on_block += (hand & blk).sum()
                 block += blk.sum()
                 wrist_robot += robot.sum() if cam == "wrist" else 0
+                # The whole-image planes give what back-projecting each pixel and asking in_hand gives.
+                depth = obs[f"depth/{cam}"]
+                v, u = np.nonzero(depth > 0)
+                points = back_project(u.astype(float), v.astype(float), depth[v, u].astype(float),
+                                      obs[f"intrinsics/{cam}"], obs[f"extrinsics/{cam}"])
+                one_by_one = np.zeros(depth.shape, bool)
+                one_by_one[v, u] = in_hand(points, obs["proprio"])
+                mismatched += int((one_by_one != hand).sum())
         obs, _, terminated, truncated, _ = env.step(expert.act(obs))
         if terminated or truncated:
             break
     env.close()
+    assert mismatched <= 0.001 * max(taken, 1), f"{mismatched} pixels differ from the point-by-point test"
     assert taken > 0.3 * wrist_robot, "the filter finds too little of the hand"
     assert on_robot >= 0.99 * taken, f"{taken - on_robot} of {taken} filtered pixels are not the robot's"
     assert on_block <= 0.01 * block, f"{on_block} of the block's {block} pixels were taken for the hand"

@@ -43,35 +43,55 @@ def _rotation(q: np.ndarray) -> np.ndarray:
     ])
 
 
-def in_hand(points: np.ndarray, proprio: np.ndarray, margin: float = 0.006) -> np.ndarray:
-    """(N,) bool: which world points (N,3) m lie on the hand, fingers or wrist of the arm in ``proprio``."""
-    proprio = np.asarray(proprio, dtype=np.float64)
-    if proprio.shape != (WORKCELL_PROPRIO_DIM,) or not len(points):
-        return np.zeros(len(points), bool)
-    tcp, quat, width = proprio[14:17], proprio[17:21], float(proprio[21])
-    local = (np.asarray(points, np.float64) - tcp) @ _rotation(quat)  # rows: the points in the TCP frame
-    x, y, z = np.abs(local[:, 0]), np.abs(local[:, 1]), local[:, 2]
+def _inside(x: np.ndarray, y: np.ndarray, z: np.ndarray, width: float, margin: float) -> np.ndarray:
+    """Which points, given in the TCP frame (any shape, m), lie on the hand, fingers or wrist of a gripper
+    ``width`` m open."""
+    x, y = np.abs(x), np.abs(y)
     half_slot = max(width / 2, 0.0)
     # To the fingertips and no further: what they press on or stand on lies right against them.
     fingers = ((z >= -FINGER_ROOT - margin) & (z <= FINGERTIP_BELOW + TIP_MARGIN) & (x <= FINGER_HALF_X + margin)
                & (y >= half_slot - margin / 2) & (y <= half_slot + FINGER_DEPTH + margin))
-    palm = ((z < -FINGER_ROOT - margin) & (z >= -REACH_UP) & (x <= PALM_HALF[0] + margin)
-            & (y <= PALM_HALF[1] + margin))
-    wrist = (z < -FINGER_ROOT - margin) & (z >= -REACH_UP) & (np.hypot(x, y) <= WRIST_RADIUS + margin)
-    return fingers | palm | wrist
+    above = (z < -FINGER_ROOT - margin) & (z >= -REACH_UP)
+    palm = (x <= PALM_HALF[0] + margin) & (y <= PALM_HALF[1] + margin)
+    wrist = x * x + y * y <= (WRIST_RADIUS + margin) ** 2
+    return fingers | (above & (palm | wrist))
+
+
+def _tcp_pose(proprio: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The TCP's position (3,) m, rotation (3,3) and the gripper's width (m) in a workcell ``proprio``."""
+    proprio = np.asarray(proprio, dtype=np.float64)
+    if proprio.shape != (WORKCELL_PROPRIO_DIM,):
+        return None
+    return proprio[14:17], _rotation(proprio[17:21]), float(proprio[21])
+
+
+def in_hand(points: np.ndarray, proprio: np.ndarray, margin: float = 0.006) -> np.ndarray:
+    """(N,) bool: which world points (N,3) m lie on the hand, fingers or wrist of the arm in ``proprio``."""
+    pose = _tcp_pose(proprio)
+    if pose is None or not len(points):
+        return np.zeros(len(points), bool)
+    tcp, rotation, width = pose
+    local = (np.asarray(points, np.float64) - tcp) @ rotation  # rows: the points in the TCP frame
+    return _inside(local[:, 0], local[:, 1], local[:, 2], width, margin)
 
 
 def hand_pixels(depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, proprio: np.ndarray | None,
                 margin: float = 0.006) -> np.ndarray:
-    """(H,W) bool: the pixels of depth (H,W) m (0 = no return) that see the arm's hand (none without a TCP)."""
-    out = np.zeros(depth.shape, bool)
-    if proprio is None or np.asarray(proprio).shape != (WORKCELL_PROPRIO_DIM,):
-        return out
-    v, u = np.nonzero(depth > 0)
-    if not len(v):
-        return out
-    z = depth[v, u].astype(np.float64)
-    points = back_project(u.astype(np.float64), v.astype(np.float64), z, np.asarray(K, np.float64),
-                          np.asarray(cam_to_world, np.float64))
-    out[v, u] = in_hand(points, proprio, margin)
-    return out
+    """(H,W) bool: the pixels of depth (H,W) m (0 = no return) that see the arm's hand (none without a TCP).
+    Whole-image float32 planes: each pixel's point goes from the camera's frame to the TCP's by one affine
+    map (a tenth of the time of back-projecting the pixels one by one)."""
+    pose = None if proprio is None else _tcp_pose(proprio)
+    if pose is None:
+        return np.zeros(depth.shape, bool)
+    tcp, rotation, width = pose
+    K, cam_to_world = np.asarray(K, np.float64), np.asarray(cam_to_world, np.float64)
+    # TCP frame = R_tcp^T (R_cam p_cam + t_cam - tcp); p_cam = z * ((u - cx) / fx, (v - cy) / fy, 1).
+    A = rotation.T @ cam_to_world[:3, :3]
+    b = rotation.T @ (cam_to_world[:3, 3] - tcp)
+    h, w = depth.shape
+    z = depth.astype(np.float32)
+    ray_u = ((np.arange(w) - K[0, 2]) / K[0, 0]).astype(np.float32)
+    ray_v = ((np.arange(h) - K[1, 2]) / K[1, 1]).astype(np.float32)[:, None]
+    local = [(np.float32(A[k, 0]) * ray_u + np.float32(A[k, 1]) * ray_v + np.float32(A[k, 2])) * z + np.float32(b[k])
+             for k in range(3)]
+    return (z > 0) & _inside(*local, width, np.float32(margin))

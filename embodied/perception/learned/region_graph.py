@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
-from scipy.sparse import csr_matrix
 
 CAMERAS = ("scene", "wrist", "head")  # one-hot; any other camera gets zeros
 GEOMETRY = ("log_px", "log_m2", "r", "g", "b", "r_sd", "g_sd", "b_sd", "depth", "depth_sd", "z", "z_min", "z_max",
@@ -56,9 +55,20 @@ class RegionGraph:
     area: np.ndarray  # (n,) float32 px
 
 
-def _summing(r: np.ndarray, n: int) -> csr_matrix:
-    """(n, N) 0/1 matrix: its product with per-pixel columns (N,K) sums them per region."""
-    return csr_matrix((np.ones(len(r), np.float32), (r, np.arange(len(r)))), shape=(n, len(r)))
+def _region_sums(columns: np.ndarray, order: np.ndarray, starts: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    """(n, K) per-region sums of per-pixel ``columns`` (N,K): ``order`` sorts the pixels by region (stably),
+    ``starts`` (n,) is where each region begins in that order (clipped to N-1), ``empty`` (n,) the regions
+    with no pixel (summed to 0)."""
+    sums = np.add.reduceat(columns[order], starts, axis=0)
+    sums[empty] = 0
+    return sums
+
+
+def _grouped_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """(n, K) sums of the rows of ``values`` (M,K) by ``group`` (M,) in [0, n)."""
+    k = values.shape[1]
+    flat = (group[:, None] * k + np.arange(k)).ravel()
+    return np.bincount(flat, values.ravel(), minlength=n * k).reshape(n, k)
 
 
 def world_points(depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray) -> np.ndarray:
@@ -125,21 +135,19 @@ def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world
     area = np.bincount(r, minlength=n).astype(np.float64)
     inv = 1.0 / np.maximum(area, 1.0)
     depth = depth.astype(np.float32)
-    z = depth.ravel().astype(np.float64)
     points = world_points(depth, K, cam_to_world)
-    colour = rgb.reshape(-1, 3).astype(np.float64) / 255.0
-    # Per-region means in sparse products: the pixel table's columns, then the network's features.
-    summing = _summing(r, n)
-    s = np.column_stack([summing @ _pixel_table(rgb, depth, points, K),
-                         summing @ features.reshape(h * w, -1)]).astype(np.float64) * inv[:, None]
+    # Per-region sums over the pixels in region order (a stable sort keeps pixel order within a region).
+    order = np.argsort(r, kind="stable")
+    starts = np.minimum(np.searchsorted(r[order], np.arange(n)), h * w - 1)
+    empty = area == 0
+    s = np.column_stack([_region_sums(_pixel_table(rgb, depth, points, K), order, starts, empty),
+                         _region_sums(features.reshape(h * w, -1), order, starts, empty)]).astype(np.float64) * inv[:, None]
     mean_rgb, sq_rgb = s[:, 0:3], s[:, 3:6]
     mean_d, sq_d = s[:, 6], s[:, 7]
     mean_p, sq_p = s[:, 8:11], s[:, 11:14]
     sd_rgb = np.sqrt(np.maximum(sq_rgb - mean_rgb ** 2, 0))
     sd_d = np.sqrt(np.maximum(sq_d - mean_d ** 2, 0))
     sd_p = np.sqrt(np.maximum(sq_p - mean_p ** 2, 0))
-    order = np.argsort(r, kind="stable")
-    starts = np.searchsorted(r[order], np.arange(n))
     height = points[2].ravel()[order]
     z_min, z_max = np.minimum.reduceat(height, starts), np.maximum.reduceat(height, starts)
     boxes = ndimage.find_objects(regions + 1, max_label=n)
@@ -149,26 +157,30 @@ def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world
     border[np.unique(np.concatenate([regions[0], regions[-1], regions[:, 0], regions[:, -1]]))] = True
     mean_yx, mean_f = s[:, 16:18], s[:, 18:]
 
-    # Boundaries: every pair of 4-neighbours in different regions, both ways once.
-    index = np.arange(h * w).reshape(h, w)
-    a_idx = np.concatenate([index[:, :-1].ravel(), index[:-1, :].ravel()])
-    b_idx = np.concatenate([index[:, 1:].ravel(), index[1:, :].ravel()])
-    ra, rb = r[a_idx], r[b_idx]
-    cut = ra != rb
-    a_idx, b_idx, ra, rb = a_idx[cut], b_idx[cut], ra[cut], rb[cut]
+    # Boundaries: every pair of 4-neighbours in different regions, both ways once (row pairs, then
+    # column pairs, each in pixel order).
+    right, down = regions[:, :-1] != regions[:, 1:], regions[:-1] != regions[1:]
+
+    def across(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values of ``image`` on the two sides of every boundary pixel pair."""
+        return (np.concatenate([image[:, :-1][right], image[:-1][down]]),
+                np.concatenate([image[:, 1:][right], image[1:][down]]))
+
+    ra, rb = (side.astype(np.int64) for side in across(regions))
+    da, db = (side.astype(np.float64) for side in across(depth))
+    ca, cb = across(rgb)
     lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
     key = lo * n + hi
     pair_keys, which, boundary = np.unique(key, return_inverse=True, return_counts=True)
     pairs = np.stack([pair_keys // n, pair_keys % n], 1)
     m = len(pairs)
     perimeter = np.bincount(ra, minlength=n) + np.bincount(rb, minlength=n) + 0.0
-    da, db = z[a_idx], z[b_idx]
-    step_c = np.abs(colour[a_idx] - colour[b_idx]).max(1)
+    step_c = (np.maximum(ca, cb) - np.minimum(ca, cb)).max(1) / 255.0
     step_d = np.abs(da - db) / np.maximum(np.minimum(da, db), 0.05)
     continuous = (np.abs(da - db) <= 0.01 + 0.05 * np.minimum(da, db)).astype(np.float64)
     # Which side is nearer the camera across the boundary (signed, from the lower-numbered region's side).
     signed = np.where(ra == lo, db - da, da - db)
-    per_pair = _summing(which, m) @ np.column_stack([step_c, step_d, continuous, signed]) / boundary[:, None]
+    per_pair = _grouped_sums(which, np.column_stack([step_c, step_d, continuous, signed]), m) / boundary[:, None]
 
     # Neighbourhood: boundary-weighted means of the neighbours' colour, height and features, and how far
     # the region stands out of its surroundings towards the camera.
@@ -177,7 +189,7 @@ def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world
     both = np.concatenate([weight, weight])
     own = np.column_stack([mean_rgb, mean_p[:, 2], mean_f])
     total = np.maximum(np.bincount(x, both, minlength=n), 1.0)
-    around = (csr_matrix((both, (x, y)), shape=(n, n)) @ own) / total[:, None]
+    around = _grouped_sums(x, own[y] * both[:, None], n) / total[:, None]
     stands_out = np.bincount(x, np.concatenate([per_pair[:, 3], -per_pair[:, 3]]) * both, minlength=n) / total
     near = np.column_stack([around[:, :4], stands_out, around[:, 4:]])
 
