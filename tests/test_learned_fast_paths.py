@@ -136,3 +136,22 @@ def test_the_crop_second_opinion_runs_the_classifier_folded_and_a_few_medians_by
         folded = segment._asked.probabilities(x, s).numpy()
         plain = segment.classifier.probabilities(x, s).numpy()
         assert np.abs(folded - plain).max() < 1e-4
+
+
+def test_the_grouper_joins_regions_into_the_components_a_graph_library_finds():
+    """``assemble``'s components (label spreading with pointer jumping) are scipy's, numbered alike (in the
+    order of their smallest region), on random graphs with chains, cycles, repeated and self edges."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from embodied.perception.learned.grouper import _components
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n, m = int(rng.integers(1, 80)), int(rng.integers(0, 120))
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        _, want = connected_components(coo_matrix((np.ones(m), (a, b)), shape=(n, n)), directed=False)
+        got = _components(n, a, b)
+        assert np.array_equal(np.unique(got, return_inverse=True)[1].ravel(), want)
+    chain = np.arange(63)  # a path 63 edges long, numbered backwards: labels must travel the whole way
+    assert (_components(64, chain[::-1] + 1, chain[::-1]) == 0).all()

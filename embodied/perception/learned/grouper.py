@@ -25,8 +25,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from torch import nn
 
 from embodied.perception.learned.region_graph import RegionGraph, node_columns, pair_dim
@@ -105,6 +103,23 @@ class RegionGrouper(nn.Module):
         return torch.log_softmax(node_logits, 1).numpy(), torch.sigmoid(pair_logits).numpy()
 
 
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n,) each node's component in the graph of the edges (a, b), named by its smallest node (so in the
+    order of their smallest nodes): labels spread down the edges, with pointer jumping, until every edge
+    joins equal labels. (A frame's region graph is small: this beats building a sparse matrix.)"""
+    label = np.arange(n)
+    while len(a):
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        if np.array_equal(new, label):
+            break
+        label = new
+    return label
+
+
 def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np.ndarray, config: GrouperConfig,
              name_objects: Callable[[np.ndarray, list[int]], np.ndarray] | None = None, unsure: float = 3.0,
              crop_weight: float = 1.0) -> tuple[np.ndarray, dict[int, str]]:
@@ -125,12 +140,11 @@ def assemble(graph: RegionGraph, logp: np.ndarray, same: np.ndarray, regions: np
     thing = (cls > 0) & ~is_stuff[cls]
     a, b = graph.pairs[:, 0], graph.pairs[:, 1]
     join = (same > config.same) & thing[a] & thing[b]
-    graph_ = coo_matrix((np.ones(int(join.sum()), np.int8), (a[join], b[join])), shape=(n, n))
-    _, component = connected_components(graph_, directed=False)
+    component = _components(n, a[join], b[join])
     # Each object's class: its regions' log-probabilities over thing classes, summed with area weights.
     members = np.flatnonzero(thing)
-    by_object = coo_matrix((graph.area[members].astype(np.float64), (component[members], members)), shape=(n, n))
-    votes = by_object.tocsr() @ logp
+    votes = np.zeros((n, logp.shape[1]))
+    np.add.at(votes, component[members], graph.area[members].astype(np.float64)[:, None] * logp[members])
     votes[:, 0] = -np.inf
     votes[:, is_stuff] = -np.inf
     object_cls = votes.argmax(1)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
+from scipy.sparse import csr_matrix
 
 CAMERAS = ("scene", "wrist", "head")  # one-hot; any other camera gets zeros
 GEOMETRY = ("log_px", "log_m2", "r", "g", "b", "r_sd", "g_sd", "b_sd", "depth", "depth_sd", "z", "z_min", "z_max",
@@ -55,13 +56,13 @@ class RegionGraph:
     area: np.ndarray  # (n,) float32 px
 
 
-def _region_sums(columns: np.ndarray, order: np.ndarray, starts: np.ndarray, empty: np.ndarray) -> np.ndarray:
-    """(n, K) per-region sums of per-pixel ``columns`` (N,K): ``order`` sorts the pixels by region (stably),
-    ``starts`` (n,) is where each region begins in that order (clipped to N-1), ``empty`` (n,) the regions
-    with no pixel (summed to 0)."""
-    sums = np.add.reduceat(columns[order], starts, axis=0)
-    sums[empty] = 0
-    return sums
+def _summing(order: np.ndarray, area: np.ndarray) -> csr_matrix:
+    """(n, N) 0/1 matrix whose product with a per-pixel column (N,) sums it per region: row i holds the
+    pixels of region i, ``order`` (N,) the pixels sorted by region (stably: pixel order within a region,
+    the order the sums run in), ``area`` (n,) each region's pixel count."""
+    indptr = np.zeros(len(area) + 1, np.int64)
+    np.cumsum(area, out=indptr[1:])
+    return csr_matrix((np.ones(len(order), np.float32), order, indptr), shape=(len(area), len(order)))
 
 
 def _grouped_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -104,24 +105,22 @@ def _pixel_grid(h: int, w: int) -> np.ndarray:
     return _GRIDS[h, w]
 
 
-def _pixel_table(rgb: np.ndarray, z: np.ndarray, points: np.ndarray, K: np.ndarray) -> np.ndarray:
-    """(H*W, 18) float32 per-pixel columns whose region means the graph reads: colour (3), colour^2 (3),
-    depth, depth^2, world xyz (3), xyz^2 (3), level, m^2 covered, pixel row and column."""
+def _pixel_planes(rgb: np.ndarray, z: np.ndarray, points: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """(18, H*W) float32 per-pixel planes whose region means the graph reads: colour (3), colour^2 (3),
+    depth, depth^2, world xyz (3), xyz^2 (3), level, m^2 covered, pixel row and column. Planes, not a
+    pixel-major table: each is written contiguously (a third of the time)."""
     h, w = z.shape
-    table = np.empty((h * w, 18), np.float32)
-    colour = table[:, 0:3]
-    np.multiply(rgb.reshape(-1, 3), np.float32(1 / 255), out=colour)
-    np.multiply(colour, colour, out=table[:, 3:6])
-    planes = np.empty((10, h * w), np.float32)  # contiguous rows, written into the table's columns once
-    planes[0] = z.ravel()
-    planes[1] = planes[0] * planes[0]
-    planes[2:5] = points.reshape(3, -1)
-    np.multiply(planes[2:5], planes[2:5], out=planes[5:8])
-    planes[8] = _level(points).ravel()
-    planes[9] = planes[0] * planes[0] / np.float32(K[0, 0] * K[1, 1])
-    table[:, 6:16] = planes.T
-    table[:, 16:18] = _pixel_grid(h, w)
-    return table
+    planes = np.empty((18, h * w), np.float32)
+    np.multiply(rgb.reshape(-1, 3).T, np.float32(1 / 255), out=planes[0:3])
+    np.multiply(planes[0:3], planes[0:3], out=planes[3:6])
+    planes[6] = z.ravel()
+    np.multiply(planes[6], planes[6], out=planes[7])
+    planes[8:11] = points.reshape(3, -1)
+    np.multiply(planes[8:11], planes[8:11], out=planes[11:14])
+    planes[14] = _level(points).ravel()
+    np.divide(planes[7], np.float32(K[0, 0] * K[1, 1]), out=planes[15])
+    planes[16:18] = _pixel_grid(h, w).T
+    return planes
 
 
 def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world: np.ndarray, features: np.ndarray,
@@ -136,18 +135,20 @@ def region_graph(rgb: np.ndarray, depth: np.ndarray, K: np.ndarray, cam_to_world
     inv = 1.0 / np.maximum(area, 1.0)
     depth = depth.astype(np.float32)
     points = world_points(depth, K, cam_to_world)
-    # Per-region sums over the pixels in region order (a stable sort keeps pixel order within a region).
-    order = np.argsort(r, kind="stable")
-    starts = np.minimum(np.searchsorted(r[order], np.arange(n)), h * w - 1)
-    empty = area == 0
-    s = np.column_stack([_region_sums(_pixel_table(rgb, depth, points, K), order, starts, empty),
-                         _region_sums(features.reshape(h * w, -1), order, starts, empty)]).astype(np.float64) * inv[:, None]
+    # Per-region means in sparse products over the pixels in region order (a stable sort keeps pixel order
+    # within a region; 16-bit labels sort by radix): the pixel planes one by one, then the network's features.
+    order = np.argsort(regions.ravel().astype(np.int16 if n < 2 ** 15 else np.int64), kind="stable")
+    summing = _summing(order, area.astype(np.int64))
+    planes = _pixel_planes(rgb, depth, points, K)
+    s = np.column_stack([summing @ plane for plane in planes] + [summing @ features.reshape(h * w, -1)])
+    s = s.astype(np.float64) * inv[:, None]
     mean_rgb, sq_rgb = s[:, 0:3], s[:, 3:6]
     mean_d, sq_d = s[:, 6], s[:, 7]
     mean_p, sq_p = s[:, 8:11], s[:, 11:14]
     sd_rgb = np.sqrt(np.maximum(sq_rgb - mean_rgb ** 2, 0))
     sd_d = np.sqrt(np.maximum(sq_d - mean_d ** 2, 0))
     sd_p = np.sqrt(np.maximum(sq_p - mean_p ** 2, 0))
+    starts = np.minimum(np.cumsum(area, dtype=np.int64) - area.astype(np.int64), h * w - 1)
     height = points[2].ravel()[order]
     z_min, z_max = np.minimum.reduceat(height, starts), np.maximum.reduceat(height, starts)
     boxes = ndimage.find_objects(regions + 1, max_label=n)
