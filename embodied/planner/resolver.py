@@ -20,6 +20,7 @@ from embodied.planner.grammar import Ref
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
 DISPLACED = 0.03  # m from where first seen: an object this far off was moved, not nudged
+RETURNED = 0.25  # an object now nearer where it was first seen than this share of its farthest move came back
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 ON_SLACK = 0.03  # m past a support's half-width that still counts as standing on it
 LOOK_GAP = 100  # steps between two misses of a node that make them two looks, not one
@@ -217,8 +218,10 @@ class Resolver:
     def _by_move(self, nodes: list[str], order: str) -> list[str]:
         """The nodes memory saw displaced (``DISPLACED`` m from where first seen; a nudge is no move): in
         the order their first displacement was logged ("first"), the latest first ("last"), or the
-        farthest displaced first ("any": a re-estimate of where a still object is never wins)."""
-        began, farthest = {}, {}
+        farthest displaced first ("any": a re-estimate of where a still object is never wins), those back
+        where they were first seen last (a round trip: a detector's misreading elsewhere taken for the
+        object, then the object seen at home again: ChangedObject 930015, learned)."""
+        began, farthest, back = {}, {}, {}
         for n in nodes:
             stay = self.first_stay(n)
             if stay is None:
@@ -226,13 +229,14 @@ class Resolver:
             since, first = stay  # a glimpse memory re-estimated before the object stayed is no move
             away = [(t, float(np.linalg.norm(np.asarray(p) - first))) for t, p in self.memory.trajectory(n)
                     if t >= since]
-            away = [(t, d) for t, d in away if d > DISPLACED]
-            if away:
-                began[n], farthest[n] = away[0][0], max(d for _, d in away)
+            moved = [(t, d) for t, d in away if d > DISPLACED]
+            if moved:
+                began[n], farthest[n] = moved[0][0], max(d for _, d in moved)
+                back[n] = away[-1][1] < RETURNED * farthest[n]
         if not began:
             raise ResolutionError(f"memory saw none of {nodes} move")
         if order == "any":
-            return sorted(began, key=lambda n: (-farthest[n], n))
+            return sorted(began, key=lambda n: (back[n], -farthest[n], n))
         ranked = sorted(began, key=lambda n: (began[n], n))
         return ranked if order == "first" else ranked[::-1]
 
@@ -240,20 +244,30 @@ class Resolver:
         """The nodes memory found missing (it looked where one should be and saw through) and never
         saw again after: the one found missing on the most separate looks since last seen first (misses
         more than ``LOOK_GAP`` steps apart; one look flickers between missing and occluded, and a flat or
-        far object can seem seen through once), then the one whose first miss came longest after its last
-        sighting (the robot came back to look; a miss on the very next frame is weaker evidence, an object
-        slipping out at the view's edge), then the latest. A node missed once and seen later (a glance
-        through a gap) does not count."""
+        far object can seem seen through once), then the one held missing the most steps (a look that
+        stays on the emptied spot sees through it frame after frame; a detector that only now and then
+        misses an object flickers between missing and unseen: VanishedObject 930019, learned), then the
+        one whose first miss came longest after its last sighting (the robot came back to look; a miss on
+        the very next frame is weaker evidence, an object slipping out at the view's edge), then the
+        latest. A node missed once and seen later (a glance through a gap) does not count."""
         score = {}
         for n in nodes:
             seen = self.memory.last_seen(n)
             missed = [t for t in self.memory.when("missing", n) if t > seen]
             if missed:
                 looks = 1 + sum(b - a > LOOK_GAP for a, b in zip(missed, missed[1:]))
-                score[n] = (looks, min(missed) - seen, max(missed))
+                score[n] = (looks, self._steps_missing(n, seen), min(missed) - seen, max(missed))
         if not score:
             raise ResolutionError(f"memory saw none of {nodes} go missing")
-        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], -score[n][2], n))
+        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], -score[n][2], -score[n][3], n))
+
+    def _steps_missing(self, node: str, since: int) -> int:
+        """Steps after ``since`` that memory held ``node`` missing (from its status events to the next one,
+        the last to memory's present)."""
+        changes = [(e["t"], e["data"]["status"]) for e in self.memory.history(node)
+                   if e["t"] > since and "status" in e["data"]]
+        ends = [t for t, _ in changes[1:]] + [max(self.memory.t, changes[-1][0] if changes else since)]
+        return sum(end - t for (t, status), end in zip(changes, ends) if status == "missing")
 
     def _first_on(self, nodes: list[str], support_ref: Ref) -> list[str]:
         """The nodes ranked by how near where memory first saw them is to the support (in xy): the
