@@ -36,8 +36,8 @@ import math
 import numpy as np
 
 from embodied.planner.calls import RESUMED, UNIT, SkillCall
-from embodied.planner.grammar import Goal, GrammarError, Ref, parse
-from embodied.planner.resolver import ResolutionError, Resolver
+from embodied.planner.grammar import Goal, Ref
+from embodied.planner.resolver import ResolutionError, Resolver, told_for_later
 
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
@@ -367,18 +367,6 @@ class Planner:
         if call.skill == "press":
             return any(t >= since for t in memory.when("pressed", call.target))
         return True
-
-
-def told_for_later(memory) -> Goal:
-    """The first goal the agent was told to keep for later, from the instructions memory noted."""
-    for _, text in memory.notes("instruction"):
-        try:
-            later = parse(text).later
-        except GrammarError:
-            continue
-        if later is not None:
-            return later
-    raise ResolutionError("memory holds no instruction told for later")
 
 
 def _hand_on(memory, call: SkillCall) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.perception.colour import colour_distance
-from embodied.planner.grammar import Ref
+from embodied.planner.grammar import Goal, GrammarError, Ref, parse
 
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
@@ -345,3 +345,15 @@ class Resolver:
 def _saturation(rgb) -> float:
     rgb = np.asarray(rgb, dtype=np.float64)
     return float((rgb.max() - rgb.min()) / max(rgb.max(), 1e-6))
+
+
+def told_for_later(memory) -> Goal:
+    """The first goal the agent was told to keep for later, from the instructions memory noted."""
+    for _, text in memory.notes("instruction"):
+        try:
+            later = parse(text).later
+        except GrammarError:
+            continue
+        if later is not None:
+            return later
+    raise ResolutionError("memory holds no instruction told for later")
