@@ -68,14 +68,14 @@ def speed(rows: list[dict]) -> str:
 
 
 def agent(runs: dict[str, dict]) -> str:
-    """Success % per task and run; with both a masks and a learned run, learned minus masks and the seeds
-    learned perception failed on."""
+    """Success % per task and run, and each run's episodes of the task; with both a masks and a learned
+    run, learned minus masks and the seeds learned perception failed on."""
     names = list(runs)
     first = next(iter(runs.values()))
     compare = "masks" in runs and "learned" in runs
     extra = ["learned − masks", "learned: failed seeds"] if compare else []
-    lines = ["| task | suite | " + " | ".join(names + extra) + " |",
-             "| --- | --- | " + " | ".join(["---:"] * (len(names) + bool(extra)) + ["---"] * bool(extra)) + " |"]
+    lines = ["| task | suite | " + " | ".join(names + ["episodes"] + extra) + " |",
+             "| --- | --- | " + " | ".join(["---:"] * (len(names) + 1 + bool(extra)) + ["---"] * bool(extra)) + " |"]
     means = {n: [] for n in names}
     by_task = {n: {t["task"]: t for t in runs[n]["tasks"]} for n in names}
     for row in first["tasks"]:
@@ -87,6 +87,7 @@ def agent(runs: dict[str, dict]) -> str:
                 continue
             means[n].append(value)
             cells.append(f"{100 * value:.0f}")
+        cells.append("/".join(str(by_task[n].get(row["task"], {}).get("episodes", "-")) for n in names))
         if compare:
             masks, learned = by_task["masks"].get(row["task"]), by_task["learned"].get(row["task"])
             if masks and learned:
@@ -98,7 +99,7 @@ def agent(runs: dict[str, dict]) -> str:
     tail = [f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()]
     if compare:
         tail += [f"{100 * (sum(means['learned']) / len(means['learned']) - sum(means['masks']) / len(means['masks'])):+.1f}", ""]
-    lines.append("| mean | | " + " | ".join(tail) + " |")
+    lines.append("| mean | | " + " | ".join(tail[:len(names)] + [""] + tail[len(names):]) + " |")
     return "\n".join(lines)
 
 
@@ -116,6 +117,9 @@ def _agent_report(out: Path, key: str) -> dict | None:
     whole = _load(out / f"agent_{key}.json")
     if whole:
         return whole
+    cells = out / f"agent_{key}.jsonl"
+    if cells.exists():
+        return _cells_report(cells)
     parts = [_load(p) for p in sorted(out.glob(f"agent_{key}_?.json"))]
     parts = [p for p in parts if p]
     if not parts:
@@ -132,6 +136,31 @@ def _agent_report(out: Path, key: str) -> dict | None:
         into["agent"] = (into["agent"] * n + row["agent"] * m) / (n + m)
         into["episodes"] = into["agent_episodes"] = n + m
         into["agent_failed_seeds"] = sorted(into["agent_failed_seeds"] + list(row.get("agent_failed_seeds") or []))
+    return {"tasks": list(merged.values())}
+
+
+def _cells_report(path: Path) -> dict:
+    """``tools/measure_perception_agent.py``'s cells (one task on a run of seeds per line) merged per task,
+    in the order the tasks first appear; seeds counted twice are an error naming the file and task."""
+    merged: dict[str, dict] = {}
+    seen: dict[str, set[int]] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            cell = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"{path}:{number}: not JSON ({err})") from None
+        task, seeds = cell["task"], set(range(cell["seed"], cell["seed"] + cell["episodes"]))
+        if seeds & seen.setdefault(task, set()):
+            raise SystemExit(f"{path}:{number}: {task} seeds {min(seeds & seen[task])}... counted twice")
+        seen[task] |= seeds
+        row = merged.setdefault(task, {"task": task, "suite": cell["suite"], "agent": 0.0, "episodes": 0,
+                                       "agent_episodes": 0, "agent_failed_seeds": []})
+        n, m = row["episodes"], cell["episodes"]
+        row["agent"] = (row["agent"] * n + cell["success"] * m) / (n + m)
+        row["episodes"] = row["agent_episodes"] = n + m
+        row["agent_failed_seeds"] = sorted(row["agent_failed_seeds"] + list(cell["failed_seeds"]))
     return {"tasks": list(merged.values())}
 
 
