@@ -12,6 +12,7 @@ from scipy import ndimage
 
 from embodied.perception.learned import LearnedSegmenter, load_frames
 from embodied.perception.learned.heap import keep_freed_memory
+from embodied.perception.learned.model import conv_steps
 from embodied.perception.learned.region_graph import node_columns, world_points
 from embodied.perception.learned.regions import colour_depth_regions
 
@@ -34,6 +35,25 @@ def test_pixel_features_are_the_trunks_features_pixel_major(frames_dir):
     want = plain.features(rgb, depth).transpose(1, 2, 0)
     assert np.abs(runtime.pixel_features(rgb, depth) - want).max() < 1e-4
 
+
+
+def test_the_runtime_network_runs_its_layers_as_plain_steps_with_the_same_numbers(frames_dir):
+    segment = LearnedSegmenter(SHIPPED)
+    frames = load_frames(frames_dir, segment.classes)
+    runtime = segment._runtime
+    runtime.pixel_features(frames.rgb[0], frames.depth[0].astype(np.float32))
+    assert runtime._steps and len(runtime._steps["down4"]) == 3  # built: three convolutions, BatchNorms folded
+    for i in range(min(4, len(frames))):
+        depth = torch.from_numpy(frames.depth[i].astype(np.float32))[None]
+        x = runtime.inputs(torch.from_numpy(frames.rgb[i])[None], depth)
+        x = x.contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            assert torch.equal(runtime._half_steps(x), runtime.half(x))  # bit for bit
+    with pytest.raises(ValueError, match="BatchNorms folded"):  # unfolded layers would skip their BatchNorm
+        conv_steps(segment.net.stem)
+    with torch.inference_mode():  # the plain network (BatchNorms unfolded) keeps its modules
+        x = torch.zeros(1, 4, 32, 32)
+        assert torch.equal(segment.net._half_steps(x), segment.net.half(x))
 
 def _regions_by_flood(rgb: np.ndarray, depth: np.ndarray, colour_step=20, depth_step=0.01, depth_slope=0.05):
     """The regions' definition, pixel by pixel: a breadth-first flood over joined 4-neighbours."""

@@ -98,7 +98,8 @@ def agent(runs: dict[str, dict]) -> str:
         lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
     tail = [f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()]
     if compare:
-        tail += [f"{100 * (sum(means['learned']) / len(means['learned']) - sum(means['masks']) / len(means['masks'])):+.1f}", ""]
+        mean = {n: sum(means[n]) / len(means[n]) for n in ("masks", "learned")}
+        tail += [f"{100 * (mean['learned'] - mean['masks']):+.1f}", ""]
     lines.append("| mean | | " + " | ".join(tail[:len(names)] + [""] + tail[len(names):]) + " |")
     return "\n".join(lines)
 
