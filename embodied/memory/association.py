@@ -41,6 +41,7 @@ SLIDE_GATE = 0.05
 MERGED_VIEW = 1.5  # a view this many times wider than a settled rigid object, beside another, is both
 SETTLED_SIGHTINGS = 10  # a rigid object seen this often has its size
 PIECE_SLACK = 0.01  # m: pieces of a remembered object lie within its box grown by this
+LINE = 0.005  # m: a view this thin along two axes is a line (an edge's sliver), no view of a solid thing
 LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
 # than it saves (a workcell holds ~15 nodes; a house hundreds).
@@ -296,9 +297,13 @@ class Association:
         that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
         the better explanation (the hand-off merge joins them once every camera is in). Never a part on a
         joint (a drawer, a button): it cannot leave its place, where association finds it (a 20-pixel
-        sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways: HiddenObject 920008)."""
+        sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways: HiddenObject 920008). Nor
+        a view that is a line, under 5 mm along two axes: no view of a solid thing (a pink table's edge,
+        a 26 mm line at table height, had taken the pink block hidden under a cup 22 cm off, and the block
+        was fetched there for the rest of the episode: Rearrange 930002, visual=randomized)."""
         cfg = self.config
-        todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)]
+        todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)
+                and np.count_nonzero(det.box_max - det.box_min < LINE) < 2]
         if not todo:
             return
         rows = self._node_rows()
