@@ -144,9 +144,13 @@ class Association:
             # on the node's own points (below); but a movable thing's detection never continues a support
             # under another class. It lies on supports (its footprint inside theirs), and a thing first
             # glimpsed as furniture (a cone once read as a sofa) would otherwise feed that support's node,
-            # which no vote renames, for good (VanishedObject 920003 on the learned segmenter).
+            # which no vote renames, for good (VanishedObject 920003 on the learned segmenter). Nor a
+            # fixture's (a drawer, a button): a block's face first glimpsed through a drawer's gap as a
+            # green "drawer" had become a drawer that the block's views carried across the table, and the
+            # block was put back into that (Rearrange 930008, visual=randomized).
             thing = np.array([kind_of(d.label) in THING_KINDS for d in dets], dtype=bool)
-            ok = same_cls | ~(thing[:, None] & surface[None])
+            fixed = surface | np.isin(cls, list(FIXTURES))
+            ok = same_cls | ~(thing[:, None] & fixed[None])
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.

@@ -9,7 +9,7 @@ import numpy as np
 from embodied.perception.geometric import detect_geometric
 from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
 from embodied.perception.masks import detect_masks
-from embodied.perception.pieces import join_pieces
+from embodied.perception.pieces import is_line, join_pieces
 from embodied.perception.self_filter import hand_pixels
 from embodied.perception.types import Frame, PerceptionConfig
 
@@ -114,6 +114,7 @@ class Perceiver:
                 found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg)
                 if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
                     found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
+                    found = [o for o in found if not is_line(o, cfg.line_width)]
                 objects.extend(found)
             else:
                 seen = [h[0] for h in planes.values() if h]

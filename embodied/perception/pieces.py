@@ -67,6 +67,11 @@ def join_pieces(objects: list[ObjectObservation], max_pixels: int, gap: float,
     return out
 
 
+def is_line(view: ObjectObservation, width: float) -> bool:
+    """Whether ``view`` is thinner than ``width`` m along two axes: a line, no view of a solid thing."""
+    return int(np.count_nonzero(view.box_max - view.box_min < width)) >= 2
+
+
 def _apart(a: ObjectObservation, b: ObjectObservation) -> float:
     """The gap (m) between two boxes along the axis they are furthest apart on (negative: overlapping)."""
     return float(np.max(np.maximum(a.box_min - b.box_max, b.box_min - a.box_max)))
