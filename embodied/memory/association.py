@@ -24,7 +24,7 @@ import numpy as np
 from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
-from embodied.perception import join_views
+from embodied.perception import is_line, join_views
 from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
@@ -307,7 +307,7 @@ class Association:
         was fetched there for the rest of the episode: Rearrange 930002, visual=randomized)."""
         cfg = self.config
         todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)
-                and np.count_nonzero(det.box_max - det.box_min < LINE) < 2]
+                and not is_line(det, LINE)]
         if not todo:
             return
         rows = self._node_rows()
