@@ -200,14 +200,37 @@ def test_the_perception_agent_table_compares_learned_with_masks():
     perception failed on; the mean row the mean difference."""
     report = _load("report_perception")
     task = lambda name, agent, failed=(): {"task": name, "suite": "manipulation", "agent": agent,  # noqa: E731
-                                           "agent_failed_seeds": list(failed)}
+                                           "episodes": 10, "agent_failed_seeds": list(failed)}
     runs = {"masks": {"tasks": [task("A-v0", 1.0), task("B-v0", 0.9, [7])]},
             "learned": {"tasks": [task("A-v0", 0.8, [3, 5]), task("B-v0", 0.9, [8])]}}
     lines = report.agent(runs).splitlines()
-    assert lines[0] == "| task | suite | masks | learned | learned − masks | learned: failed seeds |"
-    assert lines[2] == "| A-v0 | manip | 100 | 80 | -20 | 3, 5 |"
-    assert lines[3] == "| B-v0 | manip | 90 | 90 | +0 | 8 |"
-    assert lines[4].startswith("| mean | | **95.0** | **85.0** | -10.0 |")
+    assert lines[0] == "| task | suite | masks | learned | episodes | learned − masks | learned: failed seeds |"
+    assert lines[2] == "| A-v0 | manip | 100 | 80 | 10/10 | -20 | 3, 5 |"
+    assert lines[3] == "| B-v0 | manip | 90 | 90 | 10/10 | +0 | 8 |"
+    assert lines[4].startswith("| mean | | **95.0** | **85.0** |  | -10.0 |")
+    # a run under way, on some of the tasks: its mean is over those, so marked, and the difference too
+    runs["learned"]["tasks"] = runs["learned"]["tasks"][:1]
+    lines = report.agent(runs).splitlines()
+    assert lines[3] == "| B-v0 | manip | 90 | - | 10/- | - | - |"
+    assert lines[4].startswith("| mean | | **95.0** | 80.0 (1 tasks) |  | -20.0 |")
+
+
+def test_measured_cells_merge_per_task_and_a_seed_counted_twice_is_an_error(tmp_path):
+    """tools/measure_perception_agent.py's lines (one task on a run of seeds each) merge per task, episode
+    weighted, with every failed seed; a line repeating seeds names the file and line."""
+    report = _load("report_perception")
+    cell = lambda task, seed, success, failed=(): json.dumps({  # noqa: E731
+        "task": task, "suite": "manipulation", "seed": seed, "episodes": 10, "success": success,
+        "failed_seeds": list(failed)})
+    path = tmp_path / "agent_learned.jsonl"
+    path.write_text("\n".join([cell("A-v0", 100, 0.9, [104]), cell("B-v0", 100, 1.0), cell("A-v0", 110, 0.8, [111, 117])])
+                    + "\n")
+    tasks = {t["task"]: t for t in report.agent_runs(tmp_path)["learned"]["tasks"]}
+    assert tasks["A-v0"]["episodes"] == 20 and abs(tasks["A-v0"]["agent"] - 0.85) < 1e-9
+    assert tasks["A-v0"]["agent_failed_seeds"] == [104, 111, 117] and tasks["B-v0"]["episodes"] == 10
+    path.write_text(path.read_text() + cell("B-v0", 105, 1.0) + "\n")
+    with pytest.raises(SystemExit, match="agent_learned.jsonl:4: B-v0 seeds 105"):
+        report.agent_runs(tmp_path)
 
 
 def test_agent_parts_split_by_seeds_are_merged_per_task(tmp_path):
@@ -223,3 +246,24 @@ def test_agent_parts_split_by_seeds_are_merged_per_task(tmp_path):
     assert tasks["A-v0"]["episodes"] == 30 and abs(tasks["A-v0"]["agent"] - 25 / 30) < 1e-9
     assert tasks["A-v0"]["agent_failed_seeds"] == [4, 12, 19, 25, 27]
     assert tasks["B-v0"]["agent"] == 1.0 and tasks["B-v0"]["episodes"] == 10
+
+
+def test_the_agent_measurement_writes_one_line_a_cell_and_a_rerun_resumes(tmp_path, capsys):
+    """tools/measure_perception_agent.py runs the agent a cell (task, seed run) at a time and adds each
+    finished cell's line; a rerun runs only the cells the file lacks (a killed run loses one cell)."""
+    measure = _load("measure_perception_agent")
+    args = ["--out", str(tmp_path), "--mode", "masks", "--task", "ShellGame-v0", "--first", "930000",
+            "--last", "930001", "--chunk", "1", "--workers", "1"]
+    path = tmp_path / "agent_masks.jsonl"
+    measure.main(args[:-6] + ["--last", "930000", "--chunk", "1", "--workers", "1"])  # the first cell only
+    first = measure.read_cells(path)
+    assert [(c["task"], c["seed"], c["episodes"]) for c in first] == [("ShellGame-v0", 930000, 1)]
+    measure.main(args)  # resumes: the second cell alone
+    cells = measure.read_cells(path)
+    assert cells[0] == first[0] and [(c["seed"], c["mode"]) for c in cells] == [(930000, "masks"), (930001, "masks")]
+    assert all(c["success"] == 1.0 and c["failed_seeds"] == [] for c in cells)
+    measure.main(args)  # nothing left to run
+    assert measure.read_cells(path) == cells
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(SystemExit, match="agent_masks.jsonl:3"):
+        measure.main(args)

@@ -96,10 +96,13 @@ def agent(runs: dict[str, dict]) -> str:
             else:
                 cells += ["-", "-"]
         lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
-    tail = [f"**{100 * sum(v) / len(v):.1f}**" for v in means.values()]
+    # A run that covers only some of the tasks (a measurement under way) gives its mean over those, so marked.
+    tail = [f"**{100 * sum(v) / len(v):.1f}**" if len(v) == len(first["tasks"]) else
+            (f"{100 * sum(v) / len(v):.1f} ({len(v)} tasks)" if v else "-") for v in means.values()]
     if compare:
-        mean = {n: sum(means[n]) / len(means[n]) for n in ("masks", "learned")}
-        tail += [f"{100 * (mean['learned'] - mean['masks']):+.1f}", ""]
+        both = [by_task["learned"][t]["agent"] - by_task["masks"][t]["agent"] for t in by_task["masks"]
+                if t in by_task["learned"]]  # over the tasks both runs cover
+        tail += [f"{100 * sum(both) / len(both):+.1f}" if both else "-", ""]
     lines.append("| mean | | " + " | ".join(tail[:len(names)] + [""] + tail[len(names):]) + " |")
     return "\n".join(lines)
 
