@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import json
 import os
 import subprocess
@@ -53,11 +54,14 @@ def read_cells(path: Path) -> list[dict]:
 
 
 def append_cell(path: Path, cell: dict) -> None:
-    """Add one line to ``path``, rewriting it through a temp file renamed over it (never half written)."""
-    text = path.read_text() if path.exists() else ""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text + json.dumps(cell, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """Add one line to ``path``, rewriting it through a temp file renamed over it (never half written),
+    under a lock, so runs of other tasks may share the file."""
+    with open(path.with_name(f".{path.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = path.read_text() if path.exists() else ""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text + json.dumps(cell, sort_keys=True) + "\n")
+        os.replace(tmp, path)
 
 
 def _commit() -> str:
