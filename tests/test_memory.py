@@ -408,6 +408,37 @@ def test_a_press_is_read_past_the_click_not_before(depth, pressed):
     assert bool(memory.when("pressed", node)) == pressed
 
 
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_view_of_a_button_with_the_hand_over_it_does_not_raise_its_rest_top(rule, monkeypatch):
+    """Two presses, and between them a view of the button 9 cm tall (a learned detector joined the fingers
+    rising off it): the cap's rest top stays where it was seen with the hand away, the fingers rise above
+    it between the presses, and memory holds two presses (CountFlashes 930000, visual=randomized: the
+    rest top went to 9 cm, the second press never showed, and the agent pressed a third time). Without
+    the rule the cap seen again at its own top reads as pressed, and the second press shows nothing."""
+    from embodied.memory.articulation import Articulation
+
+    if not rule:
+        monkeypatch.setattr(Articulation, "_hand_over", lambda self, track: False)
+    memory = SpatialMemory()
+    cap_top = 0.036
+    button = lambda top: detection((0.45, 0.15, top - 0.01), label="button", colour="grey",  # noqa: E731
+                                   size=(0.05, 0.05, 0.02 + top - cap_top))
+    tip = memory.config.fingertip_below_tcp
+    memory.update(frame(0, [button(cap_top)], proprio=proprio((0.30, 0.0, 0.40), 0.0)))
+    node = memory.find(cls="button")[0]
+    t = 1
+    # press (the fingers hide the cap), rise, the tall view, the cap seen again, press, rise
+    steps = ((0.028, None), (0.063, None), (0.063, 0.09), (0.063, cap_top), (0.028, None), (0.063, cap_top))
+    for tip_z, top in steps:
+        seen = [] if top is None else [button(top)]
+        memory.update(frame(t, seen, proprio=proprio((0.45, 0.15, tip_z + tip), 0.0)))
+        t += 1
+    presses = memory.when("pressed", node)
+    if rule:
+        assert presses == [1, 5]
+    else:  # the cap seen at its true top after the tall view read as pressed, and the second press as nothing
+        assert 5 not in presses
+
 def test_a_box_is_out_of_view_exactly_when_no_corner_projects_into_the_image():
     """outside_view bounds each box by linear functions rather than projecting its corners: it must give
     the corner rule's answer (every corner behind the camera, or in front and past one image edge)."""

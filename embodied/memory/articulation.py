@@ -49,9 +49,13 @@ class Articulation:
         if a["cls"] in ("button", "switch"):
             if a.get("pressed_by") == "agent":
                 return  # the robot's own press is judged from proprioception (see _touch)
-            # The cap travels down when pressed: compare its top with the highest top seen.
+            # The cap travels down when pressed: compare its top with the highest top seen, but not while
+            # the hand is over it: a learned detector's view of a button with the fingers rising off it
+            # reached 9 cm, the rest top stayed there, the fingers never rose above it between presses,
+            # and the second of two presses never showed (CountFlashes 930000, visual=randomized).
             top = float(track.box_max[2])
-            rest["top"] = max(rest.get("top", top), top)
+            if "top" not in rest or not self._hand_over(track):
+                rest["top"] = max(rest.get("top", top), top)
             state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
         else:
             if self._reaching_in(track):
@@ -75,6 +79,14 @@ class Articulation:
         if state != a["state"]:
             self._set(node, t, state, {"state": state})
 
+    def _hand_over(self, track) -> bool:
+        """Whether the TCP (proprioception) is over the part's footprint grown by REACH_SLACK."""
+        tcp = self.grip.get("tcp")
+        if tcp is None:
+            return False
+        xy = np.asarray(tcp[:2], dtype=np.float64)
+        return bool(np.all(xy >= track.box_min[:2] - REACH_SLACK) and np.all(xy <= track.box_max[:2] + REACH_SLACK))
+
     def _reaching_in(self, track) -> bool:
         """Whether the robot's fingers are down in (or over) a drawer, open or holding something, not shut
         on nothing: that is a hook on its handle, which slides it (fingers opening from a release are no
@@ -85,9 +97,7 @@ class Articulation:
         g = self.grip
         if g.get("tcp") is None or (g["width"] <= self.config.grasp_min_width and not g["holding"]):
             return False
-        tcp = np.asarray(g["tcp"], dtype=np.float64)
-        return bool(np.all(tcp[:2] >= track.box_min[:2] - REACH_SLACK) and np.all(tcp[:2] <= track.box_max[:2] + REACH_SLACK)
-                    and tcp[2] <= track.box_max[2] + REACH_ABOVE)
+        return self._hand_over(track) and float(g["tcp"][2]) <= track.box_max[2] + REACH_ABOVE
 
     def _drawer_states(self, cls: str, t: int) -> None:
         """Open/closed for every part of a class against the row's reference travel."""
