@@ -228,8 +228,15 @@ def test_measured_cells_merge_per_task_and_a_seed_counted_twice_is_an_error(tmp_
     tasks = {t["task"]: t for t in report.agent_runs(tmp_path)["learned"]["tasks"]}
     assert tasks["A-v0"]["episodes"] == 20 and abs(tasks["A-v0"]["agent"] - 0.85) < 1e-9
     assert tasks["A-v0"]["agent_failed_seeds"] == [104, 111, 117] and tasks["B-v0"]["episodes"] == 10
+    # learned − masks over the seed runs both measured: masks has A on 100 and 110, learned on 100 alone
+    (tmp_path / "agent_masks.jsonl").write_text(cell("A-v0", 100, 1.0) + "\n" + cell("A-v0", 110, 0.5) + "\n")
+    path.write_text(cell("A-v0", 100, 0.9, [104]) + "\n")
+    runs = report.agent_runs(tmp_path)
+    row = [line for line in report.agent(runs).splitlines() if line.startswith("| A-v0")][0]
+    assert row == "| A-v0 | manip | 75 | 90 | 20/10 | -10 | 104 |"
+    path.write_text("\n".join([cell("A-v0", 100, 0.9, [104]), cell("B-v0", 100, 1.0)]) + "\n")
     path.write_text(path.read_text() + cell("B-v0", 105, 1.0) + "\n")
-    with pytest.raises(SystemExit, match="agent_learned.jsonl:4: B-v0 seeds 105"):
+    with pytest.raises(SystemExit, match="agent_learned.jsonl:3: B-v0 seeds 105"):
         report.agent_runs(tmp_path)
 
 

@@ -69,7 +69,8 @@ def speed(rows: list[dict]) -> str:
 
 def agent(runs: dict[str, dict]) -> str:
     """Success % per task and run, and each run's episodes of the task; with both a masks and a learned
-    run, learned minus masks and the seeds learned perception failed on."""
+    run, learned minus masks (on the seeds both ran, where the runs come in cells) and the seeds learned
+    perception failed on."""
     names = list(runs)
     first = next(iter(runs.values()))
     compare = "masks" in runs and "learned" in runs
@@ -92,7 +93,8 @@ def agent(runs: dict[str, dict]) -> str:
             masks, learned = by_task["masks"].get(row["task"]), by_task["learned"].get(row["task"])
             if masks and learned:
                 failed = ", ".join(str(s) for s in learned.get("agent_failed_seeds") or []) or "-"
-                cells += [f"{100 * (learned['agent'] - masks['agent']):+.0f}", failed]
+                diff = _difference(masks, learned)
+                cells += ["-" if diff != diff else f"{100 * diff:+.0f}", failed]
             else:
                 cells += ["-", "-"]
         lines.append(f"| {row['task']} | {row['suite'][:5]} | " + " | ".join(cells) + " |")
@@ -100,8 +102,9 @@ def agent(runs: dict[str, dict]) -> str:
     tail = [f"**{100 * sum(v) / len(v):.1f}**" if len(v) == len(first["tasks"]) else
             (f"{100 * sum(v) / len(v):.1f} ({len(v)} tasks)" if v else "-") for v in means.values()]
     if compare:
-        both = [by_task["learned"][t]["agent"] - by_task["masks"][t]["agent"] for t in by_task["masks"]
-                if t in by_task["learned"]]  # over the tasks both runs cover
+        both = [_difference(by_task["masks"][t], by_task["learned"][t]) for t in by_task["masks"]
+                if t in by_task["learned"]]  # over the tasks (and seeds) both runs cover
+        both = [d for d in both if d == d]
         tail += [f"{100 * sum(both) / len(both):+.1f}" if both else "-", ""]
     lines.append("| mean | | " + " | ".join(tail[:len(names)] + [""] + tail[len(names):]) + " |")
     return "\n".join(lines)
@@ -165,7 +168,21 @@ def _cells_report(path: Path) -> dict:
         row["agent"] = (row["agent"] * n + cell["success"] * m) / (n + m)
         row["episodes"] = row["agent_episodes"] = n + m
         row["agent_failed_seeds"] = sorted(row["agent_failed_seeds"] + list(cell["failed_seeds"]))
+        row.setdefault("cells", {})[cell["seed"]] = (cell["episodes"], cell["success"])
     return {"tasks": list(merged.values())}
+
+
+def _difference(masks: dict, learned: dict) -> float:
+    """Learned minus masks success of one task: over the seed runs both measured where both come in cells
+    (a measurement under way), else over each run's own episodes."""
+    a, b = masks.get("cells"), learned.get("cells")
+    if not (a and b):
+        return learned["agent"] - masks["agent"]
+    common = [s for s in a if s in b and a[s][0] == b[s][0]]
+    if not common:
+        return float("nan")
+    n = sum(a[s][0] for s in common)
+    return sum(a[s][0] * (b[s][1] - a[s][1]) for s in common) / n
 
 
 def agent_runs(out: Path) -> dict[str, dict]:
