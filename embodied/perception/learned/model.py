@@ -149,16 +149,18 @@ class SegNet(nn.Module):
         z = (depth.float().nan_to_num(0.0).clamp(0.0, 3 * DEPTH_SCALE) / DEPTH_SCALE).unsqueeze(1)
         return torch.cat([x, z], 1)
 
-    def half(self, x: torch.Tensor) -> torch.Tensor:
-        """(B,skip,H/2,W/2) the decoder's output at the stem's resolution."""
-        e1 = self.stem(x)
-        e2 = self.down2(e1)
-        e3 = self.down3(e2)
-        e4 = self.down4(e3)
+    def half(self, x: torch.Tensor, layer=None) -> torch.Tensor:
+        """(B,skip,H/2,W/2) the decoder's output at the stem's resolution. ``layer(name, t)`` runs the
+        named layer on ``t`` (default: the module itself; ``_half_steps`` gives plain steps)."""
+        run = layer or (lambda name, t: getattr(self, name)(t))
+        e1 = run("stem", x)
+        e2 = run("down2", e1)
+        e3 = run("down3", e2)
+        e4 = run("down4", e3)
         up = lambda t, ref: F.interpolate(t, size=ref.shape[-2:], mode="nearest")  # noqa: E731
-        f = self.fuse3(self.lat3(e3) + up(self.top(e4), e3))
-        f = self.fuse2(self.lat2(e2) + up(f, e2))
-        return self.fuse1(self.lat1(e1) + up(self.squeeze(f), e1))
+        f = run("fuse3", run("lat3", e3) + up(run("top", e4), e3))
+        f = run("fuse2", run("lat2", e2) + up(f, e2))
+        return run("fuse1", run("lat1", e1) + up(run("squeeze", f), e1))
 
     def _half_steps(self, x: torch.Tensor) -> torch.Tensor:
         """``half`` run as plain convolution steps where the BatchNorms are folded (``fused``); the same
@@ -170,15 +172,7 @@ class SegNet(nn.Module):
             self._steps = {name: conv_steps(getattr(self, name)) for name in names} if folded else {}
         if not self._steps:  # BatchNorms in training form: the modules themselves
             return self.half(x)
-        run = lambda name, t: run_steps(self._steps[name], t)  # noqa: E731
-        up = lambda t, ref: F.interpolate(t, size=ref.shape[-2:], mode="nearest")  # noqa: E731
-        e1 = run("stem", x)
-        e2 = run("down2", e1)
-        e3 = run("down3", e2)
-        e4 = run("down4", e3)
-        f = run("fuse3", run("lat3", e3) + up(run("top", e4), e3))
-        f = run("fuse2", run("lat2", e2) + up(f, e2))
-        return run("fuse1", run("lat1", e1) + up(run("squeeze", f), e1))
+        return self.half(x, lambda name, t: run_steps(self._steps[name], t))
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
         """(B,skip,H,W) full-resolution features of the network input."""
