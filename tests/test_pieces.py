@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from embodied.perception import PerceptionConfig
 from embodied.perception.pieces import join_pieces
 from tests.memory_helpers import detection
 
@@ -68,3 +69,26 @@ def test_a_dumbbell_s_weights_and_bar_are_one_observation_for_a_class_that_never
     assert join_pieces(blocks, max_pixels=12, gap=0.02, singular=singular, singular_gap=0.06) == blocks
     other = dataclasses.replace(far, colour="red")
     assert len(join_pieces([near, bar, other], max_pixels=12, gap=0.02, singular=singular, singular_gap=0.06)) == 2
+
+
+def test_a_flat_view_level_with_the_table_is_a_patch_of_it():
+    """The randomized look's table in a block's colour: five pixels of it, seen between the arm and a cup,
+    came out as that block, flat at the table's height (memory completed it 4 cm down, into the table). Such a view is
+    left out; a block's top face, a pad (2 mm) and what lies beyond the table's box are kept."""
+    from embodied.perception.flush import surface_patches
+
+    table = piece((0.37, -0.01, 0.0), (1.0, 1.25, 0.0), 9000, colour="red", label="table")
+    patch = piece((0.33, -0.333, 0.0), (0.036, 0.017, 0.0), 5, colour="red")
+    top_face = piece((0.46, 0.27, 0.04), (0.04, 0.04, 0.0), 60, colour="red")
+    pad = piece((0.30, 0.10, 0.002), (0.06, 0.06, 0.0), 80, colour="red", label="pad")
+    sunk_pad = piece((0.30, -0.10, 0.0), (0.06, 0.06, 0.0), 80, colour="red", label="pad")
+    beyond = piece((0.37, 0.70, 0.0), (0.03, 0.03, 0.0), 9, colour="red")
+    tall = piece((0.20, 0.0, 0.02), (0.04, 0.04, 0.04), 60, colour="red")
+    views = [table, patch, top_face, pad, sunk_pad, beyond, tall]
+    kept = ("pad", "button", "drawer")
+    assert surface_patches(views, flat=0.005, tol=0.001, kept=kept) == {patch.key}
+    assert surface_patches(views, flat=0.005, tol=0.0, kept=kept) == set()  # the knob off: all kept
+    assert surface_patches(views[1:], flat=0.005, tol=0.001, kept=kept) == set()  # no surface seen
+    assert surface_patches(views, flat=0.005, tol=0.001, kept=()) == {patch.key, sunk_pad.key}
+    with pytest.raises(ValueError, match="flush_tolerance"):
+        PerceptionConfig(mode="learned", flush_tolerance=-0.001).validate()

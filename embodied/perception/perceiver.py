@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from embodied.perception.geometric import detect_geometric
+from embodied.perception.flush import surface_patches
 from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
 from embodied.perception.masks import detect_masks
 from embodied.perception.pieces import is_line, join_pieces
@@ -114,7 +115,8 @@ class Perceiver:
                 found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg)
                 if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
                     found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
-                    found = [o for o in found if not is_line(o, cfg.line_width)]
+                    patches = surface_patches(found, cfg.line_width, cfg.flush_tolerance, cfg.flush_kept)
+                    found = [o for o in found if not is_line(o, cfg.line_width) and o.key not in patches]
                 objects.extend(found)
             else:
                 seen = [h[0] for h in planes.values() if h]

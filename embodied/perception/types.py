@@ -38,6 +38,11 @@ class PerceptionConfig:
     # Learned mode: a detection thinner than this (m) along two axes is a line, an edge's sliver the regions
     # cut out (a textured table's rim, a shadow's border), no object: left out. 0: kept.
     line_width: float = 0.005
+    # Learned mode: a view under line_width tall, level within this (m) with a table or floor seen by its
+    # camera, is a patch of that surface (a table of the block's colour), no thing: left out. 0: kept.
+    # Classes in flush_kept lie level with their surroundings by design (a pressed button, a shut drawer).
+    flush_tolerance: float = 0.001
+    flush_kept: tuple[str, ...] = ("pad", "button", "drawer")
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
     max_pixels: int = 256  # per instance, taken on a regular stride before back-projection
@@ -83,8 +88,9 @@ class PerceptionConfig:
             raise ValueError(f"outlier_impl must be 'grid' or 'open3d', got {self.outlier_impl!r}")
         if self.depth_noise < 0 or self.mask_erosion < 0:
             raise ValueError("depth_noise and mask_erosion must be >= 0")
-        if self.line_width < 0:
-            raise ValueError(f"line_width must be >= 0 m, got {self.line_width}")
+        if self.line_width < 0 or self.flush_tolerance < 0:
+            raise ValueError(f"line_width and flush_tolerance must be >= 0 m, got {self.line_width} and "
+                             f"{self.flush_tolerance}")
         if self.piece_pixels < 0 or self.piece_gap < 0 or self.singular_gap < 0:
             raise ValueError(f"piece_pixels, piece_gap and singular_gap must be >= 0, got {self.piece_pixels}, "
                              f"{self.piece_gap} and {self.singular_gap}")
