@@ -893,3 +893,22 @@ def test_a_block_set_down_and_seen_with_fewer_points_is_remembered_where_it_rest
         assert box == pytest.approx((0.0, 0.04), abs=0.004)
     else:
         assert box[1] == pytest.approx(0.065, abs=0.004)
+
+
+def test_a_cup_seen_in_part_while_it_slides_is_followed_by_its_whole_views():
+    """A shell game's swap in the randomized look: the sliding cup is seen in part for one frame (4 cm of
+    its 8), its node shrinks to that view, and its whole views next to the other cup are then no wider
+    than two cups side by side: they continue it (ShellGame 930009 on the learned segmenter: each whole
+    view had been taken for two cups merged and left out, the node stayed where the partial view had put
+    it, and the lift missed the cup)."""
+    memory = SpatialMemory(object_pieces=True)
+    cup = lambda x, y, size=(0.08, 0.08, 0.1): detection((x, y, 0.05), "cup", "red", size, camera="scene")  # noqa: E731
+    for t in range(12):
+        memory.update(frame(t, [cup(0.45, 0.0), cup(0.45, -0.12)]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    slider = nodes[0.0]
+    memory.update(frame(12, [cup(0.38, -0.017, (0.042, 0.066, 0.1)), cup(0.45, -0.12)]))
+    for t, x in zip(range(13, 17), [0.39, 0.41, 0.43, 0.45]):
+        memory.update(frame(t, [cup(x, 0.0), cup(0.45, -0.12)]))
+    assert memory.graph.nodes[slider]["position"][:2] == pytest.approx([0.45, 0.0], abs=0.01)
+    assert len(memory.find(cls="cup")) == 2

@@ -255,7 +255,7 @@ class Association:
         """One camera's detections without those that are two remembered objects seen as one
         (``MemoryConfig.object_pieces``): a view of a rigid thing's class with two or more nodes of its
         class, each seen SETTLED_SIGHTINGS times or more, covering it or within their own width of it, and
-        MERGED_VIEW times wider than one of them along x or y. A rigid object does not grow; two cups
+        MERGED_VIEW times wider than the widest of them along x or y. A rigid object does not grow; two cups
         passing each other in a shell game are one cup-shaped region to a learned detector, and that view
         had dragged the hidden ball's cup onto the other's place (ShellGame 930004). What it covers is
         seen again when they part. One object alone is never left out (a lamp first seen in part, then
@@ -276,7 +276,10 @@ class Association:
             # node lags behind while the merged view hides it).
             near = [(lo, hi) for lo, hi in boxes.get(det.label, ())
                     if np.all(det.box_min[:2] - (hi - lo)[:2] <= hi[:2]) and np.all(det.box_max[:2] + (hi - lo)[:2] >= lo[:2])]
-            merged = len(near) >= 2 and any(np.any(wide > MERGED_VIEW * (hi - lo)[:2]) for lo, hi in near)
+            # Wider than the widest of them: a node's box may be its last frame's partial view (a cup half
+            # hidden as it slid), and every whole view of that node had then been left out for good.
+            widest = np.max([hi[:2] - lo[:2] for lo, hi in near], axis=0) if near else wide
+            merged = len(near) >= 2 and bool(np.any(wide > MERGED_VIEW * widest))
             if not merged:
                 keep.append(det)
         return keep
