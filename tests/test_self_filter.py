@@ -28,8 +28,10 @@ def test_the_hand_and_fingers_are_in_the_slot_between_them_is_not():
         world((0.0, 0.0, -0.2)),     # the wrist above
         world((0.0, 0.025, 0.02)),   # 8 mm past the fingertip: what it stands on
         world((0.1, 0.0, -0.07)),    # beside the palm
+        world((0.025, -0.02, -0.049)),  # the palm's side face, 4 mm past the fingers' root
+        world((0.019, 0.0, -0.045)),  # a held 4 cm block's top corner, up against the palm
     ])
-    assert in_hand(points, p).tolist() == [False, False, True, True, True, True, False, False]
+    assert in_hand(points, p).tolist() == [False, False, True, True, True, True, False, False, True, False]
     # Another robot's proprio (no TCP) names no pixel.
     assert not in_hand(points, np.zeros(5)).any()
 

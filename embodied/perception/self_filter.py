@@ -28,6 +28,11 @@ FINGER_ROOT = 0.045  # m before the TCP: where the fingers leave the palm
 FINGER_HALF_X = 0.010  # m, the fingers' half-thickness across the slot's plane
 FINGER_DEPTH = 0.018  # m of finger beyond the slot on each side
 PALM_HALF = (0.025, 0.09)  # m, the palm box's half-sizes (x, y)
+# m past the fingers' root that the palm's two broad side faces (|x| = PALM_HALF[0]) reach: a wrist camera
+# shifted on its mount sees their lower edge (Rearrange 930000, visual=randomized: a 3 mm strip of it
+# joined the cup under the hand, whose box rose to 15 cm). Only the faces: a held block fills the slot
+# between them below the root.
+PALM_SIDE_BELOW = 0.005
 WRIST_RADIUS = 0.045  # m, link 7 above the palm
 REACH_UP = 0.30  # m above the TCP taken for the palm, the wrist and what carries them
 TIP_MARGIN = 0.0  # m past the fingertips: none, so a cap they press on stays the button
@@ -54,7 +59,9 @@ def _inside(x: np.ndarray, y: np.ndarray, z: np.ndarray, width: float, margin: f
     above = (z < -FINGER_ROOT - margin) & (z >= -REACH_UP)
     palm = (x <= PALM_HALF[0] + margin) & (y <= PALM_HALF[1] + margin)
     wrist = x * x + y * y <= (WRIST_RADIUS + margin) ** 2
-    return fingers | (above & (palm | wrist))
+    sides = ((z < -FINGER_ROOT + PALM_SIDE_BELOW + margin) & (z >= -REACH_UP) & (x >= PALM_HALF[0] - margin / 2)
+             & (x <= PALM_HALF[0] + margin) & (y <= PALM_HALF[1] + margin))
+    return fingers | (above & (palm | wrist)) | sides
 
 
 def _tcp_pose(proprio: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
