@@ -19,6 +19,7 @@ from embodied.perception.colour import colour_distance, colour_name
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
+MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion
 
 
 def _vec(a) -> tuple[float, float, float]:
@@ -119,6 +120,8 @@ class Tracking(Association, LookedAt):
             a["last_seen"] = t
             if track.velocity.any():
                 track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
+            if track.rigid and float(np.abs(track.velocity).max()) <= MOVING:
+                track.learn_height(track.views[cam])  # a view first taken in motion, now seen at rest
             track.t_obs = t
             self.log.noops += 1
             if a.get("articulated") and not a["state"]:
@@ -188,7 +191,8 @@ class Tracking(Association, LookedAt):
                 prev.t = t
                 prev.rgb = det_rgb
             if changed:
-                track.refresh(cfg.assoc_voxel, cfg.max_object_points)
+                at_rest = not moved and float(np.abs(track.velocity).max()) <= MOVING
+                track.refresh(cfg.assoc_voxel, cfg.max_object_points, at_rest=at_rest)
             in_motion = moved or shift > tol or a["held"]
             if in_motion:
                 light = 0  # a moving object's shading changes with its pose; only a still one "lights up"

@@ -76,7 +76,7 @@ class Track:
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m per step, smoothed
     t_obs: int = 0  # step of the last observation
     rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
-    height: float = 0.0  # m, tallest view seen of a rigid object
+    height: float = 0.0  # m, tallest view of a rigid object seen at rest
     votes: dict[str, int] = field(default_factory=dict)  # class -> detections that gave it (MemoryConfig.class_votes)
     left: str = ""  # the container it was hidden in when last seen again ...
     left_t: int = -1  # ... at this step (a glimpse through a shutting drawer's gap: see Permanence)
@@ -107,8 +107,9 @@ class Track:
     def center(self) -> np.ndarray:
         return (self.box_min + self.box_max) / 2
 
-    def refresh(self, voxel: float, cap: int, n_samples: int = 32) -> None:
-        """Recompute fused points, keys, samples and box from the views (or the accumulated surface)."""
+    def refresh(self, voxel: float, cap: int, n_samples: int = 32, at_rest: bool = True) -> None:
+        """Recompute fused points, keys, samples and box from the views (or the accumulated surface);
+        ``at_rest``: the views show the object still, so a rigid one may learn its height from them."""
         if not self.surface:
             views = list(self.views.values())
             pts = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views])
@@ -116,16 +117,24 @@ class Track:
             self.box_max = np.max([v.box_max for v in views], axis=0)
             self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
             if self.rigid:
-                self._complete_height(views)
+                self._complete_height(views, at_rest)
         self.keys = voxel_keys(self.points, voxel)
         self.samples = _visibility_samples(self.points, self.box_min[2], self.box_max[2], n_samples)
 
-    def _complete_height(self, views: list[View]) -> None:
+    def learn_height(self, view: View) -> None:
+        """A rigid object is at least as tall as ``view``, taken at rest, shows it."""
+        self.height = max(self.height, float(view.box_max[2] - view.box_min[2]))
+
+    def _complete_height(self, views: list[View], at_rest: bool) -> None:
         """Seen only from above (a camera looking down shows a block's top face, a table edge hides
         a toy's feet), a rigid object keeps the height it showed before: its bottom is below
         what the cameras see, never above. Sideways cuts are left alone: which side is hidden
-        is not known there."""
-        self.height = max(self.height, max(float(v.box_max[2] - v.box_min[2]) for v in views))
+        is not known there. The height is learnt at rest only: a view of a block in flight, joined
+        with what it passed over (10.8 cm tall), had sunk its box 5 cm under the tray it was then put
+        in, and the grasp went under it (HiddenObject 930015 on the learned segmenter)."""
+        if at_rest:
+            for v in views:
+                self.learn_height(v)
         top = float(self.box_max[2])
         if top - self.box_min[2] < self.height - 0.003 and all(v.eye_z > top for v in views):
             self.box_min = self.box_min.copy()
