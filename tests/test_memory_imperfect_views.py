@@ -1,0 +1,452 @@
+"""Memory on a learned detector's imperfect views: glimpses, flickering labels, pieces, slivers, lines,
+partial and merged views (each rule read from a failed episode, each with the case that must still fail
+without it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embodied.memory import SpatialMemory
+from tests.memory_helpers import box_points, detection, frame, proprio
+
+
+@pytest.mark.parametrize("sightings", [1, 3])
+def test_a_node_glimpsed_fewer_times_than_min_sightings_is_left_out_of_plans(sightings):
+    """A learned detector's stray piece of one frame: memory keeps it, but find() and the planner's
+    resolver leave it out until it has been seen ``min_sightings`` times."""
+    from embodied.memory import MemoryConfig
+    from embodied.planner.grammar import Ref
+    from embodied.planner.resolver import ResolutionError, Resolver
+
+    memory = SpatialMemory(MemoryConfig(min_sightings=sightings))
+    ball = lambda: detection((0.4, 0.0, 0.016), "ball", "yellow", size=(0.032,) * 3)  # noqa: E731
+    for t in range(3):
+        memory.update(frame(t, [ball()]))
+    # One frame shows a cup come down over the ball, then the cup is never seen again.
+    memory.update(frame(3, [detection((0.4, 0.0, 0.0), "cup", "blue", (0.08, 0.08, 0.08), bottom=0.0)]))
+    memory.update(frame(4, [], [box_points((0.36, -0.04, 0.0), (0.44, 0.04, 0.08))]))
+    cup = [n for n, a in memory.graph.nodes(data=True) if a["cls"] == "cup"]
+    assert len(cup) == 1 and memory.graph.nodes[cup[0]]["n_obs"] == 1, "memory keeps what it glimpsed"
+    resolver = Resolver(memory)
+    (ball_node,) = memory.find(cls="ball")
+    assert memory.graph.nodes[ball_node]["inside"] == cup[0]
+    if sightings == 1:
+        assert memory.find(cls="cup") == cup and not memory.tentative(cup[0])
+        assert resolver.holder(ball_node) == cup[0]
+    else:
+        assert memory.find(cls="cup") == [] and memory.tentative(cup[0])
+        assert resolver.holder(ball_node) == "", "a cup glimpsed once holds the ball"
+        with pytest.raises(ResolutionError):
+            resolver.resolve(Ref(noun="cup"))
+        for t in (5, 6):  # seen twice more: no longer tentative
+            memory.update(frame(t, [detection((0.4, 0.0, 0.0), "cup", "blue", (0.08, 0.08, 0.08), bottom=0.0)]))
+        assert memory.find(cls="cup") == cup and resolver.holder(ball_node) == cup[0]
+
+
+def test_with_class_votes_a_flickering_label_stays_one_object_and_the_majority_names_it():
+    """A learned detector calls a plate a book now and then: with class votes the book detections
+    continue the plate's node, and an object first glimpsed under the wrong label takes the label most of
+    its detections give. Without them (the renderer's masks) each label is its own node."""
+    from embodied.memory import MemoryConfig
+
+    def run(votes: bool, labels: list[str]) -> SpatialMemory:
+        memory = SpatialMemory(MemoryConfig(class_votes=votes))
+        for t, label in enumerate(labels):
+            memory.update(frame(t, [detection((0.4, 0.0, 0.01), label, "yellow", size=(0.1, 0.1, 0.02))]))
+        return memory
+
+    flicker = ["plate"] * 5 + ["book", "plate", "book"] + ["plate"] * 3
+    memory = run(True, flicker)
+    nodes = [a["cls"] for _, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
+    assert nodes == ["plate"]
+    assert memory.graph.nodes[memory.find(cls="plate")[0]]["n_obs"] == len(flicker)
+    strict = run(False, flicker)
+    assert sorted(a["cls"] for _, a in strict.graph.nodes(data=True) if a["kind"] == "object") == ["book", "plate"]
+    # First glimpsed as a book, then seen as a plate: renamed once the plates outvote it, and logged.
+    memory = run(True, ["book"] + ["plate"] * 4)
+    (node,) = [n for n, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
+    assert memory.graph.nodes[node]["cls"] == "plate" and memory.find(cls="book") == []
+    assert [e["tag"] for e in memory.history(node)].count("renamed") == 1
+
+
+@pytest.mark.parametrize("from_truncated", [True, False])
+def test_a_piece_at_the_image_edge_makes_an_object_only_if_allowed(from_truncated):
+    """A learned detector's piece of an object cut by the image's border is its least reliable: with
+    ``new_from_truncated`` off it makes no node until a camera sees the object whole."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(new_from_truncated=from_truncated))
+    cut = detection((0.4, 0.0, 0.02), "block", "red")
+    cut.truncated = True
+    memory.update(frame(0, [cut]))
+    assert len(memory.find(cls="block")) == (1 if from_truncated else 0)
+    memory.update(frame(1, [detection((0.4, 0.0, 0.02), "block", "red")]))  # then seen whole
+    assert len(memory.find(cls="block")) == 1
+
+
+def test_a_drawer_seen_half_hidden_does_not_move_sideways():
+    """The arm pushing a drawer shut hides half its front: the narrow view that is left is centred 4 cm off
+    the drawer's middle, and a drawer only moves along its slide, so the node stays where it was (a learned
+    detector's memory: drawer_narrow_views)."""
+    memory = SpatialMemory(drawer_narrow_views=True)
+    cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
+    for t in range(3):
+        memory.update(frame(t, [cab, drawer]))
+    (node,) = memory.find(cls="drawer")
+    half = detection((0.55, 0.04, 0.04), "drawer", "orange", (0.06, 0.08, 0.07))
+    for t in range(3, 6):
+        memory.update(frame(t, [cab, half]))
+    assert memory.graph.nodes[node]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert memory.find(cls="drawer") == [node]
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_pieces_of_a_drawer_cut_by_the_arm_stay_one_drawer_and_its_neighbour_stays_apart(pieces):
+    """The arm pulling a drawer open hides its middle: the camera sees its front and, beyond the arm, its
+    far wall, two drawer views in the drawer's slide corridor. With ``drawer_pieces`` (a learned
+    detector's memory) they are one view of the drawer; the drawer beside it, across the slide, is never
+    joined to it. Without, the far wall becomes a drawer of its own."""
+    memory = SpatialMemory(drawer_pieces=pieces)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in (-0.19, 0.0)]
+    drawers = [detection((0.55, y, 0.04), "drawer", "yellow", (0.06, 0.16, 0.07)) for y in (-0.19, 0.0)]
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    assert len(memory.find(cls="drawer")) == 2
+    front = detection((0.50, -0.20, 0.04), "drawer", "yellow", (0.05, 0.14, 0.06))  # pulled out 5 cm
+    far_wall = detection((0.37, -0.17, 0.06), "drawer", "yellow", (0.01, 0.05, 0.01))
+    for t in range(3, 8):
+        memory.update(frame(t, [*cabs, front, far_wall, drawers[1]]))
+    ys = sorted(round(float(memory.graph.nodes[n]["position"][1]), 2) for n in memory.find(cls="drawer"))
+    if pieces:
+        assert len(ys) == 2 and ys[1] == pytest.approx(0.0, abs=0.01)
+    else:
+        assert len(ys) == 3
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces):
+    """The wrist camera close over a row of three drawers sees two fronts, a few pixels apart, as one view
+    twice a drawer's width (HiddenObject 920008 on the learned segmenter). With ``drawer_pieces`` that view
+    is several drawers, left out: the middle drawer's node stays where it is, and no node is made of it.
+    Without, it drags a drawer's node between the two."""
+    memory = SpatialMemory(drawer_pieces=pieces)
+    ys = (-0.19, 0.0, 0.19)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    drawers = [detection((0.55, y, 0.04), "drawer", "red", (0.06, 0.17, 0.07)) for y in ys]
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    before = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    assert sorted(before.values()) == pytest.approx(list(ys), abs=0.01)
+    merged = detection((0.55, -0.085, 0.04), "drawer", "red", (0.06, 0.32, 0.07))
+    merged.truncated = True  # cut by the image's edge, as close up
+    for t in range(3, 6):
+        memory.update(frame(t, [*cabs, merged, drawers[2]]))
+    after = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    if pieces:
+        assert after == before
+    else:
+        assert after != before
+
+
+def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
+    """The wrist camera close over a row shows a 20-pixel sliver of a drawer's edge, cut by the image's
+    border, 13 cm across the middle drawer's slide, while that drawer is hidden by the arm (HiddenObject
+    920008 on the learned segmenter). It is no view of the middle drawer: neither as a cut view (it lies
+    wholly beside the drawer's lane) nor re-identified at a distance (a drawer never leaves its slide)."""
+    memory = SpatialMemory()
+    ys = (-0.19, 0.0, 0.19)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    drawers = [detection((0.55, y, 0.04), "drawer", "red", (0.06, 0.17, 0.07)) for y in ys]
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    middle = min(memory.find(cls="drawer"), key=lambda n: abs(memory.graph.nodes[n]["position"][1]))
+    arm = box_points((0.50, -0.10, 0.10), (0.60, 0.10, 0.12))  # over the middle drawer: hidden, not gone
+    memory.update(frame(3, [cabs[0], drawers[0], cabs[2], drawers[2]], [arm]))
+    sliver = detection((0.525, -0.131, 0.054), "drawer", "red", (0.007, 0.004, 0.004))
+    sliver.truncated = True
+    for t in range(4, 7):
+        memory.update(frame(t, [cabs[0], drawers[0], cabs[2], drawers[2], sliver], [arm]))
+        assert memory.graph.nodes[middle]["position"][1] == pytest.approx(0.0, abs=0.01), t
+
+
+def test_with_class_votes_an_object_and_a_container_first_glimpsed_as_each_other_are_renamed():
+    """A box (a container) first glimpsed as a pyramid (a plain object), and a pyramid first glimpsed as
+    a box, take the class most of their detections give, kind included: a box that stayed a pyramid
+    sent the agent to the wrong one (MultiGoal 920004 on the learned segmenter). A container that holds
+    something keeps what it is."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    box = lambda label: detection((0.4, 0.0, 0.05), label, "red", size=(0.1, 0.1, 0.1))  # noqa: E731
+    pyramid = lambda label: detection((0.4, 0.4, 0.05), label, "blue", size=(0.08, 0.08, 0.1))  # noqa: E731
+    memory.update(frame(0, [box("pyramid"), pyramid("box")]))
+    first = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
+             if a["kind"] in ("object", "container")}
+    assert first == {"red": ("pyramid_0", "pyramid", "object"), "blue": ("box_0", "box", "container")}
+    for t in range(1, 6):
+        memory.update(frame(t, [box("box"), pyramid("pyramid")]))
+    now = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
+             if a["kind"] in ("object", "container")}
+    assert now == {"red": ("pyramid_0", "box", "container"), "blue": ("box_0", "pyramid", "object")}
+    assert memory.find(cls="box") == ["pyramid_0"] and memory.find(cls="pyramid") == ["box_0"]
+    assert [e["tag"] for e in memory.history("pyramid_0")].count("renamed") == 1
+
+    # A box that holds a ball stays a box, whatever it is called later.
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    memory.update(frame(0, [box("box"), detection((0.7, 0.0, 0.016), "ball", "yellow", size=(0.03,) * 3)]))
+    memory.graph.nodes["ball_0"]["inside"] = "box_0"  # as if put in and closed over
+    for t in range(2, 8):
+        memory.update(frame(t, [box("pyramid")]))
+    assert memory.graph.nodes["box_0"]["cls"] == "box"
+
+
+def test_with_class_votes_a_thing_first_glimpsed_as_furniture_becomes_an_object_of_its_own():
+    """A cone on a sofa, first glimpsed once as a (cone-sized) sofa: later cone detections must make a cone,
+    not feed that support's node, which no vote renames (VanishedObject 920003 on the learned segmenter:
+    the cone never entered memory, so its disappearance went unseen). A plain object's flicker still
+    continues its node."""
+    from embodied.memory import MemoryConfig
+
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    cone = lambda label: detection((0.4, 0.0, 0.3), label, "red", size=(0.08, 0.08, 0.16))  # noqa: E731
+    memory.update(frame(0, [cone("sofa")]))
+    for t in range(1, 6):
+        memory.update(frame(t, [cone("cone")]))
+    (node,) = memory.find(cls="cone")
+    assert memory.graph.nodes[node]["n_obs"] == 5 and memory.graph.nodes[node]["kind"] == "object"
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_with_class_votes_a_block_first_glimpsed_as_a_drawer_becomes_a_block(rule, monkeypatch):
+    """A block's face first glimpsed through a drawer's gap as a (block-sized, green) drawer: the block's
+    views then, lying on that node's points and moving off across the table, must make a block, not carry
+    a drawer along, which no vote renames (Rearrange 930008, visual=randomized: the block was put back into
+    that "drawer"). Without the rule they do."""
+    from embodied.memory import MemoryConfig, association
+
+    if not rule:
+        monkeypatch.setattr(association, "FIXTURES", frozenset())
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    glimpse = detection((0.6, 0.09, 0.03), "drawer", "blue", size=(0.004, 0.037, 0.028))
+    memory.update(frame(0, [glimpse]))
+    for t, x in enumerate((0.595, 0.57, 0.54, 0.50, 0.46), start=1):
+        memory.update(frame(t, [detection((x, 0.09, 0.03), "block", "blue", size=(0.04, 0.04, 0.04))]))
+    blocks = memory.find(cls="block")
+    if rule:
+        assert len(blocks) == 1 and memory.graph.nodes[blocks[0]]["position"][0] == pytest.approx(0.46, abs=0.01)
+        assert all(memory.graph.nodes[n]["position"][0] > 0.59 for n in memory._find(cls="drawer"))
+    else:
+        assert not blocks
+
+def test_a_far_glimpse_of_one_piece_merges_with_the_whole_object_seen_later():
+    """A dumbbell first glimpsed from afar as one weight (VanishedObject 920007 on the learned segmenter),
+    later as its other weight 19 cm away (a second node), then whole: the whole continues the second node,
+    whose points now cover the first's, though most of them lie elsewhere. One object, never seen together
+    with itself: merged (the first node, never seen again, had gone "missing" and been taken for the
+    object that disappeared)."""
+    memory = SpatialMemory()
+    weight = lambda x: detection((x, 0.0, 0.02), "dumbbell", "yellow", size=(0.03, 0.03, 0.03))  # noqa: E731
+    memory.update(frame(0, [weight(0.30)]))
+    lid = box_points((0.26, -0.04, 0.20), (0.34, 0.04, 0.21))  # something in front of it: occluded, not lost
+    memory.update(frame(1, [], [lid]))
+    memory.update(frame(50, [weight(0.49)], [lid]))
+    assert len(memory.find(cls="dumbbell")) == 2
+    memory.update(frame(51, [detection((0.395, 0.0, 0.02), "dumbbell", "yellow", size=(0.22, 0.03, 0.03))]))
+    assert len(memory.find(cls="dumbbell")) == 1
+    # Two yellow dumbbells side by side in one frame stay two.
+    memory = SpatialMemory()
+    memory.update(frame(0, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
+    memory.update(frame(1, [weight(0.30), detection((0.39, 0.0, 0.02), "dumbbell", "yellow", size=(0.12, 0.03, 0.03))]))
+    assert len(memory.find(cls="dumbbell")) == 2
+
+
+def test_a_view_of_one_face_of_a_block_does_not_move_it():
+    """The wrist camera beside a block it is about to grasp sees only the block's side: a view flat along
+    x, 2 cm from the block's centre. The block did not move; its node stays where the block is (it had
+    followed the face 2 cm off and down, and the grasp went there: StashAndFetch 920000 and 920005 on the
+    learned segmenter). A whole view 2 cm away is a move."""
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [detection((0.354, 0.013, 0.02), "block", "red", camera="wrist")]))
+    (node,) = memory.find(cls="block")
+    face = detection((0.374, 0.013, 0.02), "block", "red", size=(0.0, 0.035, 0.038), camera="wrist")
+    face.n_points = 2 * memory.tracks[node].views["wrist"].n_points  # closer: more pixels than before
+    for t in range(3, 6):
+        memory.update(frame(t, [face]))
+    assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.354, abs=0.003)
+    for t in range(6, 9):
+        memory.update(frame(t, [detection((0.374, 0.013, 0.02), "block", "red", camera="wrist")]))
+    assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.374, abs=0.003)
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_a_block_s_top_and_side_seen_as_two_pieces_stay_one_block(pieces):
+    """The wrist camera over a block it grasps sees its lit top and its shaded side as two pieces (a
+    learned detector's regions split them; StashAndFetch 920000). With ``object_pieces`` both lie within
+    the block's remembered box and are one view of it; without, the second piece becomes a second block.
+    Two blocks side by side stay two either way."""
+    memory = SpatialMemory(object_pieces=pieces)
+    block = detection((0.35, 0.20, 0.02), "block", "red", camera="wrist")
+    other = detection((0.35, 0.25, 0.02), "block", "red", camera="wrist")
+    for t in range(3):
+        memory.update(frame(t, [block, other]))
+    assert len(memory.find(cls="block")) == 2
+    top = detection((0.35, 0.20, 0.039), "block", "red", size=(0.04, 0.04, 0.002), camera="wrist")
+    side = detection((0.369, 0.20, 0.02), "block", "red", size=(0.002, 0.04, 0.038), camera="wrist")
+    for t in range(3, 6):
+        memory.update(frame(t, [top, side, other]))
+    assert len(memory.find(cls="block")) == (2 if pieces else 3)
+
+
+def test_two_cups_passing_each_other_keep_their_names():
+    """A shell game: the cup hiding the ball stays at y = 0 while another cup passes in front of it. A
+    learned detector sees the two as one wide cup while they overlap (``object_pieces`` leaves that view
+    out: a settled cup does not grow), and when they part, the scene camera's first view of the moving
+    cup lies nearer the still cup's node than the moving cup's own; the wrist camera, the same frame, sees
+    the still cup exactly as before, so it has not moved and the nearer view is not of it (ShellGame
+    930004 on the learned segmenter)."""
+    memory = SpatialMemory(object_pieces=True)
+    cup = lambda x, y, cam="scene": detection((x, y, 0.05), "cup", "red", (0.08, 0.08, 0.1), camera=cam)  # noqa: E731
+    still = cup(0.45, 0.0, "wrist")
+    for t in range(12):
+        memory.update(frame(t, [cup(0.45, 0.0), cup(0.54, -0.12), still]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    hider, mover = nodes[0.0], nodes[-0.12]
+    memory.update(frame(12, [cup(0.54, -0.09), still]))
+    for t in range(13, 16):  # overlapping: one wide view in the scene camera; the wrist sees the still cup
+        wide = detection((0.49, -0.02, 0.05), "cup", "red", (0.17, 0.12, 0.1))
+        memory.update(frame(t, [wide, still]))
+    memory.update(frame(16, [cup(0.54, 0.089), still]))
+    assert memory.graph.nodes[hider]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert memory.graph.nodes[mover]["position"][1] == pytest.approx(0.089, abs=0.02)
+
+
+def test_a_node_another_camera_sees_unmoved_is_not_taken_by_nearness():
+    """Two red cups: A stands still at y = 0, B (at y = -0.12) goes out of sight and comes back at
+    y = +0.09, nearer A's node than its own. The scene camera, matched first, sees only B; the wrist
+    camera, the same frame, sees A exactly as before. A has not moved: B's view is not A's, whatever
+    the order the cameras are matched in."""
+    memory = SpatialMemory()
+    cup = lambda x, y, cam: detection((x, y, 0.05), "cup", "red", (0.08, 0.08, 0.1), camera=cam)  # noqa: E731
+    for t in range(5):
+        memory.update(frame(t, [cup(0.45, 0.0, "scene"), cup(0.54, -0.12, "scene"), cup(0.45, 0.0, "wrist")]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    a, b = nodes[0.0], nodes[-0.12]
+    for t in range(5, 8):  # B hidden
+        memory.update(frame(t, [cup(0.45, 0.0, "scene"), cup(0.45, 0.0, "wrist")]))
+    memory.update(frame(8, [cup(0.54, 0.09, "scene"), cup(0.45, 0.0, "wrist")]))
+    assert memory.graph.nodes[a]["position"][1] == pytest.approx(0.0, abs=0.01)
+    assert any(abs(memory.graph.nodes[n]["position"][1] - 0.09) < 0.01 for n in memory.find(cls="cup") if n != a)
+
+
+def test_a_sliver_of_the_held_block_between_the_fingers_is_no_second_block():
+    """Lifted, a block shows only slivers of a few pixels between the fingers; one that matches nothing
+    is a piece of the block the hand holds, not a second red block beside it (StashAndFetch 920000 on the
+    learned segmenter: the planner later fetched that ghost). A red block away from the hand is new."""
+    memory = SpatialMemory()
+    t = 0
+    for w in [0.08, 0.08, 0.06, 0.045, 0.0405, 0.0402, 0.0402]:
+        memory.update(frame(t, [detection((0.4, 0.0, 0.02))], proprio=proprio((0.4, 0.0, 0.025), w)))
+        t += 1
+    (held,) = memory.find(cls="block")
+    assert memory.graph.nodes[held]["held"]
+    top = detection((0.405, 0.0, 0.09), size=(0.004, 0.02, 0.002))  # two slivers, above and below a finger
+    low = detection((0.41, 0.0, 0.062), size=(0.004, 0.02, 0.002))
+    for k in range(3):
+        memory.update(frame(t, [top, low], proprio=proprio((0.4, 0.0, 0.075), 0.0402)))
+        t += 1
+    assert memory.find(cls="block") == [held]
+    memory.update(frame(t, [detection((0.05, 0.45, 0.02))], proprio=proprio((0.4, 0.0, 0.075), 0.0402)))
+    assert len(memory.find(cls="block")) == 2
+
+
+def test_a_whole_view_of_an_object_first_seen_in_part_is_not_left_out():
+    """A lamp first seen in part from afar (a narrow node, seen many times), then whole: the wide view is
+    of it alone (no other lamp stands beside it), so it grows the node; ``object_pieces`` leaves out
+    only a view that two objects of its class share (ChangedObject 930005 on the learned segmenter)."""
+    memory = SpatialMemory(object_pieces=True)
+    for t in range(12):
+        memory.update(frame(t, [detection((0.4, 0.0, 0.05), "lamp", "grey", (0.04, 0.04, 0.1))]))
+    (lamp,) = memory.find(cls="lamp")
+    for t in range(12, 15):
+        memory.update(frame(t, [detection((0.4, 0.0, 0.05), "lamp", "grey", (0.12, 0.12, 0.1))]))
+    assert memory.find(cls="lamp") == [lamp]
+    track = memory.tracks[lamp]
+    assert track.box_max[0] - track.box_min[0] > 0.1 and memory.graph.nodes[lamp]["last_seen"] == 14
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
+    """A view under 5 mm along two axes is a line (a table edge's sliver that a learned detector, on a
+    table of the block's colour, called a block), no view of a solid thing: it does not re-identify a
+    block gone from view 22 cm away (Rearrange 930002, visual=randomized, had fetched the block there
+    for the rest of the episode); without the rule it does. (A whole view there re-identifies it:
+    test_permanence_missing_occluded_and_out_of_view.)"""
+    from embodied.memory import association
+
+    if not rule:
+        monkeypatch.setattr(association, "LINE", 0.0)
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [detection((0.40, 0.0, 0.02))]))
+    node = memory.find(cls="block")[0]
+    for t in range(3, 20):  # the table seen through where it was, long enough for no hand-off
+        memory.update(frame(t, []))
+    assert memory.graph.nodes[node]["status"] == "missing"
+    line = detection((0.40, 0.22, 0.0), size=(0.001, 0.026, 0.0))
+    memory.update(frame(20, [line]))
+    y = memory.graph.nodes[node]["position"][1]
+    if rule:
+        assert y == pytest.approx(0.0, abs=0.005) and memory.graph.nodes[node]["status"] == "missing"
+    else:
+        assert y == pytest.approx(0.22, abs=0.01)
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_block_set_down_and_seen_with_fewer_points_is_remembered_where_it_rests(rule, monkeypatch):
+    """A block lowered under a camera, then seen at rest with a third of the points (the rest hidden): a
+    partial view, but one reaching 2.5 cm below the camera's last view of it, so no part of that view:
+    the block moved, and its box is where it rests. Held as a partial view, the last view in the air had
+    stayed and the box spanned both, 8.5 cm tall, so the grasp took the block's top centimetre and lost
+    it (Rearrange 930003, learned, visual=randomized). Without the rule the box keeps the air view."""
+    from embodied.memory import tracker
+
+    if not rule:
+        monkeypatch.setattr(tracker, "REACH_OUT", np.inf)
+    memory = SpatialMemory()
+    t = 0
+    for z in (0.12, 0.095, 0.07, 0.045):  # lowered, seen whole
+        memory.update(frame(t, [detection((0.40, 0.0, z))]))
+        t += 1
+    node = memory.find(cls="block")[0]
+    for _ in range(3):  # at rest on the table, a third of it in view
+        rest = detection((0.40, 0.0, 0.02))
+        rest.n_points //= 3
+        memory.update(frame(t, [rest]))
+        t += 1
+    box = memory.graph.nodes[node]["box_min"][2], memory.graph.nodes[node]["box_max"][2]
+    if rule:
+        assert box == pytest.approx((0.0, 0.04), abs=0.004)
+    else:
+        assert box[1] == pytest.approx(0.065, abs=0.004)
+
+
+def test_a_cup_seen_in_part_while_it_slides_is_followed_by_its_whole_views():
+    """A shell game's swap in the randomized look: the sliding cup is seen in part for one frame (4 cm of
+    its 8), its node shrinks to that view, and its whole views next to the other cup are then no wider
+    than two cups side by side: they continue it (ShellGame 930009 on the learned segmenter: each whole
+    view had been taken for two cups merged and left out, the node stayed where the partial view had put
+    it, and the lift missed the cup)."""
+    memory = SpatialMemory(object_pieces=True)
+    cup = lambda x, y, size=(0.08, 0.08, 0.1): detection((x, y, 0.05), "cup", "red", size, camera="scene")  # noqa: E731
+    for t in range(12):
+        memory.update(frame(t, [cup(0.45, 0.0), cup(0.45, -0.12)]))
+    nodes = {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="cup")}
+    slider = nodes[0.0]
+    memory.update(frame(12, [cup(0.38, -0.017, (0.042, 0.066, 0.1)), cup(0.45, -0.12)]))
+    for t, x in zip(range(13, 17), [0.39, 0.41, 0.43, 0.45]):
+        memory.update(frame(t, [cup(x, 0.0), cup(0.45, -0.12)]))
+    assert memory.graph.nodes[slider]["position"][:2] == pytest.approx([0.45, 0.0], abs=0.01)
+    assert len(memory.find(cls="cup")) == 2
