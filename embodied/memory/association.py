@@ -29,6 +29,7 @@ from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
 FIXTURES = HOUSING_CLASSES | {"drawer", "button", "switch"}  # classes no size-class view continues
+LIT = ("button", "switch")  # fixtures that light up: lit, a detector may name them otherwise
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
@@ -148,9 +149,13 @@ class Association:
             # fixture's (a drawer, a button): a block's face first glimpsed through a drawer's gap as a
             # green "drawer" had become a drawer that the block's views carried across the table, and the
             # block was put back into that (Rearrange 930008, visual=randomized).
+            # Save a button's: lit, its cap may be named otherwise (a white block), and such a view lying on
+            # the button's points still shows the button, else its flashes go unseen (SequenceRecall 930006
+            # and 930010 in the randomized look). Moving parts keep their class (no vote renames them).
             thing = np.array([kind_of(d.label) in THING_KINDS for d in dets], dtype=bool)
             fixed = surface | np.isin(cls, list(FIXTURES))
-            ok = same_cls | ~(thing[:, None] & fixed[None])
+            lit = np.isin(cls, list(LIT))
+            ok = same_cls | ~(thing[:, None] & fixed[None]) | (thing[:, None] & lit[None])
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
@@ -187,7 +192,9 @@ class Association:
                     else:
                         ov = overlap(det.points, self.tracks[node].keys, cfg.assoc_voxel)
                 if not same_cls[i, j] and cfg.class_votes:
-                    if ov >= 0.5 and col_ok[i, j]:  # its label flickered: ranked below every same-class match
+                    # Its label flickered (or a lit button's cap was named otherwise, in its lit colour):
+                    # ranked below every same-class match.
+                    if ov >= 0.5 and (col_ok[i, j] or lit[j]):
                         pairs.append((ov, i, node, ov))
                 elif ov >= cfg.min_overlap and col_ok[i, j]:
                     # Ties (a sliver of a neighbour overlaps as fully as the object itself) go to the nearer centre.
