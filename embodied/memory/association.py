@@ -150,8 +150,8 @@ class Association:
             # green "drawer" had become a drawer that the block's views carried across the table, and the
             # block was put back into that (Rearrange 930008, visual=randomized).
             # Save a button's: lit, its cap may be named otherwise (a white block), and such a view lying on
-            # the button's points still shows the button, else its flashes go unseen (SequenceRecall 930006
-            # and 930010 in the randomized look). Moving parts keep their class (no vote renames them).
+            # the button's points still shows the button, else its flashes go unseen (SequenceRecall 930010
+            # and 930017 in the randomized look). Moving parts keep their class (no vote renames them).
             thing = np.array([kind_of(d.label) in THING_KINDS for d in dets], dtype=bool)
             fixed = surface | np.isin(cls, list(FIXTURES))
             lit = np.isin(cls, list(LIT))
@@ -285,8 +285,7 @@ class Association:
                     if np.all(det.box_min[:2] - (hi - lo)[:2] <= hi[:2]) and np.all(det.box_max[:2] + (hi - lo)[:2] >= lo[:2])]
             # Wider than the widest of them: a node's box may be its last frame's partial view (a cup half
             # hidden as it slid), and every whole view of that node had then been left out for good.
-            widest = np.max([hi[:2] - lo[:2] for lo, hi in near], axis=0) if near else wide
-            merged = len(near) >= 2 and bool(np.any(wide > MERGED_VIEW * widest))
+            merged = len(near) >= 2 and bool(np.any(wide > MERGED_VIEW * np.max([hi - lo for lo, hi in near], 0)[:2]))
             if not merged:
                 keep.append(det)
         return keep

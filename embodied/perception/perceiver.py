@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from embodied.perception.geometric import detect_geometric
 from embodied.perception.flush import surface_patches
+from embodied.perception.geometric import detect_geometric
 from embodied.perception.geometry import camera_arrays, cameras_in, corrupt, make_view
 from embodied.perception.masks import detect_masks
 from embodied.perception.pieces import is_line, join_pieces
