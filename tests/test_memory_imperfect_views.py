@@ -44,32 +44,6 @@ def test_a_node_glimpsed_fewer_times_than_min_sightings_is_left_out_of_plans(sig
         assert memory.find(cls="cup") == cup and resolver.holder(ball_node) == cup[0]
 
 
-def test_with_class_votes_a_flickering_label_stays_one_object_and_the_majority_names_it():
-    """A learned detector calls a plate a book now and then: with class votes the book detections
-    continue the plate's node, and an object first glimpsed under the wrong label takes the label most of
-    its detections give. Without them (the renderer's masks) each label is its own node."""
-    from embodied.memory import MemoryConfig
-
-    def run(votes: bool, labels: list[str]) -> SpatialMemory:
-        memory = SpatialMemory(MemoryConfig(class_votes=votes))
-        for t, label in enumerate(labels):
-            memory.update(frame(t, [detection((0.4, 0.0, 0.01), label, "yellow", size=(0.1, 0.1, 0.02))]))
-        return memory
-
-    flicker = ["plate"] * 5 + ["book", "plate", "book"] + ["plate"] * 3
-    memory = run(True, flicker)
-    nodes = [a["cls"] for _, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
-    assert nodes == ["plate"]
-    assert memory.graph.nodes[memory.find(cls="plate")[0]]["n_obs"] == len(flicker)
-    strict = run(False, flicker)
-    assert sorted(a["cls"] for _, a in strict.graph.nodes(data=True) if a["kind"] == "object") == ["book", "plate"]
-    # First glimpsed as a book, then seen as a plate: renamed once the plates outvote it, and logged.
-    memory = run(True, ["book"] + ["plate"] * 4)
-    (node,) = [n for n, a in memory.graph.nodes(data=True) if a["kind"] == "object"]
-    assert memory.graph.nodes[node]["cls"] == "plate" and memory.find(cls="book") == []
-    assert [e["tag"] for e in memory.history(node)].count("renamed") == 1
-
-
 @pytest.mark.parametrize("from_truncated", [True, False])
 def test_a_piece_at_the_image_edge_makes_an_object_only_if_allowed(from_truncated):
     """A learned detector's piece of an object cut by the image's border is its least reliable: with
@@ -170,75 +144,6 @@ def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
         memory.update(frame(t, [cabs[0], drawers[0], cabs[2], drawers[2], sliver], [arm]))
         assert memory.graph.nodes[middle]["position"][1] == pytest.approx(0.0, abs=0.01), t
 
-
-def test_with_class_votes_an_object_and_a_container_first_glimpsed_as_each_other_are_renamed():
-    """A box (a container) first glimpsed as a pyramid (a plain object), and a pyramid first glimpsed as
-    a box, take the class most of their detections give, kind included: a box that stayed a pyramid
-    sent the agent to the wrong one (MultiGoal 920004 on the learned segmenter). A container that holds
-    something keeps what it is."""
-    from embodied.memory import MemoryConfig
-
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
-    box = lambda label: detection((0.4, 0.0, 0.05), label, "red", size=(0.1, 0.1, 0.1))  # noqa: E731
-    pyramid = lambda label: detection((0.4, 0.4, 0.05), label, "blue", size=(0.08, 0.08, 0.1))  # noqa: E731
-    memory.update(frame(0, [box("pyramid"), pyramid("box")]))
-    first = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
-             if a["kind"] in ("object", "container")}
-    assert first == {"red": ("pyramid_0", "pyramid", "object"), "blue": ("box_0", "box", "container")}
-    for t in range(1, 6):
-        memory.update(frame(t, [box("box"), pyramid("pyramid")]))
-    now = {a["colour"]: (n, a["cls"], a["kind"]) for n, a in memory.graph.nodes(data=True)
-             if a["kind"] in ("object", "container")}
-    assert now == {"red": ("pyramid_0", "box", "container"), "blue": ("box_0", "pyramid", "object")}
-    assert memory.find(cls="box") == ["pyramid_0"] and memory.find(cls="pyramid") == ["box_0"]
-    assert [e["tag"] for e in memory.history("pyramid_0")].count("renamed") == 1
-
-    # A box that holds a ball stays a box, whatever it is called later.
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
-    memory.update(frame(0, [box("box"), detection((0.7, 0.0, 0.016), "ball", "yellow", size=(0.03,) * 3)]))
-    memory.graph.nodes["ball_0"]["inside"] = "box_0"  # as if put in and closed over
-    for t in range(2, 8):
-        memory.update(frame(t, [box("pyramid")]))
-    assert memory.graph.nodes["box_0"]["cls"] == "box"
-
-
-def test_with_class_votes_a_thing_first_glimpsed_as_furniture_becomes_an_object_of_its_own():
-    """A cone on a sofa, first glimpsed once as a (cone-sized) sofa: later cone detections must make a cone,
-    not feed that support's node, which no vote renames (VanishedObject 920003 on the learned segmenter:
-    the cone never entered memory, so its disappearance went unseen). A plain object's flicker still
-    continues its node."""
-    from embodied.memory import MemoryConfig
-
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
-    cone = lambda label: detection((0.4, 0.0, 0.3), label, "red", size=(0.08, 0.08, 0.16))  # noqa: E731
-    memory.update(frame(0, [cone("sofa")]))
-    for t in range(1, 6):
-        memory.update(frame(t, [cone("cone")]))
-    (node,) = memory.find(cls="cone")
-    assert memory.graph.nodes[node]["n_obs"] == 5 and memory.graph.nodes[node]["kind"] == "object"
-
-
-@pytest.mark.parametrize("rule", [True, False])
-def test_with_class_votes_a_block_first_glimpsed_as_a_drawer_becomes_a_block(rule, monkeypatch):
-    """A block's face first glimpsed through a drawer's gap as a (block-sized, green) drawer: the block's
-    views then, lying on that node's points and moving off across the table, must make a block, not carry
-    a drawer along, which no vote renames (Rearrange 930008, visual=randomized: the block was put back into
-    that "drawer"). Without the rule they do."""
-    from embodied.memory import MemoryConfig, association
-
-    if not rule:
-        monkeypatch.setattr(association, "FIXTURES", frozenset())
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
-    glimpse = detection((0.6, 0.09, 0.03), "drawer", "blue", size=(0.004, 0.037, 0.028))
-    memory.update(frame(0, [glimpse]))
-    for t, x in enumerate((0.595, 0.57, 0.54, 0.50, 0.46), start=1):
-        memory.update(frame(t, [detection((x, 0.09, 0.03), "block", "blue", size=(0.04, 0.04, 0.04))]))
-    blocks = memory.find(cls="block")
-    if rule:
-        assert len(blocks) == 1 and memory.graph.nodes[blocks[0]]["position"][0] == pytest.approx(0.46, abs=0.01)
-        assert all(memory.graph.nodes[n]["position"][0] > 0.59 for n in memory._find(cls="drawer"))
-    else:
-        assert not blocks
 
 def test_a_far_glimpse_of_one_piece_merges_with_the_whole_object_seen_later():
     """A dumbbell first glimpsed from afar as one weight (VanishedObject 920007 on the learned segmenter),
@@ -450,27 +355,3 @@ def test_a_cup_seen_in_part_while_it_slides_is_followed_by_its_whole_views():
         memory.update(frame(t, [cup(x, 0.0), cup(0.45, -0.12)]))
     assert memory.graph.nodes[slider]["position"][:2] == pytest.approx([0.45, 0.0], abs=0.01)
     assert len(memory.find(cls="cup")) == 2
-
-
-def test_a_lit_button_s_cap_named_a_block_is_still_the_button():
-    """In some looks a learned detector names a lit button's cap a block, in the lit colour. With class
-    votes that view, lying on the button's points, shows the button lit: no block appears, the button
-    brightens and dims again, and it keeps its class (SequenceRecall 930010 and 930017 in the
-    randomized look, whose flashes had gone to a block hopping from button to button). A block beside
-    the button is a block."""
-    from embodied.memory import MemoryConfig
-
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
-    cap = lambda label, colour: detection((0.45, 0.05, 0.029), label, colour, size=(0.04, 0.04, 0.013))  # noqa: E731
-    t = 0
-    for label, colour, frames in [("button", "grey", 4), ("block", "yellow", 7), ("button", "grey", 4)]:
-        for _ in range(frames):
-            memory.update(frame(t, [cap(label, colour)]))
-            t += 1
-    (button,) = memory.find(cls="button")
-    assert memory.find(cls="block") == []
-    tags = [e["tag"] for e in memory.history(button)]
-    assert "brightened" in tags and "dimmed" in tags[tags.index("brightened"):]
-    assert memory.graph.nodes[button]["cls"] == "button"
-    memory.update(frame(t, [cap("button", "grey"), detection((0.45, 0.15, 0.02), "block", "yellow")]))
-    assert len(memory.find(cls="block")) == 1

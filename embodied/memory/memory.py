@@ -65,6 +65,7 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         self.current_place = ""
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
+        self._renamed: set[str] = set()  # nodes renamed by their class votes this frame (Permanence._rejoin_renamed)
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
         self._frame_dets: dict[str, list] = {}  # the current frame's detections by camera (Association)
         self.changed: set[str] = set()
@@ -169,6 +170,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
             self._note_together(here)
             seen |= here
         self._merge_duplicates(t, seen)
+        if self._renamed:
+            self._rejoin_renamed(t)
         seen &= set(self._graph.nodes)
         for cls in sorted(self._parts_dirty):
             self._drawer_states(cls, t)

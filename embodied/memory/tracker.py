@@ -271,6 +271,7 @@ class Tracking(Association, LookedAt):
         kind = kind_of(new)
         if a["kind"] == kind == "object":
             self._set(node, t, "renamed", {"cls": new})
+            self._renamed.add(node)
         elif {a["kind"], kind} == {"object", "container"} and not self._holds_anything(node):
             self._set(node, t, "renamed", {"cls": new, "kind": kind})
 
