@@ -123,35 +123,39 @@ def test_a_lit_button_s_cap_named_a_block_is_still_the_button():
     assert len(memory.find(cls="block")) == 1
 
 
-@pytest.mark.parametrize("case", ["found missing", "rule off", "only out of view"])
+@pytest.mark.parametrize("case", ["found missing", "rule off", "only out of view", "seen with it"])
 def test_with_class_votes_a_known_object_first_misnamed_elsewhere_is_rejoined_when_renamed(case, monkeypatch):
-    """A ball found missing from its place, then seen 1.6 m on first as a lamp: no unseen lamp to
-    re-identify, so a new node; once its votes rename it a ball, it is the missing ball, which takes
-    the new place and keeps its history (learned ChangedObject 930024, where the agent went to where the
-    ball had been). A ball merely out of view, never found missing, may be a second one: two balls.
-    Without the rule the missing ball stays where it was."""
+    """A box found missing from its place, then seen 1.6 m on first as a lamp: no unseen lamp to
+    re-identify, so a new node; once its votes rename it a box, it is the missing box, which takes the
+    new place and keeps its history (learned ChangedObject 930024 and 930031, where the agent went to
+    where the mover had been). A box merely out of view, never found missing, may be a second one, as
+    is one the log shows visible at one step with the "lamp": two boxes. Without the rule the missing
+    box stays where it was."""
     from embodied.memory.memory import SpatialMemory as Memory
 
     if case == "rule off":
         monkeypatch.setattr(Memory, "_rejoin_renamed", lambda self, t: self._renamed.clear())
     memory = SpatialMemory(MemoryConfig(class_votes=True))
-    ball = lambda label, x: detection((x, 0.0, 0.03), label, "grey", size=(0.06, 0.06, 0.06))  # noqa: E731
+    box = lambda label, x: detection((x, 0.0, 0.05), label, "blue", size=(0.1, 0.1, 0.1))  # noqa: E731
+    # "seen with it": the lamp, 0.5 m off in the same image, is seen with the box from the start.
+    other = [box("lamp", 0.9)] if case == "seen with it" else []
     for t in range(3):
-        memory.update(frame(t, [ball("ball", 0.4)]))
-    (old,) = memory.find(cls="ball")
+        memory.update(frame(t, [box("box", 0.4)] + other))
+    (old,) = memory.find(cls="box")
     gone = 17 if case != "only out of view" else 0  # frames of the table seen through where it was
     for t in range(3, 3 + gone):
         memory.update(frame(t, []))
-    t0 = 3 + gone
-    away = down_camera(2.0, 0.0)  # the first place out of this camera's image
-    for k, label in enumerate(["lamp"] + ["ball"] * 4):
-        memory.update(frame(t0 + k, [ball(label, 2.0)], pose=away))
-    balls = memory.find(cls="ball")
+    assert memory.graph.nodes[old]["status"] == ("missing" if gone else "visible")
+    t0, x = 3 + gone, (0.9 if other else 2.0)
+    pose = down_camera(x, 0.0)  # away from the box's place unless the lamp was seen with it
+    for k, label in enumerate(["lamp"] + ["box"] * 8):
+        memory.update(frame(t0 + k, [box(label, x)], pose=None if other else pose))
+    boxes = memory.find(cls="box")
     assert memory.find(cls="lamp") == []
     if case == "found missing":
-        assert balls == [old] and memory.graph.nodes[old]["position"][0] == pytest.approx(2.0, abs=0.01)
+        assert boxes == [old] and memory.graph.nodes[old]["position"][0] == pytest.approx(x, abs=0.01)
         assert memory.graph.nodes[old]["visible"] and memory.graph.nodes[old]["first_seen"] == 0
         tags = [e["tag"] for e in memory.history(old)]
         assert "missing" in tags and "merged" in tags[tags.index("missing"):]
     else:
-        assert len(balls) == 2 and memory.graph.nodes[old]["position"][0] == pytest.approx(0.4, abs=0.01)
+        assert len(boxes) == 2 and memory.graph.nodes[old]["position"][0] == pytest.approx(0.4, abs=0.01)

@@ -271,9 +271,11 @@ class Tracking(Association, LookedAt):
         kind = kind_of(new)
         if a["kind"] == kind == "object":
             self._set(node, t, "renamed", {"cls": new})
-            self._renamed.add(node)
         elif {a["kind"], kind} == {"object", "container"} and not self._holds_anything(node):
             self._set(node, t, "renamed", {"cls": new, "kind": kind})
+        else:
+            return
+        self._renamed.add(node)
 
     def _holds_anything(self, node: str) -> bool:
         return any(b["inside"] == node for n, b in self._graph.nodes(data=True) if n != node and "inside" in b)
