@@ -127,3 +127,31 @@ def test_go_as_told_recall_carries_no_colour():
     assert u._instruction("recall") == "do what you were told at the start"
     assert not u._target_rgb().any()
     env.close()
+
+
+@pytest.mark.parametrize("words", [True, False])
+def test_a_colour_word_the_namer_does_not_use_picks_by_its_name_when_the_goal_has_no_colour(words, monkeypatch):
+    """GoAsTold's recall carries no colour, so "the lime bottle" must pick by name: the namer calls lime
+    green. With a blue piece of a dumbbell also named a bottle (GoAsTold 930037 on the learned segmenter)
+    the green bottle is the one; without the word's name there was no plan at all."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner import resolver
+    from embodied.planner.planner import Planner
+    from embodied.planner.resolver import ResolutionError
+    from tests.memory_helpers import RGB, detection, frame
+
+    if not words:
+        monkeypatch.setattr(resolver, "COLOUR_WORDS", {})
+    lime = detection((0.25, 0.15, 0.12), "bottle", "yellow", size=(0.07, 0.07, 0.24))
+    lime.rgb, lime.colour = np.array((0.48, 0.76, 0.16), np.float32), "green"
+    piece = detection((0.55, -0.15, 0.06), "bottle", "blue", size=(0.03, 0.02, 0.12))
+    assert np.allclose(piece.rgb, RGB["blue"])
+    memory = SpatialMemory()
+    memory.update(frame(0, [lime, piece]))
+    goal = parse("go to the lime bottle")
+    if words:
+        plan = Planner().plan(goal, memory, target_rgb=None)
+        assert np.allclose(plan[0].xyz[:2], (0.25, 0.15), atol=0.02), plan
+    else:
+        with pytest.raises(ResolutionError, match="no lime one"):
+            Planner().plan(goal, memory, target_rgb=None)

@@ -46,7 +46,10 @@ from dataclasses import dataclass
 
 from embodied.perception.colour import COLOUR_NAMES
 
-COLOURS = frozenset(COLOUR_NAMES) | {"lime", "gray", "magenta", "violet"}
+# Colour words the perception's namer does not use, and the name it gives things of that colour (lime's hue,
+# about 90 degrees, lies in the green band).
+COLOUR_WORDS = {"lime": "green", "gray": "grey", "magenta": "pink", "violet": "purple"}
+COLOURS = frozenset(COLOUR_NAMES) | set(COLOUR_WORDS)
 STATES = ("open", "closed")
 NOUN_ALIASES = {"screen": "cue_panel", "display": "cue_panel", "panel": "cue_panel", "gray": "grey", "thing": "object"}
 OBSERVE_VERBS = ("watch", "remember", "follow", "wait", "get ready", "look")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.perception.colour import colour_distance
-from embodied.planner.grammar import Goal, GrammarError, Ref, parse
+from embodied.planner.grammar import COLOUR_WORDS, Goal, GrammarError, Ref, parse
 
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
 COLOUR_TAGS = ("recoloured", "brightened", "dimmed")
@@ -292,6 +292,9 @@ class Resolver:
             near = {n: colour_distance(self.attrs(n)["rgb"], self.target_rgb) for n in nodes}
             best = min(near.values())
             return sorted((n for n in nodes if near[n] <= best + COLOUR_SLACK), key=lambda n: (near[n], n))
+        named = [n for n in nodes if self.attrs(n).get("colour") == COLOUR_WORDS.get(colour)]
+        if named:  # without the goal's colour, the namer's name for the word (GoAsTold 930037, learned: a
+            return named  # "lime bottle" and a blue piece of a dumbbell named bottle)
         if len({self.attrs(n).get("colour") for n in nodes}) <= 1:
             return nodes
         raise ResolutionError(f"no {colour} one among {nodes}")
