@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES, kind_of
+from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
 from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
 from embodied.memory.spatial import overlap
 from embodied.perception import is_line, join_views
@@ -267,7 +267,9 @@ class Association:
         had dragged the hidden ball's cup onto the other's place (ShellGame 930004). What it covers is
         seen again when they part. One object alone is never left out (a lamp first seen in part, then
         whole: with one node of its class, the whole view had been dropped for good: ChangedObject
-        930005)."""
+        930005). Nor is a view of a plain object's class wider than FURNITURE_WIDTH kept: the object joined
+        with the furniture it stands on (a pink dumbbell and 50 cm of a shelf, GoAsTold 930020, became a
+        78 cm "dumbbell" the agent parked in front of, 26 cm off)."""
         if not dets:
             return dets
         rows = self._node_rows()
@@ -279,6 +281,8 @@ class Association:
         keep = []
         for det in dets:
             wide = det.box_max[:2] - det.box_min[:2]
+            if wide.max() > FURNITURE_WIDTH and det.label not in SIZE_CLASSES and kind_of(det.label) == "object":
+                continue
             # Its class's objects it covers, or that stand within their own width of it (a moving one's
             # node lags behind while the merged view hides it).
             near = [(lo, hi) for lo, hi in boxes.get(det.label, ())

@@ -41,6 +41,8 @@ SURFACE_CLASSES = frozenset(
         "wall",
     }
 )
+# m: a view wider than this along x or y is furniture whatever it is called (its node grows from pieces).
+FURNITURE_WIDTH = 0.5
 # Coarse size classes the geometric detector gives clusters of no recognised shape (see
 # embodied.perception.geometry.shape_class); with strict_class off they may continue any track.
 SIZE_CLASSES = frozenset({"flat", "small", "medium", "tall", "large"})
@@ -104,7 +106,8 @@ class MemoryConfig:
     drawer_pieces: bool = False
     # A camera's views of a plain object's class and colour that lie, two or more together, within its
     # remembered box are pieces of it (a block's top and side), joined before association; a view 1.5 times
-    # wider than a rigid object of its class seen 10 times, with another such beside, is both, left out.
+    # wider than a rigid object of its class seen 10 times, with another such beside, is both, left out, as
+    # is a view of a plain object's class wider than furniture (the object joined with what it stands on).
     # For a learned detector, whose regions can split an object's faces or join two objects; the
     # renderer's masks never do.
     object_pieces: bool = False

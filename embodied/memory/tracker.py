@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.association import SETTLED, Association
-from embodied.memory.config import ARTICULATED_CLASSES, RIGID_CONTAINERS, kind_of
+from embodied.memory.config import ARTICULATED_CLASSES, FURNITURE_WIDTH, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
 from embodied.memory.node_rows import NodeRows  # noqa: F401  (the type _node_rows returns)
@@ -68,7 +68,7 @@ class Tracking(Association, LookedAt):
     def _add(self, det: ObjectObservation, t: int) -> str:
         cfg = self.config
         kind = kind_of(det.label)
-        surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > 0.5)
+        surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > FURNITURE_WIDTH)
         if surface and kind == "object":
             kind = "surface"
         track = Track(surface=surface, t_obs=t, rigid=not surface and det.label not in ARTICULATED_CLASSES,
