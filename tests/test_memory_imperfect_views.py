@@ -283,33 +283,6 @@ def test_a_whole_view_of_an_object_first_seen_in_part_is_not_left_out():
 
 
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
-    """A view under 5 mm along two axes is a line (a table edge's sliver that a learned detector, on a
-    table of the block's colour, called a block), no view of a solid thing: it does not re-identify a
-    block gone from view 22 cm away (Rearrange 930002, visual=randomized, had fetched the block there
-    for the rest of the episode); without the rule it does. (A whole view there re-identifies it:
-    test_permanence_missing_occluded_and_out_of_view.)"""
-    from embodied.memory import association
-
-    if not rule:
-        monkeypatch.setattr(association, "LINE", 0.0)
-    memory = SpatialMemory()
-    for t in range(3):
-        memory.update(frame(t, [detection((0.40, 0.0, 0.02))]))
-    node = memory.find(cls="block")[0]
-    for t in range(3, 20):  # the table seen through where it was, long enough for no hand-off
-        memory.update(frame(t, []))
-    assert memory.graph.nodes[node]["status"] == "missing"
-    line = detection((0.40, 0.22, 0.0), size=(0.001, 0.026, 0.0))
-    memory.update(frame(20, [line]))
-    y = memory.graph.nodes[node]["position"][1]
-    if rule:
-        assert y == pytest.approx(0.0, abs=0.005) and memory.graph.nodes[node]["status"] == "missing"
-    else:
-        assert y == pytest.approx(0.22, abs=0.01)
-
-
-@pytest.mark.parametrize("rule", [True, False])
 def test_a_block_set_down_and_seen_with_fewer_points_is_remembered_where_it_rests(rule, monkeypatch):
     """A block lowered under a camera, then seen at rest with a third of the points (the rest hidden): a
     partial view, but one reaching 2.5 cm below the camera's last view of it, so no part of that view:
@@ -355,28 +328,3 @@ def test_a_cup_seen_in_part_while_it_slides_is_followed_by_its_whole_views():
         memory.update(frame(t, [cup(x, 0.0), cup(0.45, -0.12)]))
     assert memory.graph.nodes[slider]["position"][:2] == pytest.approx([0.45, 0.0], abs=0.01)
     assert len(memory.find(cls="cup")) == 2
-
-
-@pytest.mark.parametrize("rule", [True, False])
-def test_a_view_of_an_object_class_wider_than_furniture_is_left_out(rule, monkeypatch):
-    """A learned detector's region joining a pink dumbbell with 50 cm of the shelf under it, named a
-    dumbbell, 78 cm wide: no plain object is that wide, so the view is left out and the dumbbell's own
-    views make its node (GoAsTold 930020: the 78 cm node sent the agent 26 cm off the dumbbell). Furniture
-    that wide is kept; without the rule the wide view makes the dumbbell's node."""
-    from embodied.memory import MemoryConfig, association
-
-    if not rule:
-        monkeypatch.setattr(association, "FURNITURE_WIDTH", np.inf)
-    memory = SpatialMemory(MemoryConfig(class_votes=True, object_pieces=True))
-    joined = detection((0.30, 0.0, 0.06), "dumbbell", "red", size=(0.78, 0.2, 0.12))
-    shelf = detection((0.30, 0.4, 0.2), "shelf", "brown", size=(1.2, 0.35, 0.4), bottom=0.0)
-    memory.update(frame(0, [joined, shelf]))
-    for t in range(1, 4):
-        memory.update(frame(t, [detection((0.56, 0.0, 0.06), "dumbbell", "red", size=(0.25, 0.18, 0.12))]))
-    assert memory.find(cls="shelf")
-    (node,) = memory.find(cls="dumbbell")
-    x = memory.graph.nodes[node]["position"][0]
-    if rule:
-        assert x == pytest.approx(0.56, abs=0.01) and memory.graph.nodes[node]["kind"] == "object"
-    else:
-        assert x < 0.45

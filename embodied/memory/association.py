@@ -309,7 +309,7 @@ class Association:
     def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
         """Re-identification at any distance for the detections left unmatched: an unseen node of the
         same class and colour, those known to have left their place (missing, hidden) first, then the
-        nearest to the detection. Not for a detection on ground no camera had looked at before: an
+        nearest to the detection; one merely out of view only within ``reid_out_of_view_reach``. Not for a detection on ground no camera had looked at before: an
         object found on new ground is a discovery (the tenth white mug of the house), not a known one
         that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
         the better explanation (the hand-off merge joins them once every camera is in). Never a part on a
@@ -361,6 +361,10 @@ class Association:
             if not len(cand):
                 continue
             d = np.linalg.norm(centres[cand] - det.center, axis=1)
+            near = (rank[cand] == 0) | (d <= cfg.reid_out_of_view_reach)
+            cand, d = cand[near], d[near]
+            if not len(cand):
+                continue
             j = cand[np.lexsort((d, rank[cand]))[0]]
             match[i] = nodes[j]
             taken_here.add(nodes[j])

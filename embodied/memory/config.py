@@ -77,6 +77,10 @@ class MemoryConfig:
     handoff_steps: int = 3
     handoff_gate: float = 0.5  # m
     reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
+    # m: ... but one merely out of view, not found missing, only this near its remembered place. For a
+    # learned detector, whose stray views of furniture take objects' names: a one-frame "lamp" 4.8 m off
+    # had taken the lamp's node, and the agent drove there (ObjectRevisit 930043).
+    reid_out_of_view_reach: float = float("inf")
     colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
     # Re-identification at any distance under another colour name: the two looks may differ in brightness
     # by at most this factor (a room's light, not 14x: a white vase seen dim, named grey, is no black vase,
