@@ -55,4 +55,4 @@ class AgentConfig:
                             strict_class=mode != "geometric", row_slide=mode == "geometric",
                             new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned,
                             object_pieces=learned,
-                            reid_out_of_view_reach=OUT_OF_VIEW_REACH if learned else float("inf"))
+                            reid_out_of_view_reach=OUT_OF_VIEW_REACH if learned else None)

@@ -32,6 +32,7 @@ FIXTURES = HOUSING_CLASSES | {"drawer", "button", "switch"}  # classes no size-c
 LIT = ("button", "switch")  # fixtures that light up: lit, a detector may name them otherwise
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
+MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
 REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
@@ -309,7 +310,8 @@ class Association:
     def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
         """Re-identification at any distance for the detections left unmatched: an unseen node of the
         same class and colour, those known to have left their place (missing, hidden) first, then the
-        nearest to the detection; one merely out of view only within ``reid_out_of_view_reach``. Not for a detection on ground no camera had looked at before: an
+        nearest to the detection; one merely out of view, lost at rest, only within
+        ``reid_out_of_view_reach`` (one lost in motion, carried out of view, may be anywhere). Not for a detection on ground no camera had looked at before: an
         object found on new ground is a discovery (the tenth white mug of the house), not a known one
         that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
         the better explanation (the hand-off merge joins them once every camera is in). Never a part on a
@@ -347,6 +349,7 @@ class Association:
         sized = np.isin(cls, list(SIZE_CLASSES))
         rgb = np.array(rgb, dtype=np.float64).reshape(-1, 3)
         centres = (rows.lo + rows.hi) / 2 + rows.velocity * self._ahead(tracks)[:, None]
+        in_motion = np.abs(rows.velocity).max(axis=1) > MOVING  # lost in motion: no known place to stay near
         for i in todo:
             det = dets[i]
             ok = (cls == det.label) | (sized & (not cfg.strict_class and det.label in SIZE_CLASSES))
@@ -361,10 +364,11 @@ class Association:
             if not len(cand):
                 continue
             d = np.linalg.norm(centres[cand] - det.center, axis=1)
-            near = (rank[cand] == 0) | (d <= cfg.reid_out_of_view_reach)
-            cand, d = cand[near], d[near]
-            if not len(cand):
-                continue
+            if cfg.reid_out_of_view_reach is not None:
+                near = (rank[cand] == 0) | (d <= cfg.reid_out_of_view_reach) | in_motion[cand]
+                cand, d = cand[near], d[near]
+                if not len(cand):
+                    continue
             j = cand[np.lexsort((d, rank[cand]))[0]]
             match[i] = nodes[j]
             taken_here.add(nodes[j])

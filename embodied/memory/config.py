@@ -77,10 +77,11 @@ class MemoryConfig:
     handoff_steps: int = 3
     handoff_gate: float = 0.5  # m
     reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
-    # m: ... but one merely out of view, not found missing, only this near its remembered place. For a
-    # learned detector, whose stray views of furniture take objects' names: a one-frame "lamp" 4.8 m off
-    # had taken the lamp's node, and the agent drove there (ObjectRevisit 930043).
-    reid_out_of_view_reach: float = float("inf")
+    # m: ... but one merely out of view (lost at rest, not found missing) only this near its remembered
+    # place. For a learned detector, whose stray views of furniture take objects' names: a one-frame
+    # "lamp" 4.8 m off had taken the lamp's node, and the agent drove there (ObjectRevisit 930043). None:
+    # any distance.
+    reid_out_of_view_reach: float | None = None
     colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
     # Re-identification at any distance under another colour name: the two looks may differ in brightness
     # by at most this factor (a room's light, not 14x: a white vase seen dim, named grey, is no black vase,
@@ -160,3 +161,5 @@ class MemoryConfig:
             raise ValueError(f"min_overlap must be in (0, 1], got {self.min_overlap}")
         if self.assoc_voxel <= 0 or self.move_gate <= 0 or self.keyframe_every < 1 or self.min_sightings < 1:
             raise ValueError("assoc_voxel and move_gate must be > 0, keyframe_every and min_sightings >= 1")
+        if self.reid_out_of_view_reach is not None and not self.reid_out_of_view_reach >= 0:
+            raise ValueError(f"reid_out_of_view_reach must be None or >= 0 m, got {self.reid_out_of_view_reach}")

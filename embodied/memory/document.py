@@ -56,6 +56,9 @@ def _config(d: Any) -> None:
                 raise ValueError(f"{where}: {value!r} is negative")
         elif isinstance(default, str):
             check_value(value, "str", where)
+        elif default is None and value is not None:  # an optional distance (None: no limit)
+            if finite(value, where) < 0:
+                raise ValueError(f"{where}: {value!r} is negative")
 
 
 def check_document(doc: dict) -> None:

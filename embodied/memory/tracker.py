@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.association import SETTLED, Association
+from embodied.memory.association import MOVING, SETTLED, Association
 from embodied.memory.config import ARTICULATED_CLASSES, FURNITURE_WIDTH, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
@@ -19,7 +19,6 @@ from embodied.perception.colour import colour_distance, colour_name
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
-MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion
 
 
 def _vec(a) -> tuple[float, float, float]:
