@@ -40,7 +40,7 @@ def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
 
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_view_of_an_object_class_wider_than_furniture_is_left_out(rule, monkeypatch):
-    """A learned detector's region joining a pink dumbbell with 50 cm of the shelf under it, named a
+    """A learned detector's region joining a pink dumbbell with 50 cm of the bed under it, named a
     dumbbell, 78 cm wide: no plain object is that wide, so the view is left out and the dumbbell's own
     views make its node (GoAsTold 930020: the 78 cm node sent the agent 26 cm off the dumbbell). Furniture
     that wide is kept; without the rule the wide view makes the dumbbell's node."""

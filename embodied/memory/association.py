@@ -269,7 +269,7 @@ class Association:
         seen again when they part. One object alone is never left out (a lamp first seen in part, then
         whole: with one node of its class, the whole view had been dropped for good: ChangedObject
         930005). Nor is a view of a plain object's class wider than FURNITURE_WIDTH kept: the object joined
-        with the furniture it stands on (a pink dumbbell and 50 cm of a shelf, GoAsTold 930020, became a
+        with the furniture it stands on (a pink dumbbell and 50 cm of the bed under it, GoAsTold 930020, became a
         78 cm "dumbbell" the agent parked in front of, 26 cm off)."""
         if not dets:
             return dets

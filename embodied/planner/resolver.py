@@ -108,9 +108,16 @@ class Resolver:
         # A container deleted since, or only glimpsed (a detector's stray piece: tentative), holds nothing.
         holds = lambda c: c in self.memory.graph and not self.memory.tentative(c)  # noqa: E731
         inside = [c for c in where["in"] if holds(c)]
+        recorded = self.attrs(node).get("inside", "") or ""
         if inside:
-            return inside[0]
-        inside = self.attrs(node).get("inside", "") or ""
+            # Two containers' boxes may both take it in (a drawer seen merged with its neighbour reaches
+            # over the next one's tray): the one memory saw it go into, else the nearest (StashAndFetch
+            # 930056, learned: the neighbour was opened, which ends the episode).
+            if recorded in inside:
+                return recorded
+            p = self.position(node)[:2]
+            return min(inside, key=lambda c: (float(np.linalg.norm(self.position(c)[:2] - p)), c))
+        inside = recorded
         inside = inside if holds(inside) else ""
         if inside or where["visible"] or where["held"]:
             return inside
@@ -337,11 +344,11 @@ class Resolver:
     def _holding(self, nodes: list[str], inner_ref: Ref) -> list[str]:
         inner = self.resolve(inner_ref)[0]
         inside = [n for n in nodes if inner in self.memory.objects_in(n)]
+        holder = self.holder(inner)
+        if holder in nodes and (not inside or holder in inside):
+            return [holder] + [n for n in inside if n != holder]  # of several, the one holder() names
         if inside:
             return inside
-        holder = self.holder(inner)
-        if holder in nodes:
-            return [holder]
         # Not remembered inside anything: the candidate nearest to where it was last seen.
         p = self.position(inner)[:2]
         return sorted(nodes, key=lambda n: float(np.linalg.norm(self.position(n)[:2] - p)))
