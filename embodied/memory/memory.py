@@ -37,6 +37,7 @@ from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
+from embodied.memory.rejoin import Rejoining
 from embodied.memory.room_nodes import RoomTracking
 from embodied.memory.spatial import relations
 from embodied.memory.node_rows import HolderMemo, NodeRows
@@ -46,7 +47,7 @@ from embodied.perception.colour import same_colour
 from embodied.perception.types import Frame
 
 
-class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTracking, Queries):
+class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking, RoomTracking, Queries):
     """Scene graph + event log, fed one perception :class:`Frame` at a time."""
 
     def __init__(self, config: MemoryConfig | None = None, **knobs):
@@ -65,7 +66,7 @@ class SpatialMemory(Tracking, Articulation, Permanence, AgentTracking, RoomTrack
         self.current_place = ""
         self._edges_dirty = False
         self._parts_dirty: set[str] = set()
-        self._renamed: set[str] = set()  # nodes renamed by their class votes this frame (Permanence._rejoin_renamed)
+        self._renamed: set[str] = set()  # nodes renamed by their class votes this frame (Rejoining._rejoin_renamed)
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
         self._frame_dets: dict[str, list] = {}  # the current frame's detections by camera (Association)
         self.changed: set[str] = set()
