@@ -124,6 +124,41 @@ def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces):
         assert after != before
 
 
+@pytest.mark.parametrize("carve", [True, False])
+def test_a_housing_seen_as_one_with_its_pulled_out_drawer_does_not_swallow_it(carve, monkeypatch):
+    """One wrist frame shows a drawer pulled 12 cm out and its cabinet as one cabinet view (HiddenObject
+    930067 on the learned segmenter). With ``drawer_pieces`` the view is cut clear of the drawer before the
+    housing grows by it, and the drawer, seen pulled on, stays open. Without the cut the housing
+    reaches the drawer's front: the drawer never sticks out of it again and is judged closed."""
+    from embodied.memory.memory import SpatialMemory as Memory
+
+    if not carve:
+        monkeypatch.setattr(Memory, "_carve_drawers_from_housings", lambda self, dets: dets)
+    memory = SpatialMemory(drawer_pieces=True)
+    ys = (-0.19, 0.0)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    shut = [detection((0.55, y, 0.04), "drawer", "yellow", (0.06, 0.16, 0.07)) for y in ys]
+    pulled = detection((0.49, 0.0, 0.04), "drawer", "yellow", (0.18, 0.16, 0.07))  # x 0.40-0.58
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *shut]))
+    for t in range(3, 7):
+        memory.update(frame(t, [*cabs, shut[0], pulled]))
+    node = max(memory.find(cls="drawer"), key=lambda n: memory.graph.nodes[n]["position"][1])
+    assert memory.graph.nodes[node]["state"] == "open"
+    joined = detection((0.61, 0.0, 0.045), "cabinet", "grey", (0.42, 0.18, 0.09))  # x 0.40-0.82
+    memory.update(frame(7, [cabs[0], shut[0], joined]))
+    further = detection((0.48, 0.0, 0.04), "drawer", "yellow", (0.20, 0.16, 0.07))  # pulled on: x 0.38-0.58
+    for t in range(8, 11):
+        memory.update(frame(t, [*cabs, shut[0], further]))
+    housing = min(memory.find(cls="cabinet"), key=lambda n: abs(memory.graph.nodes[n]["position"][1]))
+    if carve:
+        assert memory.tracks[housing].box_min[0] == pytest.approx(0.58, abs=0.01)
+        assert memory.graph.nodes[node]["state"] == "open"
+    else:
+        assert memory.tracks[housing].box_min[0] < 0.45
+        assert memory.graph.nodes[node]["state"] == "closed"
+
+
 def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
     """The wrist camera close over a row shows a 20-pixel sliver of a drawer's edge, cut by the image's
     border, 13 cm across the middle drawer's slide, while that drawer is hidden by the arm (HiddenObject

@@ -8,6 +8,8 @@ parts of its row; which way it slides out is voted over the frames and over the 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES
@@ -245,6 +247,40 @@ class Articulation:
             return dets
         joined = {g[0]: join_views([dets[i] for i in g]) for g in groups}
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
+
+    def _carve_drawers_from_housings(self, dets: list) -> list:
+        """``dets`` with each housing view cut clear of the remembered drawers it takes in (over BLOB_COVER
+        of a drawer's footprint, the drawer the smaller): its points within the drawer's box grown by
+        LOOKALIKE_SLACK are left out, and a view with none left goes. A learned detector can see a
+        pulled-out drawer and its cabinet as one cabinet; grown by that view, the housing reached the
+        drawer's front, and the drawer, pulled open to its stop, never seemed to stick out of it again: the
+        plan kept opening the open drawer (HiddenObject 930067). Part of ``drawer_pieces``."""
+        housings = [i for i, d in enumerate(dets) if d.label in HOUSING_CLASSES]
+        drawers = [self.tracks[n] for n in self._find(cls="drawer")]
+        if not housings or not drawers:
+            return dets
+        out = list(dets)
+        for i in housings:
+            d = out[i]
+            view = float(np.prod(np.maximum(d.box_max[:2] - d.box_min[:2], 1e-3)))
+            keep = np.ones(len(d.points), bool)
+            for tr in drawers:
+                foot = float(np.prod(np.maximum(tr.box_max[:2] - tr.box_min[:2], 1e-3)))
+                inner = np.clip(np.minimum(d.box_max[:2], tr.box_max[:2]) - np.maximum(d.box_min[:2], tr.box_min[:2]),
+                                0, None)
+                if foot < view and np.prod(inner) >= BLOB_COVER * foot:
+                    lo, hi = tr.box_min[:2] - LOOKALIKE_SLACK, tr.box_max[:2] + LOOKALIKE_SLACK
+                    keep &= ~np.all((d.points[:, :2] >= lo) & (d.points[:, :2] <= hi), axis=1)
+            if keep.all():
+                continue
+            if not keep.any():
+                out[i] = None
+                continue
+            pts = d.points[keep]
+            out[i] = dataclasses.replace(d, points=pts, centroid=pts.mean(0).astype(np.float64),
+                                         box_min=pts.min(0).astype(np.float64), box_max=pts.max(0).astype(np.float64),
+                                         n_points=max(1, round(d.n_points * keep.mean())))
+        return [d for d in out if d is not None]
 
     def _drop_drawer_lookalikes(self, dets: list) -> list:
         """``dets`` without the views of no recognised shape (a size class) that lie in a drawer's space, in

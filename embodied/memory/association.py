@@ -308,17 +308,16 @@ class Association:
         return bool(det.box_max[k] < track.box_min[k] - LANE_SLACK or det.box_min[k] > track.box_max[k] + LANE_SLACK)
 
     def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
-        """Re-identification at any distance for the detections left unmatched: an unseen node of the
-        same class and colour, those known to have left their place (missing, hidden) first, then the
-        nearest to the detection; one merely out of view, lost at rest, only within
-        ``reid_out_of_view_reach`` (one lost in motion, carried out of view, may be anywhere). Not for a detection on ground no camera had looked at before: an
-        object found on new ground is a discovery (the tenth white mug of the house), not a known one
-        that moved there unseen. Nor while a look-alike lost from view a moment ago is close by: that is
-        the better explanation (the hand-off merge joins them once every camera is in). Never a part on a
-        joint (a drawer, a button): it cannot leave its place, where association finds it (a 20-pixel
-        sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways: HiddenObject 920008). Nor
-        a view that is a line, under 5 mm along two axes: no view of a solid thing (a pink table's edge,
-        a 26 mm line at table height, had taken the pink block hidden under a cup 22 cm off, and the block
+        """Re-identification at any distance for the detections left unmatched: an unseen node of the same class and
+        colour, those known to have left their place (missing, hidden) first, then the nearest to the detection; one
+        merely out of view, lost at rest, only within ``reid_out_of_view_reach`` (one lost in motion, carried out of
+        view, may be anywhere). Not for a detection on ground no camera had looked at before: an object found on new
+        ground is a discovery (the tenth white mug of the house), not a known one that moved there unseen. Nor while a
+        look-alike lost from view a moment ago is close by: that is the better explanation (the hand-off merge joins
+        them once every camera is in). Never a part on a joint (a drawer, a button): it cannot leave its place, where
+        association finds it (a 20-pixel sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways:
+        HiddenObject 920008). Nor a view that is a line, under 5 mm along two axes: no view of a solid thing (a pink
+        table's edge, a 26 mm line at table height, had taken the pink block hidden under a cup 22 cm off, and the block
         was fetched there for the rest of the episode: Rearrange 930002, visual=randomized)."""
         cfg = self.config
         todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)
