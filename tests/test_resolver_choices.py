@@ -30,12 +30,14 @@ def test_the_object_that_was_moved_is_not_one_that_came_back(monkeypatch):
     assert Resolver(memory).resolve(ref)[0] != red_node
 
 
+@pytest.mark.parametrize("hidden", [False, True])
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_glimpse_far_off_does_not_make_the_object_that_was_moved(rule, monkeypatch):
+def test_a_glimpse_far_off_does_not_make_the_object_that_was_moved(rule, hidden, monkeypatch):
     """A red block carried 12 cm in view is "the object that was moved", not the blue block whose node a
     one-frame look-alike 2.7 m off re-identified while it was out of view (a learned detector's "cyan
-    book" on cyan furniture, ChangedObject 930007 in the randomized look). Without the glimpse rule the
-    blue block, "moved" farthest, is taken."""
+    book" on cyan furniture, ChangedObject 930007 in the randomized look), nor when memory then holds it
+    hidden in the box there, sunk to the box's floor (an "orange book" over a box 6 m off, ChangedObject
+    930057, learned). Without the glimpse rule the blue block, "moved" farthest, is taken."""
     from embodied.memory import SpatialMemory
     from embodied.planner.resolver import Resolver
     from tests.memory_helpers import detection, down_camera, frame
@@ -51,11 +53,16 @@ def test_a_glimpse_far_off_does_not_make_the_object_that_was_moved(rule, monkeyp
         memory.update(frame(t, [detection(home, colour="blue"), detection(red, colour="red")]))
         t += 1
     memory.update(frame(t, [], pose=elsewhere))  # both blocks out of view
-    glimpse = detection((3.0, 0.1, 0.02), colour="blue")
-    memory.update(frame(t + 1, [glimpse], pose=away))
+    glimpse = detection((3.0, 0.1, 0.08 if hidden else 0.02), colour="blue")
+    box = [detection((3.0, 0.1, 0.0), "box", "brown", (0.2, 0.2, 0.1), bottom=0.0)] if hidden else []
+    memory.update(frame(t + 1, [glimpse, *box], pose=away))
     (blue_node,) = [n for n in memory.find(cls="block") if memory.graph.nodes[n]["colour"] == "blue"]
     assert memory.graph.nodes[blue_node]["position"][0] == pytest.approx(3.0, abs=0.01), "re-identified there"
-    memory.update(frame(t + 2, [], pose=elsewhere))
+    if hidden:
+        memory.update(frame(t + 2, box, pose=away))
+        assert memory.graph.nodes[blue_node]["status"] == "hidden", "held in the box"
+        assert memory.graph.nodes[blue_node]["position"][2] < 0.06, "sunk to the box's floor, after the glimpse"
+    memory.update(frame(t + 3, [], pose=elsewhere))
     (red_node,) = [n for n in memory.find(cls="block") if memory.graph.nodes[n]["colour"] == "red"]
     first = Resolver(memory).resolve(parse("go to the object that was moved").ref)[0]
     assert first == (red_node if rule else blue_node)

@@ -250,18 +250,26 @@ class Resolver:
 
     def _glimpses(self, node: str) -> list[tuple[int, int]]:
         """[first, past-last) steps of each sighting after time unseen, at a new place, that lasted under
-        ``SETTLED`` steps: a glimpse, no place the object went. (A learned detector's one-frame "cyan
-        book" 5.7 m from the cyan book, out of view, had taken its node there, and the book outranked the
-        ball the hand had carried: ChangedObject 930007, visual=randomized.)"""
-        spans, start = [], None
+        ``SETTLED`` steps, up to the next sighting: a glimpse, and where memory put the object unseen after
+        it, are no place the object went. (A learned detector's one-frame "cyan book" 5.7 m from the cyan
+        book, out of view, had taken its node there, and the book outranked the ball the hand had carried:
+        ChangedObject 930007, visual=randomized; a one-frame "orange book" 6 m off, then held hidden in the
+        box under it, outranked the lamp carried 2.4 m: ChangedObject 930057, learned.)"""
+        spans, start, glimpse = [], None, None
         for e in self.memory.history(node):
             status = e["data"].get("status")
-            if start is None and status == "visible" and e["tag"] == "seen" and "position" in e["data"]:
+            sighting = status == "visible" and e["tag"] == "seen"
+            if glimpse is not None and sighting:
+                spans.append((glimpse, e["t"]))
+                glimpse = None
+            if start is None and glimpse is None and sighting and "position" in e["data"]:
                 start = e["t"]
             elif start is not None and status not in (None, "visible"):
                 if e["t"] - start < SETTLED:
-                    spans.append((start, e["t"]))
+                    glimpse = start
                 start = None
+        if glimpse is not None:
+            spans.append((glimpse, self.memory.t + 1))
         return spans
 
     def _gone(self, nodes: list[str]) -> list[str]:
