@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.perception.colour import colour_distance
+from embodied.planner.gone import rank_gone
 from embodied.planner.grammar import COLOUR_WORDS, Goal, GrammarError, Ref, parse
 
 # Event tags of a colour change (see the memory's tracker): a new colour name, a light on / off.
@@ -23,7 +24,6 @@ DISPLACED = 0.03  # m from where first seen: an object this far off was moved, n
 RETURNED = 0.25  # an object now nearer where it was first seen than this share of its farthest move came back
 HIDDEN_NEAR = 0.1  # m: an unseen object this close to a container is taken to be in it
 ON_SLACK = 0.03  # m past a support's half-width that still counts as standing on it
-LOOK_GAP = 100  # steps between two misses of a node that make them two looks, not one
 # colour_distance past the nearest node's within which a node still has the goal's colour (the palette's
 # colours are 0.28 or more apart; one object's views differ by a few hundredths)
 COLOUR_SLACK = 0.12
@@ -273,33 +273,11 @@ class Resolver:
         return spans
 
     def _gone(self, nodes: list[str]) -> list[str]:
-        """The nodes memory found missing (it looked where one should be and saw through) and never
-        saw again after: the one found missing on the most separate looks since last seen first (misses
-        more than ``LOOK_GAP`` steps apart; one look flickers between missing and occluded, and a flat or
-        far object can seem seen through once), then the one held missing the most steps (a look that
-        stays on the emptied spot sees through it frame after frame; a detector that only now and then
-        misses an object flickers between missing and unseen: VanishedObject 930019, learned), then the
-        one whose first miss came longest after its last sighting (the robot came back to look; a miss on
-        the very next frame is weaker evidence, an object slipping out at the view's edge), then the
-        latest. A node missed once and seen later (a glance through a gap) does not count."""
-        score = {}
-        for n in nodes:
-            seen = self.memory.last_seen(n)
-            missed = [t for t in self.memory.when("missing", n) if t > seen]
-            if missed:
-                looks = 1 + sum(b - a > LOOK_GAP for a, b in zip(missed, missed[1:]))
-                score[n] = (looks, self._steps_missing(n, seen), min(missed) - seen, max(missed))
-        if not score:
+        """The nodes memory found missing, ranked as evidence that they left (``gone.rank_gone``)."""
+        ranked = rank_gone(self.memory, nodes)
+        if not ranked:
             raise ResolutionError(f"memory saw none of {nodes} go missing")
-        return sorted(score, key=lambda n: (-score[n][0], -score[n][1], -score[n][2], -score[n][3], n))
-
-    def _steps_missing(self, node: str, since: int) -> int:
-        """Steps after ``since`` that memory held ``node`` missing (from its status events to the next one,
-        the last to memory's present)."""
-        changes = [(e["t"], e["data"]["status"]) for e in self.memory.history(node)
-                   if e["t"] > since and "status" in e["data"]]
-        ends = [t for t, _ in changes[1:]] + [max(self.memory.t, changes[-1][0] if changes else since)]
-        return sum(end - t for (t, status), end in zip(changes, ends) if status == "missing")
+        return ranked
 
     def _first_on(self, nodes: list[str], support_ref: Ref) -> list[str]:
         """The nodes ranked by how near where memory first saw them is to the support (in xy): the
