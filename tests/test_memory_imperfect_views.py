@@ -159,6 +159,55 @@ def test_a_housing_seen_as_one_with_its_pulled_out_drawer_does_not_swallow_it(ca
         assert memory.graph.nodes[node]["state"] == "closed"
 
 
+@pytest.mark.parametrize("carve", [True, False])
+def test_a_drawer_seen_as_one_with_the_block_before_it_keeps_its_front(carve, monkeypatch):
+    """A drawer pulled 15 cm out stops 2 cm short of a block on the table; the scene camera's learned
+    segmenter sees the block as part of the drawer, the wrist camera sees both apart (StashAndFetch 930086:
+    a cyan block, a blue drawer). With ``drawer_pieces`` the scene's drawer view is cut clear of the block
+    memory saw last frame before it grows the drawer: its front stays where it is, so the spot "in the open
+    drawer" stays behind it. Without the cut the front comes 6 cm out to the block's far side."""
+    import dataclasses
+
+    from embodied.memory.memory import SpatialMemory as Memory
+    from tests.memory_helpers import Frame, down_camera, view
+
+    if not carve:
+        monkeypatch.setattr(Memory, "_carve_objects_from_drawers", lambda self, dets: dets)
+    memory = SpatialMemory(drawer_pieces=True)
+
+    def both_cameras(t, scene, wrist):
+        for d in wrist:
+            d.camera = "wrist"
+        dets = [*scene, *wrist]
+        for d in dets:
+            d.t = t
+        pts = [d.points.astype(float) for d in dets]
+        return Frame(t, dets, [view(down_camera(), pts, name="top"), view(down_camera(), pts, name="wrist")])
+
+    ys = (-0.19, 0.0)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    shut = [detection((0.55, y, 0.04), "drawer", "blue", (0.06, 0.16, 0.07)) for y in ys]
+    block = lambda: detection((0.34, -0.02, 0.02), "block", "red")  # noqa: E731  x 0.32-0.36
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *shut, block()]))
+    pulled = lambda: detection((0.47, 0.0, 0.04), "drawer", "blue", (0.18, 0.16, 0.07))  # noqa: E731  x 0.38-0.56
+    for t in range(3, 7):
+        memory.update(frame(t, [*cabs, shut[0], pulled(), block()]))
+    node = max(memory.find(cls="drawer"), key=lambda n: memory.graph.nodes[n]["position"][1])
+    assert memory.tracks[node].box_min[0] == pytest.approx(0.38, abs=0.01)
+    drawer, cube = pulled(), block()
+    pts = np.concatenate([drawer.points, cube.points])  # the drawer's view took in the block's pixels: x 0.32-0.56
+    with_block = dataclasses.replace(drawer, points=pts, centroid=pts.mean(0), box_min=pts.min(0), box_max=pts.max(0),
+                                     n_points=drawer.n_points + cube.n_points)
+    for t in range(7, 11):
+        memory.update(both_cameras(t, [*cabs, shut[0], with_block], [pulled(), block()]))
+    assert len(memory.find(cls="block")) == 1
+    if carve:
+        assert memory.tracks[node].box_min[0] == pytest.approx(0.38, abs=0.015)
+    else:
+        assert memory.tracks[node].box_min[0] < 0.34
+
+
 def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
     """The wrist camera close over a row shows a 20-pixel sliver of a drawer's edge, cut by the image's
     border, 13 cm across the middle drawer's slide, while that drawer is hidden by the arm (HiddenObject

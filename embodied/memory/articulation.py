@@ -8,10 +8,9 @@ parts of its row; which way it slides out is voted over the frames and over the 
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
+from embodied.memory.carve import drawers_clear_of_objects, housings_clear_of_drawers
 from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES
 
 FIXTURE_CLASSES = HOUSING_CLASSES | {"drawer"}
@@ -28,6 +27,7 @@ PULL_REACH = 0.25  # m: a drawer pulled out this far still slides out of its hou
 # m around a drawer's box (its node may be its handle strip, 2/3 of its front): a size-class view in its
 # colour there is of it
 LOOKALIKE_SLACK = 0.04
+OBJECT_SLACK = 0.01  # m around a remembered object's box: a drawer view's points there are the object's
 BLOB_COVER = 0.5  # a size-class view wider than BLOB_WIDE (m; two blocks) covering this share of a drawer's
 BLOB_WIDE = 0.08  # or a housing's footprint is furniture
 TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its top (5 mm above), is its top plate
@@ -249,38 +249,26 @@ class Articulation:
         return [joined.get(i, d) for i, d in enumerate(dets) if i not in taken or i in joined]
 
     def _carve_drawers_from_housings(self, dets: list) -> list:
-        """``dets`` with each housing view cut clear of the remembered drawers it takes in (over BLOB_COVER
-        of a drawer's footprint, the drawer the smaller): its points within the drawer's box grown by
-        LOOKALIKE_SLACK are left out, and a view with none left goes. A learned detector can see a
-        pulled-out drawer and its cabinet as one cabinet; grown by that view, the housing reached the
-        drawer's front, and the drawer, pulled open to its stop, never seemed to stick out of it again: the
-        plan kept opening the open drawer (HiddenObject 930067). Part of ``drawer_pieces``."""
-        housings = [i for i, d in enumerate(dets) if d.label in HOUSING_CLASSES]
-        drawers = [self.tracks[n] for n in self._find(cls="drawer")]
-        if not housings or not drawers:
+        """``dets`` with each housing view cut clear of the remembered drawers it takes in
+        (``carve.housings_clear_of_drawers``). A learned detector can see a pulled-out drawer and its
+        cabinet as one cabinet; grown by that view, the housing reached the drawer's front, and the drawer,
+        pulled open to its stop, never seemed to stick out of it again: the plan kept opening the open
+        drawer (HiddenObject 930067). Part of ``drawer_pieces``."""
+        drawers = [(self.tracks[n].box_min, self.tracks[n].box_max) for n in self._find(cls="drawer")]
+        return housings_clear_of_drawers(dets, drawers, HOUSING_CLASSES, BLOB_COVER, LOOKALIKE_SLACK)
+
+    def _carve_objects_from_drawers(self, dets: list) -> list:
+        """``dets`` with each drawer view cut clear of the plain objects memory saw last frame, not held and
+        in no container (``carve.drawers_clear_of_objects``). A learned detector saw a cyan block just in
+        front of a blue drawer pulled open as part of the drawer; the drawer's front grew 5 cm towards the
+        robot, and the block set "into the open drawer" behind that front came down on the real front
+        (StashAndFetch 930086). Part of ``drawer_pieces``."""
+        if not any(d.label == "drawer" for d in dets):
             return dets
-        out = list(dets)
-        for i in housings:
-            d = out[i]
-            view = float(np.prod(np.maximum(d.box_max[:2] - d.box_min[:2], 1e-3)))
-            keep = np.ones(len(d.points), bool)
-            for tr in drawers:
-                foot = float(np.prod(np.maximum(tr.box_max[:2] - tr.box_min[:2], 1e-3)))
-                inner = np.clip(np.minimum(d.box_max[:2], tr.box_max[:2]) - np.maximum(d.box_min[:2], tr.box_min[:2]),
-                                0, None)
-                if foot < view and np.prod(inner) >= BLOB_COVER * foot:
-                    lo, hi = tr.box_min[:2] - LOOKALIKE_SLACK, tr.box_max[:2] + LOOKALIKE_SLACK
-                    keep &= ~np.all((d.points[:, :2] >= lo) & (d.points[:, :2] <= hi), axis=1)
-            if keep.all():
-                continue
-            if not keep.any():
-                out[i] = None
-                continue
-            pts = d.points[keep]
-            out[i] = dataclasses.replace(d, points=pts, centroid=pts.mean(0).astype(np.float64),
-                                         box_min=pts.min(0).astype(np.float64), box_max=pts.max(0).astype(np.float64),
-                                         n_points=max(1, round(d.n_points * keep.mean())))
-        return [d for d in out if d is not None]
+        objects = [(self.tracks[n].box_min, self.tracks[n].box_max) for n in self._find(kind="object")
+                   if self.graph.nodes[n].get("last_seen", -1) >= self.t - 1
+                   and not self.graph.nodes[n].get("held") and not self.graph.nodes[n].get("inside")]
+        return drawers_clear_of_objects(dets, objects, OBJECT_SLACK)
 
     def _drop_drawer_lookalikes(self, dets: list) -> list:
         """``dets`` without the views of no recognised shape (a size class) that lie in a drawer's space, in
