@@ -58,6 +58,9 @@ class Articulation:
             top = float(track.box_max[2])
             if "top" not in rest or not self._hand_over(track):
                 rest["top"] = max(rest.get("top", top), top)
+                # Its footprint as last seen with no hand over it, for ``_touch``: the fingers on the cap
+                # hide most of it.
+                (rest["x0"], rest["y0"]), (rest["x1"], rest["y1"]) = track.box_min[:2], track.box_max[:2]
             state = "pressed" if top < rest["top"] - cfg.button_press_delta else "released"
         else:
             if self._reaching_in(track):
