@@ -3,7 +3,7 @@
     ranked = rank_gone(memory, nodes)     # "the object that disappeared", best first
 
 Reads memory's public queries only (``last_seen``, ``when``, ``history``, ``where_is``, ``t``) and the
-node attributes of ``memory.graph`` (kind, class, colour).
+node attributes of ``memory.graph`` (kind, colour).
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ TWIN_NEAR = 0.3
 
 def rank_gone(memory, nodes: list[str]) -> list[str]:
     """The nodes memory found missing (it looked where one should be and saw through) and never saw again
-    after, best first. A node whose twin (``twin_seen_after``: the same colour, 30 cm or nearer) was seen after its first miss ranks after
-    every other: the object still stood there, shown as another node. Then the one found missing on the most
-    separate looks since last seen (misses more than ``LOOK_GAP`` steps apart; one look flickers between
-    missing and occluded, and a flat or far object can seem seen through once), then the one held missing the
-    most steps (a look that stays on the emptied spot sees through it frame after frame; a detector that only
-    now and then misses an object flickers between missing and unseen: VanishedObject 930019, learned), then
-    the one whose first miss came longest after its last sighting (the robot came back to look; a miss on the
-    very next frame is weaker evidence, an object slipping out at the view's edge), then the latest. A node
-    missed once and seen later (a glance through a gap) does not count: none missed gives []."""
+    after, best first. A node whose twin (``twin_seen_after``: an object of its colour 30 cm or nearer) was
+    seen after its first miss ranks after every other: the object still stood there, shown as another node.
+    Then the one found missing on the most separate looks since last seen (misses more than ``LOOK_GAP`` steps
+    apart; one look flickers between missing and occluded, and a flat or far object can seem seen through
+    once), then the one held missing the most steps (a look that stays on the emptied spot sees through it
+    frame after frame; a detector that only now and then misses an object flickers between missing and
+    unseen: VanishedObject 930019, learned), then the one whose first miss came longest after its last
+    sighting (the robot came back to look; a miss on the very next frame is weaker evidence, an object
+    slipping out at the view's edge), then the latest. A node missed once and seen later (a glance through a
+    gap) does not count: none missed gives []."""
     score = {}
     for n in nodes:
         seen = memory.last_seen(n)
