@@ -152,7 +152,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
         self._frame_dets = by_camera
         for dets in by_camera.values():
             if self.config.drawer_pieces:
-                dets = self._join_drawer_pieces(self._carve_objects_from_drawers(self._carve_drawers_from_housings(dets)))
+                dets = self._carve_objects_from_drawers(self._carve_drawers_from_housings(dets))
+                dets = self._join_drawer_pieces(dets)
             dets = self._drop_drawer_lookalikes(dets)
             if self.config.object_pieces:
                 dets = self._join_object_pieces(self._drop_merged_views(dets))
