@@ -3,9 +3,13 @@ button) is recoloured; a block seen in another colour while it moves catches a h
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from embodied.memory import SpatialMemory
+from embodied.perception.colour import colour_name
 from tests.memory_helpers import detection, frame
 
 
@@ -29,3 +33,31 @@ def test_a_colour_seen_while_moving_is_no_change_of_colour(moving):
     _seen(memory, 3, (0.42 if moving else 0.4, 0.0, 0.02), "orange" if moving else "yellow")
     assert memory.find(cls="block") == [block]
     assert memory.graph.nodes[block]["colour"] == ("orange" if moving else "yellow")
+
+
+def _seen_rgb(memory: SpatialMemory, t: int, rgb) -> None:
+    det = detection((0.4, 0.0, 0.02), colour="orange", camera="wrist", key="wrist#block")
+    rgb = np.asarray(rgb, np.float32)
+    memory.update(frame(t, [dataclasses.replace(det, rgb=rgb, colour=colour_name(rgb))]))
+
+
+@pytest.mark.parametrize("rule", [True, False])
+@pytest.mark.parametrize("case", ["edge", "brighter", "repainted"])
+def test_lighting_that_tips_orange_into_yellow_is_no_change_of_colour(case, rule, monkeypatch):
+    """Read on the randomized look (StashAndFetch 930023): a still orange block, seen by the wrist camera
+    at hue 48 (yellow's band begins at 45), then from nearer, far brighter and clipped to hue 57, was
+    recoloured yellow, and the recall fetched it for "the yellow block". A name read on the edge of its
+    band, and a hue nudged as the view brightens, are lighting; a new paint at full hue is a change. The
+    ablation takes both rules out."""
+    if not rule:
+        monkeypatch.setattr("embodied.memory.tracker.named_firmly", lambda rgb: True)
+        monkeypatch.setattr("embodied.memory.tracker.hue_nudged", lambda rgb, before: False)
+    memory = SpatialMemory()
+    orange = (0.96, 0.55, 0.06) if case != "brighter" else (0.60, 0.31, 0.03)  # hue 33 / 31: orange
+    for t in range(2):
+        _seen_rgb(memory, t, orange)
+    now = {"edge": (0.87, 0.71, 0.08), "brighter": (0.93, 0.89, 0.18), "repainted": (0.93, 0.90, 0.10)}[case]
+    _seen_rgb(memory, 2, now)
+    (block,) = memory.find(cls="block")
+    changed = memory.graph.nodes[block]["colour"] == "yellow"
+    assert changed is (case == "repainted" or not rule)

@@ -76,6 +76,32 @@ def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces):
         assert after != before
 
 
+@pytest.mark.parametrize("span", [True, False])
+def test_a_view_over_one_drawer_and_most_of_the_next_moves_neither(span, monkeypatch):
+    """In the randomized look a row's drawers share one colour; the scene camera saw one drawer and 12 of
+    its neighbour's 17 cm as one view, 1.73 times a drawer's width, under MERGED_WIDTH (StashAndFetch
+    930019). It covers more than half of two whole drawers, so it is several drawers, left out. Without
+    that rule it drags the cued drawer's node 6 cm towards its neighbour, and the drawer, once opened,
+    became a node of its own."""
+    if not span:
+        monkeypatch.setattr("embodied.memory.articulation.SPAN_SHARE", 2.0)  # no view covers that much
+    memory = SpatialMemory(drawer_pieces=True)
+    ys = (-0.19, 0.0, 0.19)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    drawers = [detection((0.55, y, 0.04), "drawer", "orange", (0.06, 0.17, 0.07)) for y in ys]
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    before = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    merged = detection((0.55, 0.13, 0.04), "drawer", "orange", (0.06, 0.295, 0.07))  # y -0.0175 .. 0.2775
+    for t in range(3, 6):
+        memory.update(frame(t, [*cabs, drawers[0], merged]))
+    after = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    if span:
+        assert after == before
+    else:
+        assert after != before
+
+
 @pytest.mark.parametrize("carve", [True, False])
 def test_a_housing_seen_as_one_with_its_pulled_out_drawer_does_not_swallow_it(carve, monkeypatch):
     """One wrist frame shows a drawer pulled 12 cm out and its cabinet as one cabinet view (HiddenObject

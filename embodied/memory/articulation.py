@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.carve import drawers_clear_of_objects, housings_clear_of_drawers
+from embodied.memory.carve import drawers_clear_of_objects, drawers_spanned, housings_clear_of_drawers
 from embodied.memory.config import HOUSING_CLASSES, SIZE_CLASSES
 
 FIXTURE_CLASSES = HOUSING_CLASSES | {"drawer"}
@@ -34,6 +34,8 @@ TOP_PLATE = 0.01  # m: a size-class view over a housing, this close below its to
 REACH_SLACK = 0.02  # m: fingers over a drawer's box grown by this ...
 REACH_ABOVE = 0.2  # m ... and at most this high over its top are reaching into it (or carrying over it)
 MERGED_WIDTH = 1.75  # a drawer view wider across its slide than this times its row's median is several drawers
+SPAN_SHARE = 0.5  # ... and so is one covering this share of two of the row's whole drawers (WHOLE of its median)
+WHOLE = 0.6
 
 
 class Articulation:
@@ -347,22 +349,27 @@ class Articulation:
     def _drop_merged_drawers(self, dets: list, drawers: list[int], nodes: list[tuple[str, str]],
                              widths: list[float]) -> list:
         """``dets`` without the drawer views wider across their row's slide than MERGED_WIDTH times the
-        row's median drawer: several drawers the detector saw as one (two fronts a few pixels apart in
-        the wrist camera, joined), which would drag one drawer's node over its neighbour's place and leave
-        the drawer that really opens to a node of its own (HiddenObject 920008). A node's width follows
-        its views (a drawer's handle strip from afar is two thirds of its front), hence the median and
-        the margin: two fronts seen as one are 1.9 times one."""
+        row's median drawer, or covering SPAN_SHARE of the width of two of its drawers (each at least WHOLE
+        times the median wide, so not pieces): several drawers the detector saw as one (two fronts a few
+        pixels apart in the wrist camera, joined), which would drag one drawer's node over its neighbour's
+        place and leave the drawer that really opens to a node of its own (HiddenObject 920008; in the
+        randomized look, whose drawers share one colour, a view over one and most of the next, 1.73 times
+        one: StashAndFetch 930019). A node's width follows its views (a drawer's handle strip from afar is
+        two thirds of its front), hence the median and the margin: two fronts seen as one are 1.9 times
+        one."""
         drop = set()
         for i in drawers:
             det = dets[i]
-            row = [(side, w) for (n, side), w in zip(nodes, widths)
+            row = [(n, side, w) for (n, side), w in zip(nodes, widths)
                    if np.linalg.norm(self.tracks[n].center[:2] - det.center[:2]) < ROW_REACH]
             if len(row) < 2:
                 continue  # no row to measure against yet
-            typical = float(np.median([w for _, w in row]))
-            side = max({sd for sd, _ in row}, key=[sd for sd, _ in row].count)
-            k = _across(side)
-            if float(det.box_max[k] - det.box_min[k]) > MERGED_WIDTH * typical:
+            typical = float(np.median([w for _, _, w in row]))
+            sides = [sd for _, sd, _ in row]
+            k = _across(max(set(sides), key=sides.count))
+            whole = [(self.tracks[n].box_min, self.tracks[n].box_max) for n, _, w in row if w >= WHOLE * typical]
+            if float(det.box_max[k] - det.box_min[k]) > MERGED_WIDTH * typical or \
+                    drawers_spanned(det.box_min, det.box_max, whole, k, SPAN_SHARE) >= 2:
                 drop.add(i)
         return [d for i, d in enumerate(dets) if i not in drop] if drop else dets
 

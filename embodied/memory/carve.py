@@ -62,3 +62,18 @@ def drawers_clear_of_objects(dets: list, objects: list[Box], slack: float) -> li
         if d is not None:
             out.append(d)
     return out
+
+
+def drawers_spanned(lo: np.ndarray, hi: np.ndarray, drawers: list[Box], across: int, share: float) -> int:
+    """How many of ``drawers`` a drawer view (box ``lo``, ``hi`` (3,) m) takes in: covers ``share`` or more
+    of their width along axis ``across`` (their row's line) while overlapping their height. Drawers that
+    overlap one another along the row by half the narrower's width count once (two nodes of one drawer)."""
+    counted: list[tuple[float, float]] = []
+    for d_lo, d_hi in sorted(drawers, key=lambda box: float(box[0][across])):
+        a, b = float(d_lo[across]), float(d_hi[across])
+        width = max(b - a, 1e-6)
+        if min(hi[across], b) - max(lo[across], a) < share * width or hi[2] < d_lo[2] or lo[2] > d_hi[2]:
+            continue
+        if all(min(b, y) - max(a, x) < 0.5 * min(width, y - x) for x, y in counted):
+            counted.append((a, b))
+    return len(counted)

@@ -15,7 +15,7 @@ from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
 from embodied.memory.node_rows import NodeRows  # noqa: F401  (the type _node_rows returns)
 from embodied.memory.tracks import Track, View
-from embodied.perception.colour import colour_distance, colour_name
+from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
@@ -219,11 +219,16 @@ class Tracking(Association, LookedAt):
             changes.update(position=_vec(centre), box_min=_vec(track.box_min), box_max=_vec(track.box_max))
         # A colour change is what one camera sees change in a still object (a panel, a lit button). A camera's
         # first look at an object only shows it from another side (cameras disagree on colour), and an object
-        # lifted or carried catches highlights (an orange block named yellow): neither changes the object.
+        # lifted or carried catches highlights (an orange block named yellow): neither changes the object. Nor
+        # does a hue on the edge of its name's band (an orange block beside the hand read as yellow at 48
+        # degrees, and the plan fetched it: StashAndFetch 930023, randomized look), nor a hue nudged as the
+        # camera sees it much brighter (the same orange block under the wrist camera's light, clipped yellow).
         if (
             not in_motion
             and before_rgb is not None
             and det.colour != colour_name(before_rgb)
+            and named_firmly(det_rgb)
+            and not (light > 0 and hue_nudged(det_rgb, before_rgb))
             and colour_distance(det_rgb, before_rgb) > cfg.colour_tolerance
             and det.colour != a["colour"]
         ):

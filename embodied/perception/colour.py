@@ -9,6 +9,8 @@ purple, pink) as the two cameras render it; weakly saturated warm colours
 
 from __future__ import annotations
 
+import colorsys
+
 import numpy as np
 
 # Upper hue bound (degrees) of each chromatic name, in order; red wraps around.
@@ -59,6 +61,31 @@ def colour_name(rgb: np.ndarray) -> str:
                 return "pink"
             return name
     return "red"
+
+
+def named_firmly(rgb: np.ndarray, margin: float = 5.0) -> bool:
+    """Whether a chromatic colour (3,) in [0, 1] keeps its name with its hue ``margin`` degrees either way:
+    not on the edge of two names' bands, where lighting alone (a lit face clipping in one channel) tips
+    it over (an orange block read as yellow at hue 48). Achromatic names are always firm."""
+    hue, sat, val = hsv(rgb)
+    name = colour_name(rgb)
+    if name in ("brown", "white", "grey", "black"):
+        return True
+    shifted = [np.asarray(colorsys.hsv_to_rgb((hue + d) % 360.0 / 360.0, sat, val)) for d in (-margin, margin)]
+    return all(colour_name(c) == name for c in shifted)
+
+
+def hue_nudged(rgb: np.ndarray, before: np.ndarray, most: float = 35.0) -> bool:
+    """Whether two chromatic colours (3,) in [0, 1] differ in hue by under ``most`` degrees: what a face lit
+    brighter does as its brightest channel clips and the next one catches up (orange turns yellow), not a
+    change of paint (palette hues lie 25 or more degrees apart, but a brighter view of a new paint is
+    rarely this close)."""
+    (h1, s1, _), (h0, s0, _) = hsv(rgb), hsv(before)
+    if colour_name(rgb) in ("brown", "white", "grey", "black") or colour_name(before) in ("brown", "white", "grey",
+                                                                                         "black"):
+        return False
+    gap = abs(h1 - h0) % 360.0
+    return min(gap, 360.0 - gap) < most
 
 
 def colour_distance(a: np.ndarray, b: np.ndarray) -> float:
