@@ -263,16 +263,20 @@ class Articulation:
         return housings_clear_of_drawers(dets, drawers, HOUSING_CLASSES, BLOB_COVER, LOOKALIKE_SLACK)
 
     def _carve_objects_from_drawers(self, dets: list) -> list:
-        """``dets`` with each drawer view cut clear of the plain objects memory saw last frame, not held and
-        in no container (``carve.drawers_clear_of_objects``). A learned detector saw a cyan block just in
-        front of a blue drawer pulled open as part of the drawer; the drawer's front grew 5 cm towards the
-        robot, and the block set "into the open drawer" behind that front came down on the real front
-        (StashAndFetch 930086). Part of ``drawer_pieces``."""
+        """``dets`` with each drawer view cut clear of the plain objects memory holds where it last saw them
+        (not held, in no container, not missing: the depth did not see through their place), seen last
+        frame or not (``carve.drawers_clear_of_objects``). A learned detector saw a cyan block just in front
+        of a blue drawer pulled open as part of the drawer; the drawer's front grew 5 cm towards the robot,
+        and the block set "into the open drawer" behind that front came down on the real front
+        (StashAndFetch 930086). A white block there, swallowed by the drawer's view from step 34 on, was
+        unseen since, yet still there (StashAndFetch 930026, randomized look). A stale box costs little: a
+        drawer's front is far wider than a block, so cutting a block's footprint out of it leaves its box.
+        Part of ``drawer_pieces``."""
         if not any(d.label == "drawer" for d in dets):
             return dets
+        nodes = self.graph.nodes
         objects = [(self.tracks[n].box_min, self.tracks[n].box_max) for n in self._find(kind="object")
-                   if self.graph.nodes[n].get("last_seen", -1) >= self.t - 1
-                   and not self.graph.nodes[n].get("held") and not self.graph.nodes[n].get("inside")]
+                   if nodes[n].get("status") != "missing" and not nodes[n].get("held") and not nodes[n].get("inside")]
         return drawers_clear_of_objects(dets, objects, OBJECT_SLACK)
 
     def _drop_drawer_lookalikes(self, dets: list) -> list:
