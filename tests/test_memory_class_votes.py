@@ -159,3 +159,29 @@ def test_with_class_votes_a_known_object_first_misnamed_elsewhere_is_rejoined_wh
         assert "missing" in tags and "merged" in tags[tags.index("missing"):]
     else:
         assert len(boxes) == 2 and memory.graph.nodes[old]["position"][0] == pytest.approx(0.4, abs=0.01)
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_thing_named_so_at_times_answers_for_its_class_when_nothing_else_does(rule, monkeypatch):
+    """MultiGoal 930022 (learned, randomized look): a pink pyramid's views were named pyramid twice, then box
+    more often, and its votes made it a box; at "go to the pink pyramid" nothing in memory was a pyramid, and
+    no plan was made. A node the detector named so at times now answers (``once_named``), before any other
+    object of the colour. Without it the goal finds nothing, or (here) the red teddy."""
+    from embodied.planner.grammar import parse
+    from embodied.planner.resolver import ResolutionError, Resolver
+
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    thing = lambda label: detection((0.4, 0.4, 0.05), label, "red", size=(0.08, 0.08, 0.1))  # noqa: E731
+    other = detection((0.4, -0.4, 0.05), "teddy", "red", size=(0.08, 0.08, 0.1))
+    for t, label in enumerate(["pyramid"] * 2 + ["box"] * 6):
+        memory.update(frame(t, [thing(label), other]))
+    assert memory.find(cls="pyramid") == []
+    (node,) = memory.find(cls="box")
+    if not rule:
+        monkeypatch.setattr(SpatialMemory, "once_named", lambda self, cls: [])
+    ref = parse("go to the red pyramid").ref
+    try:
+        found = Resolver(memory).resolve(ref)
+    except ResolutionError:
+        found = []
+    assert (found == [node]) is rule

@@ -61,3 +61,24 @@ def test_lighting_that_tips_orange_into_yellow_is_no_change_of_colour(case, rule
     (block,) = memory.find(cls="block")
     changed = memory.graph.nodes[block]["colour"] == "yellow"
     assert changed is (case == "repainted" or not rule)
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_screen_seen_whole_only_once_lit_is_recoloured(rule, monkeypatch):
+    """Read on the randomized look (RememberColor 930032, CountFlashes 930024): the detector took only the
+    top rim of a grey screen, then its whole face, 4 cm lower with several times the points, when it lit.
+    That view holds the rim's box: more of the same still screen, so its red is a change of colour, logged
+    as the screen lighting up (what a flash count counts). Without the rule the shift is motion: the screen
+    is never recoloured (the agent has no colour to look for) and the flash goes uncounted."""
+    if not rule:
+        monkeypatch.setattr("embodied.memory.tracker._nested", lambda det, prev: False)
+    memory = SpatialMemory()
+    rim = detection((0.18, -0.42, 0.14), "cue_panel", "grey", (0.02, 0.10, 0.0), camera="top", key="top#panel")
+    face = detection((0.18, -0.42, 0.10), "cue_panel", "red", (0.02, 0.10, 0.08), camera="top", key="top#panel")
+    for t in range(3):
+        memory.update(frame(t, [rim]))
+    memory.update(frame(3, [face]))
+    (panel,) = memory.find(cls="cue_panel")
+    assert face.n_points >= 2 * rim.n_points
+    assert (memory.graph.nodes[panel]["colour"] == "red") is rule
+    assert ([e["tag"] for e in memory.history(panel) if e["t"] == 3] == ["brightened"]) is rule

@@ -37,6 +37,12 @@ class Queries:
         (seen fewer than ``config.min_sightings`` times) are left out."""
         return self._find(cls, colour, kind, status, self.config.min_sightings)
 
+    def once_named(self, cls: str) -> list[str]:
+        """Node ids (sorted, tentative ones left out) whose views the detector named ``cls`` at least once,
+        whatever class their votes made them since: a pink pyramid whose views were named box more often
+        became a box (a learned detector in the randomized look: MultiGoal 930022)."""
+        return [n for n in self.find() if n in self.tracks and self.tracks[n].votes.get(cls, 0) > 0]
+
     def _find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
               status: str | None = None, least: int = 1) -> list[str]:
         """``find`` for the memory's own passes, tentative nodes included (``least`` = 1): a drawer's

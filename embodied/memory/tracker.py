@@ -138,6 +138,7 @@ class Tracking(Association, LookedAt):
         moved = False
         changed = False
         in_motion = False  # moving or held: its shading changes with its pose, whatever its colour
+        nested = False  # the view is more or less of the camera's last one (see below)
         shift = 0.0
         prev = None
         creep = 0.003
@@ -192,7 +193,12 @@ class Tracking(Association, LookedAt):
             if changed:
                 at_rest = not moved and float(np.abs(track.velocity).max()) <= MOVING
                 track.refresh(cfg.assoc_voxel, cfg.max_object_points, at_rest=at_rest)
-            in_motion = moved or shift > tol or a["held"]
+            # A view nested in the camera's last one (or holding it) with half or twice its points shows less
+            # or more of the same still thing, not a move of it, for its colour's sake: a screen whose grey
+            # face the detector took only the top rim of (20 points), then the whole face (137) when it lit
+            # red, 4 cm lower, was never recoloured (RememberColor 930032, randomized look).
+            nested = prev is not None and not a["articulated"] and _nested(det, prev)
+            in_motion = ((moved or shift > tol) and not nested) or a["held"]
             if in_motion:
                 light = 0  # a moving object's shading changes with its pose; only a still one "lights up"
         changes: dict = {}
@@ -242,6 +248,9 @@ class Tracking(Association, LookedAt):
         if changes:
             # Motion: a big jump, or the same camera saw it shift (a new camera's view only refines).
             motion = moved or (prev is not None and shift > creep and "position" in changes)
+            # A fuller view that brings a new colour logs the colour's change (a screen's flash is counted
+            # by its "brightened" events), its place refined with it.
+            motion = motion and not (nested and "rgb" in changes)
             tag = (
                 "seen"
                 if "visible" in changes
@@ -320,6 +329,7 @@ class Tracking(Association, LookedAt):
 FACE_THIN = 0.005  # m: a view this thin along an axis on which the object is ...
 SOLID = 0.02  # m: ... at least this thick shows one face of it
 REACH_OUT = 0.02  # m: a view reaching this far out of the camera's last view of the object is no part of it
+NEST_SLACK = 0.01  # m: a view within this of the same camera's other view's box lies inside it
 
 
 def _one_face(det: ObjectObservation, track: Track) -> bool:
@@ -338,6 +348,14 @@ def _reaches_out(det: ObjectObservation, prev) -> bool:
     view in the air; held as a partial view, that view stayed, and the block's box spanned both, 8.5 cm
     tall: the grasp took its top 1 cm and dropped it. Rearrange 930003, learned, visual=randomized)."""
     return bool(np.any(det.box_min < prev.box_min - REACH_OUT) or np.any(det.box_max > prev.box_max + REACH_OUT))
+
+
+def _nested(det: ObjectObservation, prev) -> bool:
+    """Whether one of ``det`` and ``prev`` (the same camera's last view) has at least twice the other's
+    points and holds its box (within NEST_SLACK)."""
+    small, big = (det, prev) if det.n_points < prev.n_points else (prev, det)
+    return bool(big.n_points >= 2 * max(small.n_points, 1)
+                and np.all(small.box_min >= big.box_min - NEST_SLACK) and np.all(small.box_max <= big.box_max + NEST_SLACK))
 
 
 def _confidence(n_obs: int, status: str) -> float:

@@ -138,7 +138,8 @@ class Resolver:
             return [n for n in memory.find() if self.attrs(n)["kind"] == "object"]
         if ref.noun == "object":  # any movable thing: a box or a cup is one too
             return [n for n in memory.find() if self.attrs(n)["kind"] in ("object", "container")]
-        nodes = memory.find(cls=ref.noun)
+        # Nothing of that class now: what the detector named so at times, its votes made another class.
+        nodes = memory.find(cls=ref.noun) or memory.once_named(ref.noun)
         if nodes:
             return nodes
         # Without class labels (geometric perception) the class word cannot select: a small object
