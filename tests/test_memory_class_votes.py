@@ -5,6 +5,7 @@ still fail without it)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from embodied.memory import MemoryConfig, SpatialMemory
@@ -185,3 +186,27 @@ def test_a_thing_named_so_at_times_answers_for_its_class_when_nothing_else_does(
     except ResolutionError:
         found = []
     assert (found == [node]) is rule
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_sliver_of_a_button_beside_its_lit_cap_neither_moves_nor_presses_it(rule, monkeypatch):
+    """SequenceRecall 930024 (learned, randomized look): as a button lit, the scene camera named its cap a
+    yellow block and saw of the button only a sliver of its base at one edge, 1 cm lower. A button is pressed
+    in place, so a view that much smaller is part of it hidden: the node stays, and is not judged pressed.
+    Without the rule (buttons' views taken whole, as a sliding drawer's) the node moved onto the sliver and
+    was judged pressed, and the button's flash was lost."""
+    if not rule:
+        monkeypatch.setattr("embodied.memory.tracker.PUSHED", ())
+    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    whole = detection((0.4526, -0.1432, 0.019), "button", "grey", size=(0.041, 0.056, 0.034), key="top#b")
+    for t in range(4):
+        memory.update(frame(t, [whole]))
+    (button,) = memory.find(cls="button")
+    before = np.asarray(memory.graph.nodes[button]["position"])
+    sliver = detection((0.445, -0.115, 0.0104), "button", "grey", size=(0.026, 0.0, 0.017), key="top#b")
+    cap = detection((0.454, -0.149, 0.028), "block", "yellow", size=(0.038, 0.044, 0.016), key="top#cap")
+    for t in range(4, 8):
+        memory.update(frame(t, [sliver, cap]))
+    after = np.asarray(memory.graph.nodes[button]["position"])
+    still = bool(np.linalg.norm(after - before) < 0.005) and memory.graph.nodes[button]["state"] != "pressed"
+    assert still is rule
