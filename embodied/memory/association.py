@@ -29,7 +29,9 @@ from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
 FIXTURES = HOUSING_CLASSES | {"drawer", "button", "switch"}  # classes no size-class view continues
-LIT = ("button", "switch")  # fixtures that light up: lit, a detector may name them otherwise
+# Things that light up: lit, a detector may name them otherwise (a screen showing red named a red cup:
+# RememberColor 930007 in the randomized look, where that view made a cup and the screen never showed a colour).
+LIT = ("button", "switch", "cue_panel")
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
 MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion

@@ -32,6 +32,7 @@ import numpy as np
 
 from embodied.memory.agent import AGENT, AgentTracking
 from embodied.memory.articulation import Articulation
+from embodied.memory.association import LIT
 from embodied.memory.config import MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
@@ -45,6 +46,12 @@ from embodied.memory.tracker import Tracking
 from embodied.memory.tracks import Track
 from embodied.perception.colour import same_colour
 from embodied.perception.types import Frame
+
+# A lit thing's view at the image's edge makes a node once seen STEADY_FRAMES frames running in one place (its
+# centre moving under STEADY_REACH m a frame), with no node of its class within STEADY_ALONE m.
+STEADY_FRAMES = 3
+STEADY_REACH = 0.005
+STEADY_ALONE = 0.2
 
 
 class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking, RoomTracking, Queries):
@@ -69,6 +76,9 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
         self._renamed: set[str] = set()  # nodes renamed by their class votes this frame (Rejoining._rejoin_renamed)
         self.together: set[tuple[str, str]] = set()  # node pairs seen at once: never merged
         self._frame_dets: dict[str, list] = {}  # the current frame's detections by camera (Association)
+        # (camera, class) -> [(centre (3,) m, frames running, last step)]: views at the image's edge that made
+        # no node yet (see _steady_at_edge)
+        self._edge_views: dict[tuple[str, str], list[tuple[np.ndarray, int, int]]] = {}
         self.changed: set[str] = set()
         self.frames = 0
         self._eyes: dict[str, float] = {}  # camera -> height (m) in the current frame
@@ -161,7 +171,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
             here: set[str] = set()
             for det, node, ov in self._associate(dets, taken_here):
                 if node is None:
-                    if det.truncated and not self.config.new_from_truncated and kind_of(det.label) != "surface":
+                    if det.truncated and not self.config.new_from_truncated and kind_of(det.label) != "surface" \
+                            and not (det.label in LIT and self._steady_at_edge(det, t)):
                         continue  # a piece at the image's edge waits for a whole view to become an object
                     if self._in_hand(det):
                         continue  # a glimpse between the fingers of what the hand holds, not a second one
@@ -181,6 +192,30 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
         self._proprio(frame.proprio, frame.views, t, seen)
         self._permanence(frame.views, seen, t)
         self._look(frame.views)
+
+    def _steady_at_edge(self, det, t: int) -> bool:
+        """Whether the camera has seen this view at the image's edge, of its class, in one place (centre within
+        STEADY_REACH) for STEADY_FRAMES frames running. A moving camera's pieces at the edge jump from frame to
+        frame; a screen standing at the scene camera's edge is seen there alike every frame, and waiting for a
+        whole view it never entered memory (one randomized look: the agent never saw the colour it showed,
+        RememberColor 930007, nor its flashes, CountFlashes 930007). Asked of things that light up only (LIT:
+        screens, buttons), whose looks over time are the cue, and before their first flash (3 steps in)."""
+        runs = [r for r in self._edge_views.get((det.camera, det.label), []) if r[2] >= t - 1]
+        centre = np.asarray(det.center, dtype=np.float64)
+        for k, (c, n, last) in enumerate(runs):
+            if last == t - 1 and np.linalg.norm(c - centre) < STEADY_REACH:
+                runs[k] = (c, n + 1, t)
+                break
+        else:
+            runs.append((centre, 1, t))
+            k = len(runs) - 1
+        self._edge_views[det.camera, det.label] = runs
+        if runs[k][1] < STEADY_FRAMES:
+            return False
+        # Only for a thing memory lacks: the wrist camera's steady sliver of a screen memory holds (its base, in
+        # another colour than the face) made a second screen that took the scene camera's views of the first,
+        # and its flashes went uncounted (CountFlashes 930091, default look).
+        return all(np.linalg.norm(self.tracks[n].center - centre) > STEADY_ALONE for n in self._find(cls=det.label))
 
     # --- edges -----------------------------------------------------------------------
     def _in_hand(self, det) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.association import MOVING, SETTLED, Association
+from embodied.memory.association import LIT, MOVING, SETTLED, Association
 from embodied.memory.config import ARTICULATED_CLASSES, FURNITURE_WIDTH, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
@@ -282,8 +282,8 @@ class Tracking(Association, LookedAt):
         container holding something keeps what it is, and supports and moving parts keep theirs (their
         tracks were built for it)."""
         new = track.vote(label, a["cls"])
-        if new is None or a["articulated"] or track.surface or new in ARTICULATED_CLASSES:
-            return
+        if new is None or a["articulated"] or track.surface or new in ARTICULATED_CLASSES or a["cls"] in LIT:
+            return  # nor is a screen, whose lit face a detector may name otherwise (a red cup)
         kind = kind_of(new)
         if a["kind"] == kind == "object":
             self._set(node, t, "renamed", {"cls": new})
