@@ -51,25 +51,32 @@ def test_pieces_of_a_drawer_cut_by_the_arm_stay_one_drawer_and_its_neighbour_sta
         assert len(ys) == 3
 
 
+def _row_seen_merged(memory: SpatialMemory, colour: str, merged, keep: int) -> tuple[dict, dict]:
+    """A row of three drawers (y -0.19, 0, 0.19) seen whole for 3 frames, then for 3 as ``merged`` and drawer
+    ``keep`` alone: each drawer node's y before and after."""
+    ys = (-0.19, 0.0, 0.19)
+    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
+    drawers = [detection((0.55, y, 0.04), "drawer", colour, (0.06, 0.17, 0.07)) for y in ys]
+    where = lambda: {n: round(float(memory.graph.nodes[n]["position"][1]), 3)  # noqa: E731
+                     for n in memory.find(cls="drawer")}
+    for t in range(3):
+        memory.update(frame(t, [*cabs, *drawers]))
+    before = where()
+    for t in range(3, 6):
+        memory.update(frame(t, [*cabs, merged, drawers[keep]]))
+    return before, where()
+
+
 @pytest.mark.parametrize("pieces", [True, False])
 def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces):
     """The wrist camera close over a row of three drawers sees two fronts, a few pixels apart, as one view
     twice a drawer's width (HiddenObject 920008 on the learned segmenter). With ``drawer_pieces`` that view
     is several drawers, left out: the middle drawer's node stays where it is, and no node is made of it.
     Without, it drags a drawer's node between the two."""
-    memory = SpatialMemory(drawer_pieces=pieces)
-    ys = (-0.19, 0.0, 0.19)
-    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
-    drawers = [detection((0.55, y, 0.04), "drawer", "red", (0.06, 0.17, 0.07)) for y in ys]
-    for t in range(3):
-        memory.update(frame(t, [*cabs, *drawers]))
-    before = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
-    assert sorted(before.values()) == pytest.approx(list(ys), abs=0.01)
     merged = detection((0.55, -0.085, 0.04), "drawer", "red", (0.06, 0.32, 0.07))
     merged.truncated = True  # cut by the image's edge, as close up
-    for t in range(3, 6):
-        memory.update(frame(t, [*cabs, merged, drawers[2]]))
-    after = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    before, after = _row_seen_merged(SpatialMemory(drawer_pieces=pieces), "red", merged, keep=2)
+    assert sorted(before.values()) == pytest.approx([-0.19, 0.0, 0.19], abs=0.01)
     if pieces:
         assert after == before
     else:
@@ -85,17 +92,8 @@ def test_a_view_over_one_drawer_and_most_of_the_next_moves_neither(span, monkeyp
     became a node of its own."""
     if not span:
         monkeypatch.setattr("embodied.memory.articulation.SPAN_SHARE", 2.0)  # no view covers that much
-    memory = SpatialMemory(drawer_pieces=True)
-    ys = (-0.19, 0.0, 0.19)
-    cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
-    drawers = [detection((0.55, y, 0.04), "drawer", "orange", (0.06, 0.17, 0.07)) for y in ys]
-    for t in range(3):
-        memory.update(frame(t, [*cabs, *drawers]))
-    before = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
     merged = detection((0.55, 0.13, 0.04), "drawer", "orange", (0.06, 0.295, 0.07))  # y -0.0175 .. 0.2775
-    for t in range(3, 6):
-        memory.update(frame(t, [*cabs, drawers[0], merged]))
-    after = {n: round(float(memory.graph.nodes[n]["position"][1]), 3) for n in memory.find(cls="drawer")}
+    before, after = _row_seen_merged(SpatialMemory(drawer_pieces=True), "orange", merged, keep=0)
     if span:
         assert after == before
     else:
