@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
-from embodied.memory.gating import brightness_ratio, colour_distance_matrix, footprint_overlap, looks_as_before
+from embodied.memory.gating import (as_last_seen, brightness_ratio, colour_distance_matrix, footprint_overlap, lit_caps,
+                                    looks_as_before)
 from embodied.memory.spatial import overlap
 from embodied.perception import is_line, join_views
 from embodied.perception.colour import same_colour
@@ -32,6 +33,8 @@ FIXTURES = HOUSING_CLASSES | {"drawer", "button", "switch"}  # classes no size-c
 # Things that light up: lit, a detector may name them otherwise (a screen showing red named a red cup:
 # RememberColor 930007 in the randomized look, where that view made a cup and the screen never showed a colour).
 LIT = ("button", "switch", "cue_panel")
+PUSHED = ("button", "switch")  # articulated parts pressed in place, never slid or moved
+BESIDE_SLACK = 0.02  # m: a view of a pushed part centred farther than this outside its box is not of it
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
 MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion
@@ -97,7 +100,7 @@ class Association:
 
     def _unmoved_elsewhere(self, node: str, camera: str) -> bool:
         """Whether another camera of this frame has a detection of ``node``'s class just as it last saw the
-        node (``_as_last_seen``): then it has not moved, and no view of ``camera``'s takes it by nearness
+        node (``as_last_seen``): then it has not moved, and no view of ``camera``'s takes it by nearness
         alone (two cups passing each other in a shell game, seen as one by a learned detector, reappear
         apart; the scene camera's first view of the moving one lay nearer the still cup that hides the
         ball, which the wrist camera saw unmoved, and took it: ShellGame 930004). Asked only of the
@@ -112,7 +115,7 @@ class Association:
             d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
             as_before = looks_as_before(d_rgb, seen, self.config.colour_tolerance, self.config.brightness_ratio)
             centres = np.array([(d.box_min + d.box_max) / 2 for d in dets])
-            if _as_last_seen(dets, centres, view.center[None], np.array([float(view.n_points)]),
+            if as_last_seen(dets, centres, view.center[None], np.array([float(view.n_points)]),
                              np.array([a["colour"]], dtype=object), seen, as_before).any():
                 return True
         return False
@@ -158,7 +161,14 @@ class Association:
             thing = np.array([kind_of(d.label) in THING_KINDS for d in dets], dtype=bool)
             fixed = surface | np.isin(cls, list(FIXTURES))
             lit = np.isin(cls, list(LIT))
-            ok = same_cls | ~(thing[:, None] & fixed[None]) | (thing[:, None] & lit[None])
+            # Pressed in place, never moved: a view of a button off its points is not it (a thin line of the
+            # table's pattern beside a lit button, named button, had dragged its node 4 cm aside and judged
+            # it pressed: SequenceRecall 930053, randomized look), nor is one centred off its box (a sliver
+            # of the next button's base, 10 cm away, had stretched the node over both: SequenceRecall 930097).
+            pushed = np.isin(cls, list(PUSHED))
+            over = np.all((d_c[:, None, :2] >= lo[None, :, :2] - BESIDE_SLACK)
+                          & (d_c[:, None, :2] <= hi[None, :, :2] + BESIDE_SLACK), axis=2)
+            ok = (same_cls | ~(thing[:, None] & fixed[None]) | (thing[:, None] & lit[None])) & (over | ~pushed[None])
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape
                 # (a cup, a drawer) only its own kind's, so a cup never continues a scrap's track.
@@ -180,10 +190,16 @@ class Association:
             moves = sized | cfg.class_votes  # nodes another class's detection may continue by a move
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
-            same = ok & _as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
+            same = ok & as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
             settled = same.any(axis=1)
             for i, j in zip(*np.nonzero(same)):
                 pairs.append((3.0, i, nodes[j], SETTLED))
+            # A lit thing's view named otherwise (a button's lit cap read as a yellow block), centred over
+            # the thing's box: the thing lit, ranked above every other pair, a settled one too. A sliver of
+            # its base, still named button, had taken the node, and the lit cap became a block that held the
+            # flash (SequenceRecall 930041 and 930092, randomized look).
+            for i, j in zip(*np.nonzero(lit_caps(thing, lit, same_cls, d_c, lo, hi))):
+                pairs.append((3.5, i, nodes[j], 1.0))
             for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
                 if self._off_slide(node, d_c[i], centres[j]) and (not det.truncated or self._off_lane(node, det)):
@@ -205,9 +221,12 @@ class Association:
                 elif ov >= 0.5 and (same_cls[i, j] or sized[j]):
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
                     # of a drawer's inside. Ranked below every colour-consistent overlap. Not a
-                    # size class on a recognised shape: a ball under a lifting cup is no view of it.
-                    pairs.append((ov, i, node, ov))
+                    # size class on a recognised shape: a ball under a lifting cup is no view of it. Ties go
+                    # to the nearer centre: a sliver beside a button, on its points as fully as the button's
+                    # own view when it went dark again, had taken it (SequenceRecall 930053, randomized look).
+                    pairs.append((ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
                 elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or moves[j])
+                      and not pushed[j]
                       and not self._unmoved_elsewhere(node, det.camera)):
                     # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
@@ -272,14 +291,15 @@ class Association:
         whole: with one node of its class, the whole view had been dropped for good: ChangedObject
         930005). Nor is a view of a plain object's class wider than FURNITURE_WIDTH kept: the object joined
         with the furniture it stands on (a pink dumbbell and 50 cm of the bed under it, GoAsTold 930020, became a
-        78 cm "dumbbell" the agent parked in front of, 26 cm off)."""
+        78 cm "dumbbell" the agent parked in front of, 26 cm off). Buttons are rigid too: two seen as one from
+        the moving wrist camera had dragged one's node onto the other (SequenceRecall 930097, randomized look)."""
         if not dets:
             return dets
         rows = self._node_rows()
         boxes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for a, tr in zip(rows.attrs, rows.tracks):
-            if (a["kind"] in THING_KINDS and not a["articulated"] and not a["held"] and not tr.surface
-                    and a["n_obs"] >= SETTLED_SIGHTINGS):
+            rigid = (a["kind"] in THING_KINDS and not a["articulated"]) or a["cls"] in PUSHED
+            if rigid and not a["held"] and not tr.surface and a["n_obs"] >= SETTLED_SIGHTINGS:
                 boxes.setdefault(a["cls"], []).append((tr.box_min, tr.box_max))
         keep = []
         for det in dets:
@@ -374,14 +394,3 @@ class Association:
             match[i] = nodes[j]
             taken_here.add(nodes[j])
             free[j] = False
-
-
-def _as_last_seen(dets: list[ObjectObservation], centres: np.ndarray, last: np.ndarray, size: np.ndarray,
-                  colour: np.ndarray, seen_rgb: np.ndarray, as_before: np.ndarray) -> np.ndarray:
-    """(D, N) bool: detection i looks just as this camera last saw node j: the same centre (4 mm), size
-    (20 %) and colour (the camera's last look where kept, else the colour name)."""
-    n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
-    same = np.sqrt(((last[None] - centres[:, None]) ** 2).sum(axis=2)) < 0.004
-    same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
-    same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
-    return same & np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)

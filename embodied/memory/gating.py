@@ -1,4 +1,4 @@
-"""Per-pair tests the tracker gates detections with: colour, brightness, footprint overlap."""
+"""Per-pair tests the tracker gates detections with: colour, brightness, footprint overlap, settled looks, lit caps."""
 
 from __future__ import annotations
 
@@ -52,3 +52,22 @@ def footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) ->
     dlo, dhi = det.box_min - 0.0025, det.box_max + 0.0025
     w = np.clip(np.minimum(dhi, hi + 0.02) - np.maximum(dlo, lo - 0.02), 0, None)
     return float(np.prod(w) / np.prod(dhi - dlo))
+
+
+def lit_caps(thing: np.ndarray, lit: np.ndarray, same_cls: np.ndarray, centres: np.ndarray, lo: np.ndarray,
+             hi: np.ndarray) -> np.ndarray:
+    """(D, N) bool: detection i, of a thing's class (D,) other than node j's, is centred (D,3 m) over lit node j's
+    box (N,3 m), lit (N,): a lit cap read as another thing."""
+    on_top = np.all((centres[:, None, :2] >= lo[None, :, :2]) & (centres[:, None, :2] <= hi[None, :, :2]), axis=2)
+    return thing[:, None] & lit[None] & ~same_cls & on_top
+
+
+def as_last_seen(dets: list[ObjectObservation], centres: np.ndarray, last: np.ndarray, size: np.ndarray,
+                 colour: np.ndarray, seen_rgb: np.ndarray, as_before: np.ndarray) -> np.ndarray:
+    """(D, N) bool: detection i looks just as this camera last saw node j: the same centre (4 mm), size
+    (20 %) and colour (the camera's last look where kept, else the colour name)."""
+    n_pts = np.array([d.n_points for d in dets], dtype=np.float64)
+    same = np.sqrt(((last[None] - centres[:, None]) ** 2).sum(axis=2)) < 0.004
+    same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
+    same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
+    return same & np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)

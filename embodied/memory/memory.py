@@ -32,7 +32,7 @@ import numpy as np
 
 from embodied.memory.agent import AGENT, AgentTracking
 from embodied.memory.articulation import Articulation
-from embodied.memory.association import LIT
+from embodied.memory.association import BESIDE_SLACK, LIT, PUSHED
 from embodied.memory.config import MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
@@ -176,6 +176,8 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
                         continue  # a piece at the image's edge waits for a whole view to become an object
                     if self._in_hand(det):
                         continue  # a glimpse between the fingers of what the hand holds, not a second one
+                    if self._beside_pushed(det):
+                        continue  # a sliver of a button's base, not a second button
                     node = self._add(det, t)
                 else:
                     self._observe(node, det, t, ov)
@@ -218,6 +220,20 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
         return all(np.linalg.norm(self.tracks[n].center - centre) > STEADY_ALONE for n in self._find(cls=det.label))
 
     # --- edges -----------------------------------------------------------------------
+    def _beside_pushed(self, det) -> bool:
+        """Whether a view of a pressed-in-place class (a button) nothing matched has its centre within
+        BESIDE_SLACK of the box of a remembered one: a sliver of its base beside it. Buttons stand a hand's
+        width apart; such a sliver had made a second button that then took the first one's views, and its
+        flashes were logged on the wrong place (SequenceRecall 930053, randomized look)."""
+        if det.label not in PUSHED:
+            return False
+        centre = (det.box_min + det.box_max)[:2] / 2
+        for node in self._find(cls=det.label):
+            track = self.tracks[node]
+            if np.all(centre >= track.box_min[:2] - BESIDE_SLACK) and np.all(centre <= track.box_max[:2] + BESIDE_SLACK):
+                return True
+        return False
+
     def _in_hand(self, det) -> bool:
         """Whether a detection nothing matched is a piece of the object the gripper holds: of its class
         and colour, within ``grasp_radius`` of its box. The fingers cut a held block into slivers of a

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.association import LIT, MOVING, SETTLED, Association
+from embodied.memory.association import LIT, MOVING, PUSHED, SETTLED, Association
 from embodied.memory.config import ARTICULATED_CLASSES, FURNITURE_WIDTH, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
@@ -169,13 +169,18 @@ class Tracking(Association, LookedAt):
             # A part of what this camera saw lies within what it saw: a smaller view reaching well out of
             # the last one shows the object somewhere else.
             partial = partial and not (prev is not None and _reaches_out(det, prev))
+            # A button's view named otherwise is its lit cap (a yellow "block"): a part of it, its colour news.
+            partial = partial or (a["cls"] in PUSHED and det.label != a["cls"])
             # A drawer shows less of itself along its slide as it shuts, never across it: a view much
             # narrower across is a part hidden (by the arm pushing it, by a handle), not a move.
             partial = partial or (cfg.drawer_narrow_views and prev is not None and a["articulated"]
                                   and self._narrower_across(node, det, prev))
             # A partial view (cut off, occluded) shifts its centre without any motion; it
             # counts as a move only if it is far and no longer lies on the object's points.
-            moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5))
+            # A button never moves: its other cameras' views stay (a sunk view of a lit button's base had
+            # counted as a move, which dropped the wrist camera's view, and its flash, a look with nothing
+            # before it, went unlogged: SequenceRecall 930065, randomized look).
+            moved = shift > tol and (not partial or (shift > 3 * tol and ov < 0.5)) and a["cls"] not in PUSHED
             if moved:
                 # Earlier views from the other cameras saw it where it no longer is; views taken this
                 # frame already show the new place (two cameras watching a sliding drawer).
@@ -185,7 +190,7 @@ class Tracking(Association, LookedAt):
             elif prev is None or (
                 not partial and (shift > 0.003 or abs(det.n_points - prev.n_points) > 0.2 * prev.n_points)
             ):
-                if a["articulated"] and prev is not None and shift > 0.003:
+                if a["articulated"] and a["cls"] not in PUSHED and prev is not None and shift > 0.003:
                     # A part changes shape as it slides: other cameras' older views show it as it was.
                     track.views = {c: v for c, v in track.views.items() if v.t == t}
                 track.views[cam] = view
@@ -253,7 +258,10 @@ class Tracking(Association, LookedAt):
             motion = moved or (prev is not None and shift > creep and "position" in changes)
             # A fuller view that brings a new colour logs the colour's change (a screen's flash is counted
             # by its "brightened" events), its place refined with it.
-            motion = motion and not (nested and "rgb" in changes)
+            # So does a lit thing's view that crept (its lit cap alone, 9 mm above the whole button's
+            # centre): lit things never move by themselves, and a flash tagged "moved" went uncounted
+            # (SequenceRecall 930053, randomized look).
+            motion = motion and not ((nested or (a["cls"] in LIT and not moved)) and "rgb" in changes)
             tag = (
                 "seen"
                 if "visible" in changes
@@ -332,7 +340,6 @@ class Tracking(Association, LookedAt):
 FACE_THIN = 0.005  # m: a view this thin along an axis on which the object is ...
 SOLID = 0.02  # m: ... at least this thick shows one face of it
 REACH_OUT = 0.02  # m: a view reaching this far out of the camera's last view of the object is no part of it
-PUSHED = ("button", "switch")  # articulated parts pressed in place, never slid: their views keep their shape
 NEST_SLACK = 0.01  # m: a view within this of the same camera's other view's box lies inside it
 
 
