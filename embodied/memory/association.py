@@ -197,8 +197,10 @@ class Association:
             # A lit thing's view named otherwise (a button's lit cap read as a yellow block), centred over
             # the thing's box: the thing lit, ranked above every other pair, a settled one too. A sliver of
             # its base, still named button, had taken the node, and the lit cap became a block that held the
-            # flash (SequenceRecall 930041 and 930092, randomized look).
-            for i, j in zip(*np.nonzero(lit_caps(thing, lit, same_cls, d_c, lo, hi))):
+            # flash (SequenceRecall 930041 and 930092, randomized look). Only where names flicker (class
+            # votes): a true label on a lit thing's box is another thing.
+            caps = lit_caps(thing, lit, same_cls, d_c, lo, hi) if cfg.class_votes else np.zeros_like(same_cls)
+            for i, j in zip(*np.nonzero(caps)):
                 pairs.append((3.5, i, nodes[j], 1.0))
             for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~settled[:, None])):
                 det, node = dets[i], nodes[j]
