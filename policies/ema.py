@@ -36,4 +36,5 @@ class EMA:
         if missing:
             raise KeyError(f"EMA state lacks {sorted(missing)[0]!r}")
         self.step, self.power, self.max_decay = int(state["step"]), float(state["power"]), float(state["max_decay"])
-        self.shadow = {k: state["shadow"][k].clone() for k in self.shadow}
+        # On this EMA's device (a checkpoint loads on the CPU; a resumed CUDA run averages on the GPU).
+        self.shadow = {k: state["shadow"][k].to(self.shadow[k].device, copy=True) for k in self.shadow}

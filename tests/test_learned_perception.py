@@ -147,6 +147,25 @@ def test_stop_at_cuts_a_run_on_its_schedule_and_resume_finishes_it(frames_dir, t
     assert json.loads((run / "latest.json").read_text())["step"] == 8
 
 
+
+def test_cli_train_from_scratch_takes_the_default_shape(frames_dir, tmp_path, capsys):
+    """A fresh run with no --model flag gets the default network (a config naming only its classes once
+    failed here), records its device; --device cuda with no CUDA device is refused by name."""
+    from embodied.cli.main import main
+    from embodied.perception.learned.model import SegmenterConfig
+
+    run = tmp_path / "run"
+    assert main(["perception", "train", "--data", str(frames_dir), "--out", str(run), "--steps", "2",
+                 "--batch-size", "1", "--device", "cpu", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["steps"] == 2 and result["device"] == "cpu"
+    saved = json.loads((run / "config.json").read_text())["segmenter"]
+    assert tuple(saved["widths"]) == SegmenterConfig.widths
+    if not torch.cuda.is_available():
+        assert main(["perception", "train", "--data", str(frames_dir), "--out", str(tmp_path / "gpu"), "--steps",
+                     "2", "--device", "cuda", "--json"]) == 2
+        assert "--device cuda" in capsys.readouterr().err
+
 SHIPPED_NEEDED = pytest.mark.skipif(not __import__("embodied.perception.learned", fromlist=["SHIPPED"]).SHIPPED.exists(),
                                     reason="no shipped segmenter weights")
 

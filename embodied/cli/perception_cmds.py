@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=make_data)
 
-    t = psub.add_parser("train", help="train the segmenter from scratch (CPU; checkpoints, --resume)")
+    t = psub.add_parser("train", help="train the segmenter from scratch (CPU or CUDA; checkpoints, --resume)")
     t.add_argument("--data", action="append", required=True, help="frames folder (repeatable)")
     t.add_argument("--out", required=True)
     t.add_argument("--steps", type=int, default=3000)
@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--lr", type=float, default=3e-3)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: CUDA when there is one (the shipped weights were trained on a CPU)")
     t.add_argument("--checkpoint-every", type=int, default=250)
     t.add_argument("--resume", action="store_true")
     t.add_argument("--stop-at", type=int, help="end at this step, on the schedule of --steps (a run cut short)")
@@ -56,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=train)
 
-    c = psub.add_parser("train-classifier", help="train the crop classifier that names each instance (CPU; --resume)")
+    c = psub.add_parser("train-classifier", help="train the crop classifier that names each instance (CPU or CUDA; --resume)")
     c.add_argument("--data", action="append", required=True, help="frames folder (repeatable)")
     c.add_argument("--out", required=True)
     c.add_argument("--segmenter", metavar="RUN|FILE", help="whose classes, and whose instances are cropped too "
@@ -66,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--lr", type=float, default=2e-3)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--threads", type=int, default=1)
+    c.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: CUDA when there is one (the shipped weights were trained on a CPU)")
     c.add_argument("--checkpoint-every", type=int, default=500)
     c.add_argument("--resume", action="store_true")
     c.add_argument("--true-only", action="store_true", help="crop only the true instances, not the segmenter's")
@@ -75,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=train_classifier)
 
     g = psub.add_parser("train-grouper", help="train the region grouper that names the image's regions and joins "
-                        "those of one object (CPU; --resume)")
+                        "those of one object (CPU or CUDA; --resume)")
     g.add_argument("--data", action="append", required=True, help="frames folder, version 2 (repeatable)")
     g.add_argument("--out", required=True)
     g.add_argument("--segmenter", metavar="RUN|FILE", help="whose network features the grouper reads, and whose "
@@ -85,6 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--lr", type=float, default=2e-3)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--threads", type=int, default=1)
+    g.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: CUDA when there is one (the shipped weights were trained on a CPU)")
     g.add_argument("--checkpoint-every", type=int, default=500)
     g.add_argument("--resume", action="store_true")
     g.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
@@ -156,8 +162,8 @@ def train(args) -> dict:
 
     model = _model_options(args.model)
     cfg = SegTrainConfig(data=args.data, out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed, threads=args.threads, checkpoint_every=args.checkpoint_every,
-                         resume=args.resume, progress=not args.json, model=model, init_from=args.init_from,
+                         seed=args.seed, threads=args.threads, device=args.device,
+                         checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.json, model=model, init_from=args.init_from,
                          balance=args.balance, stop_at=args.stop_at)
     result = train_segmenter(cfg)
     if not args.json:
@@ -172,8 +178,8 @@ def train_classifier(args) -> dict:
 
     cfg = CropTrainConfig(data=args.data, out=args.out, segmenter=args.segmenter, steps=args.steps,
                           batch_size=args.batch_size, lr=args.lr, seed=args.seed, threads=args.threads,
-                          checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.json,
-                          predicted=not args.true_only, model=_model_options(args.model))
+                          device=args.device, checkpoint_every=args.checkpoint_every, resume=args.resume,
+                          progress=not args.json, predicted=not args.true_only, model=_model_options(args.model))
     result = fit(cfg)
     if not args.json:
         print(f"{result['run']}: {result['crops']} crops, steps {result['start_step']}..{result['steps']}, loss "
@@ -187,8 +193,8 @@ def train_grouper(args) -> dict:
 
     cfg = GrouperTrainConfig(data=args.data, out=args.out, segmenter=args.segmenter, steps=args.steps,
                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, threads=args.threads,
-                             checkpoint_every=args.checkpoint_every, resume=args.resume, progress=not args.json,
-                             model=_model_options(args.model))
+                             device=args.device, checkpoint_every=args.checkpoint_every, resume=args.resume,
+                             progress=not args.json, model=_model_options(args.model))
     result = fit(cfg)
     if not args.json:
         print(f"{result['run']}: {result['regions']} regions, {result['pairs']} pairs, steps {result['start_step']}.."

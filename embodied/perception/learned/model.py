@@ -67,8 +67,9 @@ class SegmenterConfig:
 
     @classmethod
     def from_json(cls, d: dict) -> SegmenterConfig:
+        """A config from its JSON form; fields left out take their defaults (a fresh run names only classes)."""
         d = dict(d)
-        d["classes"], d["widths"] = tuple(d["classes"]), tuple(d["widths"])
+        d["classes"], d["widths"] = tuple(d["classes"]), tuple(d.get("widths", cls.widths))
         d["class_weights"] = tuple(d.get("class_weights", ()))
         d["touching"] = None if d.get("touching") is None else tuple(d["touching"])
         return cls(**d)
@@ -242,7 +243,8 @@ class SegNet(nn.Module):
         instance (B,H,W) (0 = background), weight (B,H,W) per-pixel cross-entropy weight."""
         cfg = self.config
         out = self.forward_features(self.inputs(batch["rgb"], batch["depth"]))
-        weights = torch.tensor(cfg.class_weights, dtype=torch.float32) if cfg.class_weights else None
+        weights = (torch.tensor(cfg.class_weights, dtype=torch.float32, device=out["semantic"].device)
+                   if cfg.class_weights else None)
         ce = F.cross_entropy(out["semantic"], batch["semantic"], weight=weights, reduction="none")
         sem = (ce * batch["weight"]).sum() / batch["weight"].sum()
         centre = F.mse_loss(out["centre"][:, 0], batch["centre"])

@@ -25,7 +25,7 @@ from embodied.perception.learned.targets import instance_targets
 from embodied.perception.learned.weights import RUN_KIND, load_segmenter
 from policies.checkpoint import read_json
 from policies.ema import EMA
-from policies.loop import TrainConfig, check_resume, fit, restore, start_run
+from policies.loop import TrainConfig, check_resume, fit, resolve_device, restore, start_run
 
 
 @dataclass
@@ -39,6 +39,7 @@ class SegTrainConfig:
     warmup_steps: int = 100
     seed: int = 0
     threads: int = 1
+    device: str = "auto"  # auto (CUDA when there is one), cpu or cuda
     checkpoint_every: int = 250
     log_every: int = 10
     resume: bool = False
@@ -100,16 +101,17 @@ def class_weights(frames, balance: float) -> list[float]:
 
 def shared_loop_config(cfg, kind: str) -> TrainConfig:
     """The shared loop's configuration (``policies.loop``) from a perception trainer's config: ``data`` (a
-    list of frames folders), ``out``, the schedule, checkpointing and logging fields; CPU."""
+    list of frames folders), ``out``, the schedule, checkpointing, logging and device fields."""
     return TrainConfig(head=kind, data=",".join(cfg.data), out=cfg.out, steps=cfg.steps, batch_size=cfg.batch_size,
                        lr=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, seed=cfg.seed,
                        threads=cfg.threads, checkpoint_every=cfg.checkpoint_every, log_every=cfg.log_every,
-                       resume=cfg.resume, progress=cfg.progress, device="cpu")
+                       resume=cfg.resume, progress=cfg.progress, device=cfg.device)
 
 
 def open_run(cfg) -> tuple[TrainConfig, Path, Path | None]:
     """For a training config with ``threads``, ``out`` and ``loop_config()``: torch's threads set, the
-    loop's config checked, and the checkpoint to resume from (None: a fresh run)."""
+    loop's config checked (``--device cuda`` with no CUDA device fails here), and the checkpoint to resume
+    from (None: a fresh run)."""
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     loop = cfg.loop_config()
@@ -119,7 +121,8 @@ def open_run(cfg) -> tuple[TrainConfig, Path, Path | None]:
 
 
 def optimiser(model: torch.nn.Module, cfg, ckpt: Path | None) -> tuple[torch.optim.Optimizer, EMA, int]:
-    """AdamW and an EMA of ``model``, restored from ``ckpt`` if given; the step to go on from."""
+    """AdamW and an EMA of ``model`` (already on its training device), restored from ``ckpt`` if given; the
+    step to go on from."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ema = EMA(model, max_decay=0.999)
     return opt, ema, restore(ckpt, model, opt, ema)
@@ -129,7 +132,7 @@ def run_summary(out: Path, start: int, steps: int, fitted: tuple, model: torch.n
     """What a training call returns, from ``fit``'s result."""
     first, last, saved, seconds, timed = fitted
     return {"run": str(out), "start_step": start, "steps": steps, "first_loss": first, "final_loss": last,
-            "step_ms": round(seconds / max(timed, 1) * 1e3, 1),
+            "step_ms": round(seconds / max(timed, 1) * 1e3, 1), "device": str(next(model.parameters()).device),
             "params": sum(p.numel() for p in model.parameters()), "checkpoint": str(saved) if saved else None}
 
 
@@ -150,6 +153,8 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
     model = SegNet(net_cfg)
     if ckpt is None and cfg.init_from:
         model.load_state_dict(source.state_dict())
+    device = resolve_device(loop.device)
+    model.to(device)
     opt, ema, start = optimiser(model, cfg, ckpt)
     start_run(out, {"head": RUN_KIND, "segmenter": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
@@ -160,7 +165,7 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
         rng = np.random.default_rng([cfg.seed, int(torch.randint(1 << 30, (1,)))])
         return make_batch(frames, idx.numpy(), net_cfg, rng if cfg.flip else None, cfg.jitter)
 
-    fitted = fit(loop, model, opt, ema, batch_fn, len(frames), out, start, torch.device("cpu"),
+    fitted = fit(loop, model, opt, ema, batch_fn, len(frames), out, start, device,
                  desc="train segmenter", stop=cfg.stop_at)
     return {**run_summary(out, start, cfg.steps, fitted, model), "frames": len(frames),
             "classes": len(net_cfg.classes)}

@@ -28,7 +28,7 @@ from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import CLASSIFIER_KIND
 from policies.checkpoint import read_json
-from policies.loop import TrainConfig, fit, start_run
+from policies.loop import TrainConfig, fit, resolve_device, start_run
 
 SCALE = 127.0  # crops are held as int8 (x * SCALE): 60k crops in 300 MB
 
@@ -45,6 +45,7 @@ class CropTrainConfig:
     warmup_steps: int = 100
     seed: int = 0
     threads: int = 1
+    device: str = "auto"  # auto (CUDA when there is one), cpu or cuda
     checkpoint_every: int = 500
     log_every: int = 20
     resume: bool = False
@@ -144,6 +145,8 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
     pool = balanced_pool(y, cfg.balance)
     torch.manual_seed(cfg.seed)
     model = CropNet(net_cfg)
+    device = resolve_device(loop.device)
+    model.to(device)
     opt, ema, start = optimiser(model, cfg, ckpt)
     per_class = np.bincount(y, minlength=len(net_cfg.classes))
     start_run(out, {"head": CLASSIFIER_KIND, "classifier": net_cfg.to_json(),
@@ -157,6 +160,6 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
         return {"x": torch.from_numpy(augment(x[k].astype(np.float32) / SCALE, rng)), "s": torch.from_numpy(s[k]),
                 "label": torch.from_numpy(y[k])}
 
-    fitted = fit(loop, model, opt, ema, batch_fn, len(pool), out, start, torch.device("cpu"),
+    fitted = fit(loop, model, opt, ema, batch_fn, len(pool), out, start, device,
                  desc="train classifier")
     return {**run_summary(out, start, cfg.steps, fitted, model), "frames": len(frames), "crops": len(y)}

@@ -28,7 +28,7 @@ from embodied.perception.learned.region_graph import RegionGraph
 from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import GROUPER_KIND, grouper_config
 from policies.checkpoint import read_json
-from policies.loop import TrainConfig, fit, start_run
+from policies.loop import TrainConfig, fit, resolve_device, start_run
 
 
 @dataclass
@@ -43,6 +43,7 @@ class GrouperTrainConfig:
     warmup_steps: int = 100
     seed: int = 0
     threads: int = 1
+    device: str = "auto"  # auto (CUDA when there is one), cpu or cuda
     checkpoint_every: int = 500
     log_every: int = 20
     resume: bool = False
@@ -107,6 +108,8 @@ def train_grouper(cfg: GrouperTrainConfig) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     model = RegionGrouper(net_cfg)
     model.set_normaliser(rows["nodes"], rows["edges"])  # restored from the checkpoint on resume
+    device = resolve_device(loop.device)
+    model.to(device)
     opt, ema, start = optimiser(model, cfg, ckpt)
     n_nodes, n_edges = len(rows["nodes"]), len(rows["edges"])
     start_run(out, {"head": GROUPER_KIND, "grouper": net_cfg.to_json(),
@@ -122,6 +125,6 @@ def train_grouper(cfg: GrouperTrainConfig) -> dict[str, Any]:
                 "node_weight": tensors["node_weight"][idx], "edges": tensors["edges"][pair],
                 "same": tensors["same"][pair], "edge_weight": torch.ones(len(idx))}
 
-    fitted = fit(loop, model, opt, ema, batch_fn, n_nodes, out, start, torch.device("cpu"), desc="train grouper")
+    fitted = fit(loop, model, opt, ema, batch_fn, n_nodes, out, start, device, desc="train grouper")
     return {**run_summary(out, start, cfg.steps, fitted, model), "frames": len(frames), "regions": n_nodes,
             "pairs": n_edges}
