@@ -234,3 +234,19 @@ def export(args) -> dict:
     if not args.json:
         print(f"{result['path']}: {result['bytes'] / 1e6:.2f} MB")
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """These commands alone, for a machine without PyAV (a lent GPU, where the simulator comes as wheels):
+    ``python -m embodied.cli.perception_cmds perception train --data DIR --out RUN --device cuda``."""
+    import sys
+
+    from embodied.cli.dispatch import execute
+
+    parser = argparse.ArgumentParser(prog="embodied", description=main.__doc__.split("\n")[0])
+    register(parser.add_subparsers(dest="command", required=True))
+    return execute(parser.parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
