@@ -243,3 +243,27 @@ def test_a_block_in_an_open_tray_is_told_from_the_drawer_by_colour(monkeypatch):
     monkeypatch.setattr(geometric_shapes, "things_in_tray", lambda pts, cols, piece, n: (piece, []))
     parts = geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)
     assert any(set(block.tolist()) <= set(p.tolist()) for label, p in parts if label == "drawer")
+
+
+def test_two_blocks_side_by_side_are_two_things_not_a_button(monkeypatch):
+    """Rearrange's neighbouring spots put two 4 cm blocks 2 cm apart: one DBSCAN cluster with a button's
+    footprint (8 x 4.6 cm). Split by colour, each piece block-wide, they are two things; a push button
+    (a 7 cm grey base, a lit 4.8 cm cap on it) stays one. Without the rule the pair is a button."""
+    blue = box_points((0.298, -0.308, 0.0), (0.338, -0.268, 0.04), 0.005)
+    purple = box_points((0.340, -0.295, 0.0), (0.380, -0.255, 0.04), 0.005)
+    pts = np.concatenate([blue, purple])
+    cols = np.concatenate([np.tile([0.15, 0.3, 0.95], (len(blue), 1)), np.tile([0.6, 0.2, 0.8], (len(purple), 1))])
+    parts = geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)
+    assert sorted(label for label, _ in parts) == ["", ""]
+    assert sorted(len(p) for _, p in parts) == sorted([len(blue), len(purple)])
+
+    base = box_points((0.30, 0.10, 0.0), (0.37, 0.17, 0.012), 0.005)
+    cap = box_points((0.311, 0.111, 0.012), (0.359, 0.159, 0.036), 0.005)
+    button = np.concatenate([base, cap])
+    lit = np.concatenate([np.tile([0.5, 0.5, 0.5], (len(base), 1)), np.tile([0.95, 0.1, 0.1], (len(cap), 1))])
+    assert [label for label, _ in geometric_shapes.label_parts(button, [np.arange(len(button))], 0.0, 10, lit)] \
+        == ["button"]
+
+    monkeypatch.setattr(geometric_shapes, "_blocks_side_by_side", lambda *a: None)
+    assert [label for label, _ in geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)] \
+        == ["button"]
