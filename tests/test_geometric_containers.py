@@ -218,3 +218,24 @@ def test_the_hidden_block_fetched_from_the_drawer_it_was_shut_in():
     drawer_colours = {attrs[d]["colour"] for d in memory.find(cls="drawer")}
     assert len(drawer_colours) == 1
     assert not [n for n in memory.find() if attrs[n]["cls"] in SIZE_CLASSES and attrs[n]["colour"] in drawer_colours]
+
+
+def test_nothing_seen_at_the_arms_foot():
+    """The scene camera sees bits of the arm's foot beside its base, and DBSCAN leaves them as noise:
+    small things there had been two nodes in every workcell episode, which Rearrange's plan tried to
+    pick. None is reported within the base's radius; with a zero radius they show (the rule is what
+    removes them, not the camera)."""
+    import gymnasium as gym
+
+    from embodied.perception import Perceiver
+
+    env = gym.make("embodied/Rearrange-v0", images=True)
+    obs, _ = env.reset(seed=123)
+    env.close()
+
+    def at_foot(radius: float) -> list[str]:
+        frame = Perceiver(None, PerceptionConfig(mode="geometric", robot_base_radius=radius))(obs, 0)
+        return [o.label for o in frame.objects if np.linalg.norm(np.asarray(o.center)[:2]) < 0.13]
+
+    assert at_foot(0.13) == []
+    assert "small" in at_foot(0.0)

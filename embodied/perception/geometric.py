@@ -188,7 +188,9 @@ def _small_things(
     """Clusters of a few points that DBSCAN left as noise, resting on the support and clear of every
     bigger cluster (not a sliver of one) and of the open fingers' tips (within ``_FINGERTIPS`` of the
     TCP ``tcp`` (3,) m): a small object far from the camera (a 3 cm ball a metre away is about 3
-    pixels across)."""
+    pixels across). None reaches within ``robot_base_radius`` of the arm's base: bits of the arm's foot
+    had been two "small" things there in every workcell episode, which a plan then tried to pick
+    (Rearrange 930030, geometric)."""
     o3d = open3d()
     if len(noise) < cfg.small_min_points:
         return []
@@ -204,9 +206,12 @@ def _small_things(
     sub = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts[noise]))
     labels = np.asarray(sub.cluster_dbscan(cfg.cluster_eps, cfg.small_min_points))
     found = []
+    base_xy = np.asarray(cfg.robot_base, dtype=np.float64)
     for k in range(int(labels.max()) + 1 if len(labels) else 0):
         idx = noise[labels == k]
         cp = pts[idx]
+        if np.min(np.linalg.norm(cp[:, :2] - base_xy, axis=1)) < cfg.robot_base_radius:
+            continue
         resting = cp[:, 2].min() <= base + cfg.small_max_height / 2 and cp[:, 2].max() <= base + cfg.small_max_height
         if tcp is not None and np.min(np.linalg.norm(cp - tcp, axis=1)) < _FINGERTIPS:
             continue
