@@ -163,6 +163,43 @@ def test_put_everything_back_sets_down_what_the_hand_holds_first():
     assert plan[0].xyz[:2] == pytest.approx((0.50, -0.20), abs=0.01)
 
 
+
+def test_put_everything_back_leaves_what_was_first_seen_after_the_instruction(monkeypatch):
+    """What was watched goes back; a thing first seen after "put everything back" came has no place it
+    was (geometric perception's bits of an open drawer, a cup set aside seen as a block) and is left
+    alone, though it seems to move. Ablation: with the instruction's time unknown, the plan picks it."""
+    from embodied.memory import SpatialMemory
+    from embodied.planner.planner import Planner
+    from tests.memory_helpers import detection, frame, proprio
+
+    text = "put everything back where it was"
+    goal = parse(text)
+    memory = SpatialMemory()
+    hand = proprio((0.3, 0.0, 0.4), 0.08)
+    red = lambda c: detection(c, "block", "red")
+    ghost = lambda c: detection(c, "block", "grey", (0.05, 0.05, 0.02))
+    t = 0
+    for _ in range(2):  # watched: red at (0.40, 0.00)
+        memory.update(frame(t, [red((0.40, 0.0, 0.02))], proprio=hand))
+        t += 1
+    for _ in range(2):  # red moved while the robot looked away
+        memory.update(frame(t, [red((0.40, 0.25, 0.02))], proprio=hand))
+        t += 1
+    memory.hear(t, text)
+    for c in [(0.62, 0.05, 0.0)] * 2 + [(0.55, 0.15, 0.0)] * 2:  # then a grey thing appears, and drifts
+        memory.update(frame(t, [red((0.40, 0.25, 0.02)), ghost(c)], proprio=hand))
+        t += 1
+    grey = memory.find(colour="grey")
+    assert grey, "the late thing is in memory"
+    plan = Planner().plan(goal, memory)
+    assert [c.skill for c in plan] == ["pick", "place"] and plan[0].target == memory.find(colour="red")[0]
+
+    from embodied.planner import planner as planner_module
+
+    monkeypatch.setattr(planner_module, "heard_at", lambda memory, text: None)
+    blind = Planner().plan(goal, memory)
+    assert any(c.target in grey for c in blind), [str(c) for c in blind]
+
 def test_put_everything_back_sets_a_held_cup_aside_first():
     """A replan while the hand holds up a cup (a lift whose unit was cut short): the cup goes down on a
     free spot, away from every object and every place one goes back to, before anything else."""

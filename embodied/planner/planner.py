@@ -69,7 +69,7 @@ class Planner:
         ref = goal.ref
         assert ref is not None
         if goal.action == "put_back" and ref.noun == "everything":
-            return self._put_everything_back(r)
+            return self._put_everything_back(r, heard_at(memory, goal.text))
         nodes = r.resolve(ref)
         node = nodes[0]
         note = str(ref)
@@ -168,12 +168,17 @@ class Planner:
                       "cup aside"),
         ]
 
-    def _put_everything_back(self, r: Resolver) -> list[SkillCall]:
+    def _put_everything_back(self, r: Resolver, told: int | None = None) -> list[SkillCall]:
         """Every object away from where it was first seen goes back there, one at a time: open the
         drawer it is in or goes into, lift aside a cup over it or over its place, pick, place, then
-        shut the drawers this opened (an open drawer's handle reaches over the table)."""
+        shut the drawers this opened (an open drawer's handle reaches over the table). With ``told``
+        (the memory time the instruction came), only objects first seen before it: what was watched
+        has a place it was; a node first seen since (geometric perception's bits of an open drawer's
+        insides, a cup set aside taken for a block) has none, and plans for it had run into dead
+        ends (Rearrange 930030, 930044, 930046, geometric)."""
         objects = r.candidates(Ref("everything"))
-        moved = [n for n in objects if _displaced(r, n)]
+        watched = [n for n in objects if told is None or r.attrs(n)["first_seen"] < told]
+        moved = [n for n in watched if _displaced(r, n)]
         # Spots a cup set aside must keep clear of: every object now and every place one goes back to.
         keep_clear = [r.position(n)[:2] for n in objects] + [r.position(n, "first")[:2] for n in moved]
         plan: list[SkillCall] = []
@@ -367,6 +372,12 @@ class Planner:
         if call.skill == "press":
             return any(t >= since for t in memory.when("pressed", call.target))
         return True
+
+
+def heard_at(memory, text: str) -> int | None:
+    """The memory time the instruction ``text`` was last heard (``memory.hear``), or None."""
+    times = [t for t, said in memory.notes("instruction") if said == text]
+    return times[-1] if times else None
 
 
 def _hand_on(memory, call: SkillCall) -> bool:
