@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
-from embodied.memory.gating import (as_last_seen, brightness_ratio, colour_distance_matrix, footprint_overlap, lit_caps,
-                                    looks_as_before)
+from embodied.memory.gating import (as_last_seen, brightness_ratio, centred_over, colour_distance_matrix,
+                                    footprint_overlap, lit_caps, looks_as_before)
 from embodied.memory.spatial import overlap
 from embodied.perception import is_line, join_views
 from embodied.perception.colour import same_colour
@@ -166,8 +166,7 @@ class Association:
             # it pressed: SequenceRecall 930053, randomized look), nor is one centred off its box (a sliver
             # of the next button's base, 10 cm away, had stretched the node over both: SequenceRecall 930097).
             pushed = np.isin(cls, list(PUSHED))
-            over = np.all((d_c[:, None, :2] >= lo[None, :, :2] - BESIDE_SLACK)
-                          & (d_c[:, None, :2] <= hi[None, :, :2] + BESIDE_SLACK), axis=2)
+            over = centred_over(d_c, lo, hi, BESIDE_SLACK)
             ok = (same_cls | ~(thing[:, None] & fixed[None]) | (thing[:, None] & lit[None])) & (over | ~pushed[None])
             if not cfg.class_votes:
                 # A size class ("flat": a partial view) may continue any track; a recognised shape

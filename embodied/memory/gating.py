@@ -54,12 +54,17 @@ def footprint_overlap(det: ObjectObservation, lo: np.ndarray, hi: np.ndarray) ->
     return float(np.prod(w) / np.prod(dhi - dlo))
 
 
+def centred_over(centres: np.ndarray, lo: np.ndarray, hi: np.ndarray, slack: float = 0.0) -> np.ndarray:
+    """(D, N) bool: centre i (D,2+ m) lies over box j's footprint (lo, hi: (N,2+ m)) grown by ``slack`` m."""
+    return np.all((centres[:, None, :2] >= lo[None, :, :2] - slack) & (centres[:, None, :2] <= hi[None, :, :2] + slack),
+                  axis=2)
+
+
 def lit_caps(thing: np.ndarray, lit: np.ndarray, same_cls: np.ndarray, centres: np.ndarray, lo: np.ndarray,
              hi: np.ndarray) -> np.ndarray:
     """(D, N) bool: detection i, of a thing's class (D,) other than node j's, is centred (D,3 m) over lit node j's
     box (N,3 m), lit (N,): a lit cap read as another thing."""
-    on_top = np.all((centres[:, None, :2] >= lo[None, :, :2]) & (centres[:, None, :2] <= hi[None, :, :2]), axis=2)
-    return thing[:, None] & lit[None] & ~same_cls & on_top
+    return thing[:, None] & lit[None] & ~same_cls & centred_over(centres, lo, hi)
 
 
 def as_last_seen(dets: list[ObjectObservation], centres: np.ndarray, last: np.ndarray, size: np.ndarray,

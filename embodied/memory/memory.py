@@ -36,6 +36,7 @@ from embodied.memory.association import BESIDE_SLACK, LIT, PUSHED
 from embodied.memory.config import MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
+from embodied.memory.gating import centred_over
 from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
 from embodied.memory.rejoin import Rejoining
@@ -227,12 +228,9 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
         flashes were logged on the wrong place (SequenceRecall 930053, randomized look)."""
         if det.label not in PUSHED:
             return False
-        centre = (det.box_min + det.box_max)[:2] / 2
-        for node in self._find(cls=det.label):
-            track = self.tracks[node]
-            if np.all(centre >= track.box_min[:2] - BESIDE_SLACK) and np.all(centre <= track.box_max[:2] + BESIDE_SLACK):
-                return True
-        return False
+        centre = (det.box_min + det.box_max)[None, :2] / 2
+        return any(centred_over(centre, self.tracks[node].box_min[None], self.tracks[node].box_max[None],
+                                BESIDE_SLACK)[0, 0] for node in self._find(cls=det.label))
 
     def _in_hand(self, det) -> bool:
         """Whether a detection nothing matched is a piece of the object the gripper holds: of its class
