@@ -37,7 +37,7 @@ import numpy as np
 
 from embodied.planner.calls import RESUMED, UNIT, SkillCall
 from embodied.planner.grammar import Goal, Ref
-from embodied.planner.resolver import ResolutionError, Resolver, told_for_later
+from embodied.planner.resolver import ResolutionError, Resolver, heard_at, told_for_later
 
 PLACE_TOL = 0.02  # m: a placed object's centre within this of the target (xy)
 MOVED_TOL = 0.03  # m: an object farther than this from where it started has been displaced
@@ -372,12 +372,6 @@ class Planner:
         if call.skill == "press":
             return any(t >= since for t in memory.when("pressed", call.target))
         return True
-
-
-def heard_at(memory, text: str) -> int | None:
-    """The memory time the instruction ``text`` was last heard (``memory.hear``), or None."""
-    times = [t for t, said in memory.notes("instruction") if said == text]
-    return times[-1] if times else None
 
 
 def _hand_on(memory, call: SkillCall) -> bool:

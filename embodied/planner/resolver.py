@@ -361,6 +361,12 @@ def _saturation(rgb) -> float:
     return float((rgb.max() - rgb.min()) / max(rgb.max(), 1e-6))
 
 
+def heard_at(memory, text: str) -> int | None:
+    """The memory time the instruction ``text`` was last heard (``memory.hear``), or None."""
+    times = [t for t, said in memory.notes("instruction") if said == text]
+    return times[-1] if times else None
+
+
 def told_for_later(memory) -> Goal:
     """The first goal the agent was told to keep for later, from the instructions memory noted."""
     for _, text in memory.notes("instruction"):
