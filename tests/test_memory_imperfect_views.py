@@ -266,28 +266,3 @@ def test_a_press_seen_as_a_sliver_of_the_button_beside_the_fingers_is_logged(rul
     memory.update(frame(2, [sliver], proprio=proprio((0.453, 0.15, cap_top - 0.008 + tip), 0.0)))
     assert memory.tracks[node].box_min[0] > 0.453  # the sliver moved the box clear of the fingers
     assert bool(memory.when("pressed", node)) == rule
-
-
-def test_a_view_in_another_colour_does_not_take_a_node_another_camera_sees_unchanged(monkeypatch):
-    """A red block is set down 2.5 cm from a yellow ball (geometric perception: both "small"). The scene
-    camera sees only the block, the ball hidden behind it, and the block's points lie within a voxel of
-    the ball's; the block's own node was last seen high up in the hand. The wrist camera, the same frame,
-    sees the ball as before: the block's view is the block moved, not the ball recoloured (Rearrange
-    930021, geometric, where the pick of the ball then took the block). Ablation: without the other
-    camera's say, the ball's node is dragged onto the block."""
-    from embodied.memory import association
-
-    def run() -> tuple[float, float]:
-        memory = SpatialMemory()
-        ball = lambda: detection((0.36, -0.28, 0.016), "small", "yellow", (0.03,) * 3, camera="wrist")  # noqa: E731
-        for t in range(5):
-            memory.update(frame(t, [ball(), detection((0.30, -0.29, 0.10), "small", "red", camera="scene")]))
-        memory.update(frame(5, [ball(), detection((0.325, -0.286, 0.02), "small", "red", camera="scene")]))
-        (yellow,) = memory.find(colour="yellow")
-        (red,) = memory.find(colour="red")
-        return float(memory.graph.nodes[yellow]["position"][0]), float(memory.graph.nodes[red]["position"][2])
-
-    ball_x, block_z = run()
-    assert ball_x == pytest.approx(0.36, abs=0.005) and block_z == pytest.approx(0.02, abs=0.005)
-    monkeypatch.setattr(association.Association, "_unmoved_elsewhere", lambda self, node, camera: False)
-    assert run()[0] < 0.355

@@ -219,15 +219,12 @@ class Association:
                 elif ov >= cfg.min_overlap and col_ok[i, j]:
                     # Ties (a sliver of a neighbour overlaps as fully as the object itself) go to the nearer centre.
                     pairs.append((1.0 + ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
-                elif ov >= 0.5 and (same_cls[i, j] or sized[j]) and not self._unmoved_elsewhere(node, det.camera):
+                elif ov >= 0.5 and (same_cls[i, j] or sized[j]):
                     # Same place, other colour: a cue panel or a lit button, or a shaded view
                     # of a drawer's inside. Ranked below every colour-consistent overlap. Not a
                     # size class on a recognised shape: a ball under a lifting cup is no view of it. Ties go
                     # to the nearer centre: a sliver beside a button, on its points as fully as the button's
                     # own view when it went dark again, had taken it (SequenceRecall 930053, randomized look).
-                    # Nor a node another camera sees unchanged this frame: a block just set down 2 cm from a
-                    # ball, the ball hidden from the scene camera behind it, had dragged the ball's node onto
-                    # itself, and the pick of the ball took the block (Rearrange 930021, geometric).
                     pairs.append((ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
                 elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or moves[j])
                       and not pushed[j]
