@@ -120,12 +120,15 @@ def open_run(cfg) -> tuple[TrainConfig, Path, Path | None]:
     return loop, out, check_resume(out, loop)
 
 
-def optimiser(model: torch.nn.Module, cfg, ckpt: Path | None) -> tuple[torch.optim.Optimizer, EMA, int]:
-    """AdamW and an EMA of ``model`` (already on its training device), restored from ``ckpt`` if given; the
-    step to go on from."""
+def optimiser(model: torch.nn.Module, cfg, ckpt: Path | None,
+              loop: TrainConfig) -> tuple[torch.optim.Optimizer, EMA, int, torch.device]:
+    """``model`` moved to the loop's device; AdamW and an EMA of it, restored from ``ckpt`` if given; the
+    step to go on from, and the device."""
+    device = resolve_device(loop.device)
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ema = EMA(model, max_decay=0.999)
-    return opt, ema, restore(ckpt, model, opt, ema)
+    return opt, ema, restore(ckpt, model, opt, ema), device
 
 
 def run_summary(out: Path, start: int, steps: int, fitted: tuple, model: torch.nn.Module) -> dict[str, Any]:
@@ -153,9 +156,7 @@ def train_segmenter(cfg: SegTrainConfig) -> dict[str, Any]:
     model = SegNet(net_cfg)
     if ckpt is None and cfg.init_from:
         model.load_state_dict(source.state_dict())
-    device = resolve_device(loop.device)
-    model.to(device)
-    opt, ema, start = optimiser(model, cfg, ckpt)
+    opt, ema, start, device = optimiser(model, cfg, ckpt, loop)
     start_run(out, {"head": RUN_KIND, "segmenter": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
               {"frames": len(frames), "classes": list(net_cfg.classes)}, start)

@@ -28,7 +28,7 @@ from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import CLASSIFIER_KIND
 from policies.checkpoint import read_json
-from policies.loop import TrainConfig, fit, resolve_device, start_run
+from policies.loop import TrainConfig, fit, start_run
 
 SCALE = 127.0  # crops are held as int8 (x * SCALE): 60k crops in 300 MB
 
@@ -145,9 +145,7 @@ def train_classifier(cfg: CropTrainConfig) -> dict[str, Any]:
     pool = balanced_pool(y, cfg.balance)
     torch.manual_seed(cfg.seed)
     model = CropNet(net_cfg)
-    device = resolve_device(loop.device)
-    model.to(device)
-    opt, ema, start = optimiser(model, cfg, ckpt)
+    opt, ema, start, device = optimiser(model, cfg, ckpt, loop)
     per_class = np.bincount(y, minlength=len(net_cfg.classes))
     start_run(out, {"head": CLASSIFIER_KIND, "classifier": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},

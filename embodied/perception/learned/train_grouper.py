@@ -28,7 +28,7 @@ from embodied.perception.learned.region_graph import RegionGraph
 from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
 from embodied.perception.learned.weights import GROUPER_KIND, grouper_config
 from policies.checkpoint import read_json
-from policies.loop import TrainConfig, fit, resolve_device, start_run
+from policies.loop import TrainConfig, fit, start_run
 
 
 @dataclass
@@ -108,9 +108,7 @@ def train_grouper(cfg: GrouperTrainConfig) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     model = RegionGrouper(net_cfg)
     model.set_normaliser(rows["nodes"], rows["edges"])  # restored from the checkpoint on resume
-    device = resolve_device(loop.device)
-    model.to(device)
-    opt, ema, start = optimiser(model, cfg, ckpt)
+    opt, ema, start, device = optimiser(model, cfg, ckpt, loop)
     n_nodes, n_edges = len(rows["nodes"]), len(rows["edges"])
     start_run(out, {"head": GROUPER_KIND, "grouper": net_cfg.to_json(),
                     "train": json.loads(json.dumps(dataclasses.asdict(cfg)))},
