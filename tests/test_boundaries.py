@@ -216,6 +216,17 @@ def test_importing_the_data_layer_loads_no_simulator():
     assert "embodied.data.reader" in loaded  # the statement ran
 
 
+
+def test_the_command_starts_without_the_data_extra():
+    """`embodied` (every subcommand's parser, the evaluation and benchmark ones too) loads none of the
+    ``data`` extra's packages (PyAV, pandas, pyarrow) until a command records or reads a dataset: a base
+    install runs `embodied tasks`. Evaluation had reached the video encoder through the recorder's worker
+    helpers (now ``embodied.data.sessions``)."""
+    loaded = _modules_loaded_by("import embodied.cli.main")
+    extra = sorted(m for m in loaded if m.split(".")[0] in ("av", "pandas", "pyarrow"))
+    assert not extra, f"the command's imports load the data extra: {extra[:8]}"
+    assert "embodied.eval.distributed" in loaded  # the evaluation commands' module is in the chain
+
 def test_walk_covers_the_agent_side():
     names = {module_name(p)[0] for p in python_files((*AGENT_SIDE, "policies"))}
     for expected in ("embodied.memory.memory", "embodied.perception", "embodied.agent.ride", "policies.base"):

@@ -13,11 +13,8 @@ transport; nothing is pickled to disk.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
-import signal
-import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -28,6 +25,7 @@ from tqdm import tqdm
 
 from embodied.data.episode import EpisodeBlob, EpisodeJob, env_for, record_episode
 from embodied.data.layout import DATA_FILES_SIZE_MB, VIDEO_FILES_SIZE_MB
+from embodied.data.sessions import detach_worker, ray_session
 from embodied.data.writer import DatasetWriter
 
 
@@ -75,17 +73,6 @@ class RecordConfig:
         ]
 
 
-def detach_worker(parent: int) -> None:
-    """In a local worker process: ignore SIGINT (the parent decides) and die with ``parent``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:  # die with the parent (Linux): PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect: no signal will come
-        os._exit(1)
-
-
 def _worker_init(first: EpisodeJob | None, ready, go, recorder: int) -> None:
     detach_worker(recorder)
     if first is not None:
@@ -131,38 +118,6 @@ def _local(jobs: list[EpisodeJob], workers: int, on_ready: Callable[[], None]) -
 def _ray_record(job: EpisodeJob) -> tuple[bytes, bytes, dict[str, bytes], bytes]:
     blob = record_episode(job)
     return blob.meta, blob.arrays, blob.videos, blob.decisions
-
-
-def ray_session(address: str | None, workers: int):
-    """Ray, connected: to the cluster at ``address`` (HOST:PORT or "auto"), else to the instance this
-    process already runs, else to a new local instance of ``workers`` CPUs."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray needs Ray: pip install 'embodied[ray]'") from None
-    if address:
-        _reachable(address)
-        try:
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-        except ConnectionError as exc:
-            raise ValueError(f"--ray {address}: {exc}. Run the command on a node of that cluster (after `ray start "
-                             "--address=HEAD:6379` there); a cluster with token authentication (Ray >= 2.59's "
-                             "default for `ray start`) needs RAY_AUTH_MODE=token and its token here too") from None
-    elif not ray.is_initialized():
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-    return ray
-
-
-def _reachable(address: str) -> None:
-    """Fail fast where nothing listens at HOST:PORT (Ray itself waits on such an address for good)."""
-    host, sep, port = address.rpartition(":")
-    if address == "auto" or "://" in address or not sep or not port.isdigit():
-        return
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except OSError as exc:
-        raise ValueError(f"--ray {address}: nothing answers there ({exc}); start the cluster with "
-                         "`ray start --head --port=6379` on that node, or check the address") from None
 
 
 def _ray(jobs: list[EpisodeJob], address: str | None, workers: int, on_ready: Callable[[], None]) -> Iterator[list[EpisodeBlob]]:

@@ -21,8 +21,8 @@ Chunks never mix batches.
 Local workers are forked from this process when it holds no thread but tqdm's monitor (Linux; the parent has
 imported the simulator already, so a worker starts in milliseconds; ``LP_NUM_THREADS=0`` from
 ``embodied/__init__`` keeps a fork after rendering safe), else spawned. Like ``record-demos``'
-workers they ignore Ctrl-C and die with the parent (:func:`embodied.data.workers.detach_worker`).
-Ray connects as ``record-demos --ray`` does (:func:`embodied.data.workers.ray_session`).
+workers they ignore Ctrl-C and die with the parent (:func:`embodied.data.sessions.detach_worker`).
+Ray connects as ``record-demos --ray`` does (:func:`embodied.data.sessions.ray_session`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 import gymnasium as gym
 from tqdm import tqdm
 
-from embodied.data.workers import detach_worker, ray_session
+from embodied.data.sessions import detach_worker, ray_session
 from embodied.eval.rollout import EpisodeResult, run_episodes
 
 CHUNKS_PER_SLOT = 4
