@@ -264,6 +264,6 @@ def test_two_blocks_side_by_side_are_two_things_not_a_button(monkeypatch):
     assert [label for label, _ in geometric_shapes.label_parts(button, [np.arange(len(button))], 0.0, 10, lit)] \
         == ["button"]
 
-    monkeypatch.setattr(geometric_shapes, "_blocks_side_by_side", lambda *a: None)
+    monkeypatch.setattr(geometric_shapes, "_side_by_side", lambda *a: False)
     assert [label for label, _ in geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)] \
         == ["button"]

@@ -125,17 +125,13 @@ def is_button(cp: np.ndarray, support: float) -> bool:
     )
 
 
-def _blocks_side_by_side(pts: np.ndarray, cols: np.ndarray, idx: np.ndarray, min_points: int,
-                         support: float) -> list[np.ndarray] | None:
-    """A button-sized cluster that falls apart by colour into pieces each no wider than a block
-    (``MIXED_NARROWEST``): two blocks 2 cm apart (Rearrange's neighbouring spots), whose joint footprint
-    is a button's; None if it is not that. A button's 7 cm base is one piece wider than a block, whatever
-    its cap's colour. Taken for a button, the pair was never split: the block just placed there went
-    missing and its place was judged failed (Rearrange 930044, geometric)."""
-    pieces = split_by_colour(pts, cols, idx, min_points, support)
-    if len(pieces) >= 2 and all(np.ptp(pts[p, :2], axis=0).max() <= MIXED_NARROWEST for p in pieces):
-        return pieces
-    return None
+def _side_by_side(pts: np.ndarray, pieces: list[np.ndarray]) -> bool:
+    """Whether a button-sized cluster's colour pieces (``split_by_colour``) are two or more things each no
+    wider than a block (``MIXED_NARROWEST``): two blocks 2 cm apart (Rearrange's neighbouring spots), whose
+    joint footprint is a button's. A button's 7 cm base is one piece wider than a block, whatever its cap's
+    colour. Taken for a button, the pair was never split: the block just placed there went missing and its
+    place was judged failed (Rearrange 930044, geometric)."""
+    return len(pieces) >= 2 and all(np.ptp(pts[p, :2], axis=0).max() <= MIXED_NARROWEST for p in pieces)
 
 
 def _split_cups(pts: np.ndarray, idx: np.ndarray, support: float) -> list[np.ndarray] | None:
@@ -279,10 +275,14 @@ def label_parts(
             cups += split
     cups = _absorb_slivers(pts, cups, rest)
     if cols is not None:
-        buttons = [is_button(pts[c], support) and _blocks_side_by_side(pts, cols, c, min_points, support) is None
-                   for c in rest]
-        rest = [c for c, button in zip(rest, buttons) if button] + join_cut_pieces(pts, cols, [
-            p for c, button in zip(rest, buttons) if not button for p in split_by_colour(pts, cols, c, min_points, support)])
+        buttons, pieces = [], []
+        for c in rest:
+            split = split_by_colour(pts, cols, c, min_points, support)
+            if is_button(pts[c], support) and not _side_by_side(pts, split):
+                buttons.append(c)
+            else:
+                pieces += split
+        rest = buttons + join_cut_pieces(pts, cols, pieces)
         drawers = [p for label, p in parts if label == "drawer"]
         bits = drawer_bits(pts, cols, drawers, [p for _, p in parts])
         parts = [(label, p) for (label, p), bit in zip(parts, bits) if label or not bit]
