@@ -169,6 +169,11 @@ class Tracking(Association, LookedAt):
             # A part of what this camera saw lies within what it saw: a smaller view reaching well out of
             # the last one shows the object somewhere else.
             partial = partial and not (prev is not None and _reaches_out(det, prev))
+            # A "small" thing's last view longer than anything small was it merged with a neighbour (a block
+            # set down beside another, seen as one "medium" blue cluster): a smaller view is no part of that
+            # (the node had stayed between the two blocks, where each grasp missed: Rearrange 930060, geometric).
+            partial = partial and not (prev is not None and a["cls"] == "small" and _longer(prev, SMALL_MAX)
+                                       and not _longer(det, SMALL_MAX))
             # A button's view named otherwise is its lit cap (a yellow "block"): a part of it, its colour news.
             partial = partial or (a["cls"] in PUSHED and det.label != a["cls"])
             # A drawer shows less of itself along its slide as it shuts, never across it: a view much
@@ -340,6 +345,7 @@ class Tracking(Association, LookedAt):
 FACE_THIN = 0.005  # m: a view this thin along an axis on which the object is ...
 SOLID = 0.02  # m: ... at least this thick shows one face of it
 REACH_OUT = 0.02  # m: a view reaching this far out of the camera's last view of the object is no part of it
+SMALL_MAX = 0.06  # m: no view of a "small" thing is this long (perception's shape classes)
 NEST_SLACK = 0.01  # m: a view within this of the same camera's other view's box lies inside it
 
 
@@ -359,6 +365,11 @@ def _reaches_out(det: ObjectObservation, prev) -> bool:
     view in the air; held as a partial view, that view stayed, and the block's box spanned both, 8.5 cm
     tall: the grasp took its top 1 cm and dropped it. Rearrange 930003, learned, visual=randomized)."""
     return bool(np.any(det.box_min < prev.box_min - REACH_OUT) or np.any(det.box_max > prev.box_max + REACH_OUT))
+
+
+def _longer(view, length: float) -> bool:
+    """Whether ``view``'s box (a detection or a stored view) is ``length`` m or more along some axis."""
+    return bool(np.max(view.box_max - view.box_min) >= length)
 
 
 def _nested(det: ObjectObservation, prev) -> bool:
