@@ -140,7 +140,11 @@ class AgentTracking:
         if best:
             g["holding"], g["grasp_width"] = best, width
             g["offset"] = _vec(self.tracks[best].center - tcp)
-            self._set(best, t, "grasp", {"held": True})
+            # In the hand, out of its container: a block taken from a drawer and carried unseen (merged with
+            # the fingers, as geometric perception sees it) had stayed "in" the drawer, so it moved when the
+            # drawer's node moved, 4.5 cm off where it was set down (Rearrange 930046 and 930092, geometric).
+            changes = {"held": True, "inside": ""} if self._graph.nodes[best].get("inside") else {"held": True}
+            self._set(best, t, "grasp", changes)
 
     def _places(self, pos: np.ndarray, t: int) -> None:
         """A place node every ``place_spacing`` metres of new ground; consecutive places connect.
