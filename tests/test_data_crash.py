@@ -80,7 +80,7 @@ def test_killed_recorder_leaves_a_clean_dataset_and_resume_completes_it(tmp_path
     assert len(kids) >= workers if workers > 1 else True
     proc.send_signal(sig)
     proc.wait(timeout=60)
-    assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
+    assert proc.returncode == (-9 if sig == signal.SIGKILL else 130), proc.stderr.read().decode()[-3000:]
     end = time.time() + 60  # generous: a loaded 2-core machine reaps slowly; the loop ends as soon as they die
     while any(alive(k) for k in kids) and time.time() < end:
         time.sleep(0.1)
