@@ -16,6 +16,7 @@ from embodied.memory.looked_at import LookedAt
 from embodied.memory.node_rows import NodeRows  # noqa: F401  (the type _node_rows returns)
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
+from embodied.perception.geometry import SMALL_MAX  # the shape classes' bound: a longer view is no "small" thing
 from embodied.perception.types import ObjectObservation
 
 PHYSICAL = ("object", "container", "articulated", "surface")
@@ -345,7 +346,6 @@ class Tracking(Association, LookedAt):
 FACE_THIN = 0.005  # m: a view this thin along an axis on which the object is ...
 SOLID = 0.02  # m: ... at least this thick shows one face of it
 REACH_OUT = 0.02  # m: a view reaching this far out of the camera's last view of the object is no part of it
-SMALL_MAX = 0.06  # m: no view of a "small" thing is this long (perception's shape classes)
 NEST_SLACK = 0.01  # m: a view within this of the same camera's other view's box lies inside it
 
 

@@ -132,13 +132,16 @@ def stride_subsample(index: np.ndarray, limit: int) -> np.ndarray:
     return index[np.linspace(0, len(index) - 1, limit).astype(np.int64)]
 
 
+SMALL_MAX = 0.06  # m: a box this long along some axis is no longer "small"
+
+
 def shape_class(extent: np.ndarray) -> str:
     """Coarse shape class from a box extent (3,) m: flat / small / medium / tall / large."""
     horizontal = float(max(extent[0], extent[1]))
     height = float(extent[2])
     if height < 0.012 and horizontal > 0.03:
         return "flat"
-    if max(horizontal, height) < 0.06:
+    if max(horizontal, height) < SMALL_MAX:
         return "small"
     if height > 1.5 * horizontal and height > 0.08:
         return "tall"
