@@ -175,3 +175,46 @@ def test_the_grouper_joins_regions_into_the_components_a_graph_library_finds():
         assert np.array_equal(np.unique(got, return_inverse=True)[1].ravel(), want)
     chain = np.arange(63)  # a path 63 edges long, numbered backwards: labels must travel the whole way
     assert (_components(64, chain[::-1] + 1, chain[::-1]) == 0).all()
+
+
+def test_stage_times_cover_each_stage_once_a_frame_and_add_up_to_the_call(frames_dir):
+    """``stage_times`` (what ``embodied bench perception`` reports per stage) holds one entry per frame for
+    each stage of the grouper path, and together they are the call's time but for a little bookkeeping;
+    off (None, the default) it records nothing."""
+    import time
+
+    segment = LearnedSegmenter(SHIPPED)
+    frames = load_frames(frames_dir, segment.classes)
+    K, X = frames.camera(0)
+    rgb, depth = frames.rgb[0], frames.depth[0].astype(np.float32)
+    camera = frames.frames[0]["camera"]
+    assert segment.stage_times is None
+    segment(rgb, depth, K, X, camera)
+    assert segment.stage_times is None
+    segment.stage_times = {}
+    calls = []
+    for _ in range(4):
+        start = time.perf_counter()
+        segment(rgb, depth, K, X, camera)
+        calls.append((time.perf_counter() - start) * 1e3)
+    stages = segment.stage_times
+    segment.stage_times = None
+    assert list(stages) == ["network", "regions", "graph", "grouper", "assemble"]
+    assert all(len(ms) == 4 and min(ms) > 0 for ms in stages.values())
+    for i, call in enumerate(calls):
+        summed = sum(ms[i] for ms in stages.values())
+        assert summed <= call and call - summed < max(1.0, 0.2 * call)
+
+
+def test_the_perception_bench_reports_the_learned_modes_stages(capsys):
+    import json
+
+    from embodied.cli.main import main
+
+    assert main(["bench", "perception", "--task", "ShellGame", "--frames", "2", "--mode", "masks", "--mode",
+                 "learned", "--json"]) == 0
+    rows = {r["mode"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["masks"]["stages_ms"] is None
+    stages = rows["learned"]["stages_ms"]
+    assert list(stages) == ["network", "regions", "graph", "grouper", "assemble"]
+    assert 0 < sum(stages.values()) <= rows["learned"]["segment_ms"] * 1.5

@@ -86,4 +86,6 @@ def perception(args: argparse.Namespace) -> list[dict] | None:
         ms = "-" if r["ms_per_camera"] is None else f"{r['ms_per_camera']:.2f}"
         seg = "" if r.get("segment_ms") is None else f"{r['segment_ms']:.2f}"
         print(f"{r['task']:18s} {r['mode']:10s} {ms:>10s} {seg:>8s}  {r.get('objects_last_frame', r.get('note', ''))}")
+        if r.get("stages_ms"):
+            print(" " * 30 + "of which " + ", ".join(f"{k} {v:.2f}" for k, v in r["stages_ms"].items()))
     return None

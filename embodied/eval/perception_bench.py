@@ -3,7 +3,9 @@
 Frames come from an expert episode of each task; every mode perceives the same
 observations on one torch thread. ``ms_per_camera`` is the median time to turn
 one camera's RGB-D (and masks, in masks mode) into object observations;
-``segment_ms`` the learned segmenter's share (the network, the regions and the grouper).
+``segment_ms`` the learned segmenter's share, and ``stages_ms`` its median per stage (the network, the
+regions, their graph, the grouper, assembling the objects with the crop classifier's opinions); what is
+left of ``ms_per_camera`` builds the object observations from the instance map.
 """
 
 from __future__ import annotations
@@ -40,6 +42,14 @@ def _observations(task: str, frames: int, seed: int, every: int,
         env.close()
 
 
+def _stage_medians(segmenter) -> dict[str, float] | None:
+    """The learned segmenter's median ms per camera frame in each of its stages (None in other modes)."""
+    if segmenter is None or not segmenter.stage_times:
+        return None
+    times, segmenter.stage_times = segmenter.stage_times, None
+    return {stage: round(float(np.median(ms)), 2) for stage, ms in times.items()}
+
+
 def bench_perception(tasks: tuple[str, ...] = ("ShellGame-v0", "ObjectRevisit-v0"), frames: int = 40,
                      seed: int = 0, every: int = 10, modes: tuple[str, ...] = MODES,
                      options: dict | None = None) -> list[dict]:
@@ -59,6 +69,8 @@ def bench_perception(tasks: tuple[str, ...] = ("ShellGame-v0", "ObjectRevisit-v0
                 continue
             perceive = Perceiver(labels, PerceptionConfig(mode=mode))
             perceive(observations[0], 0)  # warm up (lazy imports, first allocation)
+            if perceive.segmenter is not None:
+                perceive.segmenter.stage_times = {}
             total, seg = [], []
             for t, obs in enumerate(observations):
                 t0 = time.perf_counter()
@@ -70,5 +82,6 @@ def bench_perception(tasks: tuple[str, ...] = ("ShellGame-v0", "ObjectRevisit-v0
             rows.append({"task": task, "mode": mode, "cameras": cams, "frames": len(observations),
                          "ms_per_camera": round(float(np.median(total)), 2),
                          "segment_ms": round(float(np.median(seg)), 2) if mode == "learned" else None,
+                         "stages_ms": _stage_medians(perceive.segmenter),
                          "objects_last_frame": len(frame.objects), "options": dict(options or {})})
     return rows

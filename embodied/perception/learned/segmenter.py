@@ -24,6 +24,7 @@ The perception stage then treats the prediction as it treats rendered masks.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,16 @@ class LearnedSegmenter:
         self.threads = threads
         self.snap = snap
         self.propose = propose
+        # Per stage of the grouper path, ms of each frame (network, regions, graph, grouper, assemble: the
+        # last with the crop classifier's opinions) when set to a dict; ``embodied bench perception`` reads it.
+        self.stage_times: dict[str, list[float]] | None = None
+
+    def _lap(self, stage: str, since: float) -> float:
+        """Now; the ms since ``since`` added to ``stage`` when timing stages."""
+        now = time.perf_counter()
+        if self.stage_times is not None:
+            self.stage_times.setdefault(stage, []).append((now - since) * 1e3)
+        return now
 
     @property
     def touching(self) -> tuple[str, ...]:
@@ -129,9 +140,13 @@ class LearnedSegmenter:
                     raise ValueError(f"the region grouper of {self.source} reads world heights: pass the frame's "
                                      "intrinsics and extrinsics (or group=False for the pipeline without it)")
                 graph, regions, _ = self.region_graph(rgb, depth, intrinsics, extrinsics, camera)
+                start = time.perf_counter()
                 logp, same = self.grouper.predict(graph)
+                start = self._lap("grouper", start)
                 opinion = crop_opinion(self._asked, rgb, depth) if self._asked is not None else None
-                return assemble(graph, logp, same, regions, self.grouper.config, opinion)
+                found = assemble(graph, logp, same, regions, self.grouper.config, opinion)
+                self._lap("assemble", start)
+                return found
             ids, labels, sem, regions, n = self._snapped(rgb, depth)
             if self.classifier is not None:
                 ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF,
@@ -146,10 +161,14 @@ class LearnedSegmenter:
     def region_graph(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray, extrinsics: np.ndarray,
                      camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
         """The frame's regions (H,W) int64, their count and their graph with the network's features."""
+        start = time.perf_counter()
         features = self._runtime.pixel_features(rgb, depth)
+        start = self._lap("network", start)
         regions, n = colour_depth_regions(rgb, depth)
+        start = self._lap("regions", start)
         graph = region_graph(rgb, depth, np.asarray(intrinsics, np.float64), np.asarray(extrinsics, np.float64),
                              features, *self._offset, regions, n, camera)
+        self._lap("graph", start)
         return graph, regions, n
 
     def instances(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
