@@ -195,6 +195,21 @@ def test_the_repository_pages_carry_every_marker(capsys):
     assert all(f" {s.name} " in out for s in tool.SECTIONS)
 
 
+def test_the_perception_speed_table_splits_the_segmenter_by_stage_where_the_bench_measured_it():
+    report = _load("report_perception")
+    rows = [{"task": "A-v0", "mode": "masks", "ms_per_camera": 0.7, "segment_ms": None, "stages_ms": None},
+            {"task": "A-v0", "mode": "learned", "ms_per_camera": 6.84, "segment_ms": 5.79,
+             "stages_ms": {"network": 2.74, "regions": 0.72, "graph": 1.63}}]
+    lines = report.speed(rows).splitlines()
+    assert lines[0].endswith("| of which the segmenter | its stages (network / regions / graph) |")
+    assert lines[2] == "| A-v0 | masks | 0.7 |  |  |"
+    assert lines[3] == "| A-v0 | learned | 6.8 | 5.8 | 2.7 / 0.7 / 1.6 |"
+    # an older bench file, with no stages: the table as before, one column fewer
+    for r in rows:
+        del r["stages_ms"]
+    assert report.speed(rows).splitlines()[0] == "| task | mode | ms per camera frame | of which the segmenter |"
+
+
 def test_the_perception_agent_table_compares_learned_with_masks():
     """With a masks and a learned run, each task's row gives learned minus masks and the seeds learned
     perception failed on; the mean row the mean difference."""

@@ -59,11 +59,22 @@ def steps(out: Path) -> str | None:
 
 
 def speed(rows: list[dict]) -> str:
-    lines = ["| task | mode | ms per camera frame | of which the segmenter |", "| --- | --- | ---: | ---: |"]
+    """ms per camera frame per (task, mode); where the rows carry the learned segmenter's stages
+    (``stages_ms``, from ``embodied bench perception``), one more column splits its share by stage."""
+    stages = next((list(r["stages_ms"]) for r in rows if r.get("stages_ms")), None)
+    head = "| task | mode | ms per camera frame | of which the segmenter |"
+    rule = "| --- | --- | ---: | ---: |"
+    if stages:
+        head, rule = head + f" its stages ({' / '.join(stages)}) |", rule + " --- |"
+    lines = [head, rule]
     for r in rows:
         ms = "-" if r["ms_per_camera"] is None else f"{r['ms_per_camera']:.1f}"
         seg = "" if r.get("segment_ms") is None else f"{r['segment_ms']:.1f}"
-        lines.append(f"| {r['task']} | {r['mode']} | {ms} | {seg} |")
+        line = f"| {r['task']} | {r['mode']} | {ms} | {seg} |"
+        if stages:
+            line += " " + " / ".join(f"{r['stages_ms'][k]:.1f}" for k in stages) + " |" if r.get("stages_ms") \
+                else "  |"
+        lines.append(line)
     return "\n".join(lines)
 
 
