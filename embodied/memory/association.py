@@ -23,7 +23,7 @@ import numpy as np
 
 from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
 from embodied.memory.gating import (as_last_seen, brightness_ratio, centred_over, colour_distance_matrix,
-                                    footprint_overlap, lit_caps, looks_as_before)
+                                    footprint_overlap, lit_caps, looks_as_before, surface_patch)
 from embodied.memory.spatial import overlap
 from embodied.perception import is_line, join_views
 from embodied.perception.colour import same_colour
@@ -187,6 +187,10 @@ class Association:
             # moving near it is another thing's move (a ball carried out from under a lifted cup).
             sized = np.isin(cls, list(SIZE_CLASSES))
             moves = sized | cfg.class_votes  # nodes another class's detection may continue by a move
+            # A patch with no height, or a view of another size class, never moves a thing hidden in a
+            # container (glare on a cup is no view of the ball under the next one: surface_patch).
+            patch = surface_patch(dets)
+            loose = np.isin(d_cls[:, 0], list(SIZE_CLASSES))
             # Static things look the same to a camera frame after frame: the same centre (4 mm)
             # and size (20%) as the node's last view from this camera settles it, no overlap needed.
             same = ok & as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before)
@@ -228,6 +232,8 @@ class Association:
                     pairs.append((ov - 0.1 * min(dist[i, j] / cfg.move_gate, 1.0), i, node, ov))
                 elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and (same_cls[i, j] or moves[j])
                       and not pushed[j]
+                      and not ((patch[i] or (loose[i] and not same_cls[i, j]))
+                               and self._graph.nodes[node]["status"] == "hidden")
                       and not self._unmoved_elsewhere(node, det.camera)):
                     # Near, not on its points: a move, unless another camera sees the node unmoved.
                     pairs.append((1.0 - dist[i, j] / gate[j], i, node, ov))
@@ -369,12 +375,17 @@ class Association:
         cls = np.array(cls, dtype=object)
         colour = np.array(colour, dtype=object)
         sized = np.isin(cls, list(SIZE_CLASSES))
+        # Nor is a hidden thing found again in such a view (surface_patch).
+        hidden = np.array(status, dtype=object) == "hidden"
+        patch = surface_patch(dets)
         rgb = np.array(rgb, dtype=np.float64).reshape(-1, 3)
         centres = (rows.lo + rows.hi) / 2 + rows.velocity * self._ahead(tracks)[:, None]
         in_motion = np.abs(rows.velocity).max(axis=1) > MOVING  # lost in motion: no known place to stay near
         for i in todo:
             det = dets[i]
-            ok = (cls == det.label) | (sized & (not cfg.strict_class and det.label in SIZE_CLASSES))
+            ok = (cls == det.label) | (sized & ~hidden & (not cfg.strict_class and det.label in SIZE_CLASSES))
+            if patch[i]:
+                ok &= ~hidden
             d_rgb = np.asarray(det.rgb, dtype=np.float64)
             near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
             near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio

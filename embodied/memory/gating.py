@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from embodied.memory.config import SIZE_CLASSES
 from embodied.perception.types import ObjectObservation
+
+PATCH = 0.005  # m: a size class's view with no more height than this is a patch of a surface (surface_patch)
 
 
 def brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) -> int:
@@ -76,3 +79,16 @@ def as_last_seen(dets: list[ObjectObservation], centres: np.ndarray, last: np.nd
     same &= np.abs(n_pts[:, None] - size[None]) <= 0.2 * size[None]
     same_name = np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]
     return same & np.where(~np.isnan(seen_rgb[:, 0])[None], as_before, same_name)
+
+
+def surface_patch(dets: list[ObjectObservation]) -> np.ndarray:
+    """(N,) bool: which detections are a size class's view with no height (under PATCH): a patch of some
+    surface. Neither such a patch nor a view of another size class takes a thing hidden in a container (a
+    ball under a cup), by a move or by re-identification: that thing comes back into view as a solid of its
+    own size where its container leaves it (a block's top face seen from above is given a block's height by
+    geometric perception). Glare on the cups under the wrist camera, read as a flat yellow patch, a 2 cm
+    yellow speck or a 25 cm "large" yellow thing over two cups, had taken the yellow ball hidden in another
+    cup, and the agent lifted the wrong one (ShellGame 930010, 930059 and 930080, geometric). Only geometric
+    perception names size classes, so the masks and a learned segmenter are untouched."""
+    return np.array([d.label in SIZE_CLASSES and float(d.box_max[2] - d.box_min[2]) < PATCH for d in dets],
+                    dtype=bool)
