@@ -138,3 +138,38 @@ def test_geometric_mode_finds_blocks_by_colour_without_masks(scene):
     # No cluster is the arm: nothing tall, nothing at the arm's base.
     assert all(o.box_max[2] < 0.3 for o in frame.objects)
     assert "support_planes" in frame.extras and abs(frame.extras["support_planes"]["scene"][0]) < 0.005
+
+
+
+def test_geometric_planes_are_the_same_every_run():
+    """The support plane is fitted over all of RANSAC's samples, so one cloud gives one plane every time.
+    open3d's early stop, timed by its threads, gave two planes a point apart now and then on a loaded
+    host (the whole agent's episode then another outcome: StashAndFetch 930030, geometric); an idle host
+    rarely shows it, so the call's arguments are checked as well. The table's points are the inliers."""
+    import open3d as o3d
+
+    from embodied.perception.geometric import fit_plane
+
+    rng = np.random.default_rng(0)
+    table = np.c_[rng.uniform(-0.5, 0.5, (3000, 2)), rng.normal(0.0, 0.002, 3000)]
+    clutter = rng.uniform((-0.3, -0.3, 0.03), (0.3, 0.3, 0.2), (1500, 3))
+    wall = np.c_[rng.uniform(-0.5, 0.5, 800), np.full(800, 0.5), rng.uniform(0.0, 0.4, 800)]
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(np.r_[table, clutter, wall]))
+    results = set()
+    for _ in range(100):
+        o3d.utility.random.seed(7)
+        plane, inliers = fit_plane(cloud, 0.01)
+        results.add((plane.round(12).tobytes(), tuple(inliers)))
+    assert len(results) == 1
+    inliers = np.asarray(inliers)
+    assert abs(plane[2]) > 0.99 and (inliers < 3000).mean() > 0.99 and len(inliers) > 2900
+
+    class Recorder:
+        def segment_plane(self, *args, **kwargs):
+            self.call = (args, kwargs)
+            return [0.0, 0.0, 1.0, 0.0], []
+
+    recorder = Recorder()
+    fit_plane(recorder, 0.01)
+    args, kwargs = recorder.call
+    assert args[2] == 100 and kwargs["probability"] == 1.0  # every sample drawn: no early stop

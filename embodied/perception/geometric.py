@@ -2,7 +2,7 @@
 
 Pipeline per camera (numbers sized for 128x128 images of the workcell):
   1. back-project a regular stride of the valid pixels, voxel-downsample (8 mm);
-  2. RANSAC (open3d ``segment_plane``) for up to ``max_planes`` planes: the
+  2. RANSAC (open3d ``segment_plane``, all 100 samples: ``fit_plane``) for up to ``max_planes`` planes: the
      first horizontal plane is the support (the table, or the floor); lower
      horizontal planes (the floor under the table) go too; everything at or
      below the support is dropped;
@@ -92,7 +92,7 @@ def detect_geometric(
         rest = np.flatnonzero(candidate)
         if len(rest) < cfg.plane_min_inliers:
             break
-        plane, inliers = cloud.select_by_index(rest.tolist()).segment_plane(cfg.plane_distance, 3, 100)
+        plane, inliers = fit_plane(cloud.select_by_index(rest.tolist()), cfg.plane_distance)
         if len(inliers) < cfg.plane_min_inliers:
             break
         c, d = plane[2], plane[3]
@@ -169,6 +169,16 @@ def detect_geometric(
                 obs.shape = shape_class(obs.extent)
             obs.label = obs.shape
     return objects, heights
+
+
+def fit_plane(cloud, distance: float, iterations: int = 100) -> tuple[np.ndarray, list[int]]:
+    """open3d's RANSAC plane ((4,) a, b, c, d with ax + by + cz + d = 0, and the inliers' indices) over
+    every one of ``iterations`` samples, the seed set by the caller. Its default stops early once the best
+    plane so far is probably found, and when depends on its threads' timing: one frame gave two planes a
+    point apart from run to run, and the whole agent's episode another outcome (StashAndFetch 930030,
+    geometric, passed in two runs of eight). All samples drawn, the best is always the same."""
+    plane, inliers = cloud.segment_plane(distance, 3, iterations, probability=1.0)
+    return np.asarray(plane), inliers
 
 
 def _top_only(obs: ObjectObservation, support: float, eye_z: float) -> bool:
