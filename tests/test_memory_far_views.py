@@ -18,10 +18,10 @@ def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
     block gone from view 22 cm away (Rearrange 930002, visual=randomized, had fetched the block there
     for the rest of the episode); without the rule it does. (A whole view there re-identifies it:
     test_permanence_missing_occluded_and_out_of_view.)"""
-    from embodied.memory import association
+    from embodied.memory import reidentify
 
     if not rule:
-        monkeypatch.setattr(association, "LINE", 0.0)
+        monkeypatch.setattr(reidentify, "LINE", 0.0)
     memory = SpatialMemory()
     for t in range(3):
         memory.update(frame(t, [detection((0.40, 0.0, 0.02))]))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from embodied.memory import MemoryConfig, SpatialMemory
-from embodied.memory import association
+from embodied.memory import association, reidentify
 from tests.memory_helpers import detection, frame
 
 CUP = (0.08, 0.08, 0.08)
@@ -61,7 +61,8 @@ def test_glare_on_a_cup_does_not_take_the_ball_hidden_in_another(glare):
 def test_without_the_rule_a_speck_of_glare_takes_the_hidden_ball(monkeypatch):
     """The ablation: with every view counted a solid, the speck on the twin cup re-identifies the ball
     there, as it did on geometric perception before (ShellGame 930069)."""
-    monkeypatch.setattr(association, "surface_patch", lambda dets: np.zeros(len(dets), dtype=bool))
+    for module in (association, reidentify):
+        monkeypatch.setattr(module, "surface_patch", lambda dets: np.zeros(len(dets), dtype=bool))
     memory, ball, cup, t = _ball_hidden()
     memory.update(frame(t, _cups() + [detection((0.4, 0.13, 0.08), "small", "yellow", (0.02, 0.02, 0.0))]))
     assert memory.last_seen(ball) == t

@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
-from embodied.memory.gating import (as_last_seen, brightness_ratio, centred_over, colour_distance_matrix,
-                                    footprint_overlap, lit_caps, looks_as_before, surface_patch)
+from embodied.memory.gating import (as_last_seen, centred_over, colour_distance_matrix, footprint_overlap, lit_caps,
+                                    looks_as_before, surface_patch)
+from embodied.memory.reidentify import Reidentification
 from embodied.memory.spatial import overlap
-from embodied.perception import is_line, join_views
+from embodied.perception import join_views
 from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
@@ -37,10 +38,8 @@ PUSHED = ("button", "switch")  # articulated parts pressed in place, never slid 
 BESIDE_SLACK = 0.02  # m: a view of a pushed part centred farther than this outside its box is not of it
 
 THING_KINDS = ("object", "container")  # what lies on supports and moves
-MOVING = 0.003  # m per step: an object whose smoothed velocity is above this is in motion
 SETTLED = 2.0  # overlap value that flags "looks exactly as this camera saw it last time"
 UNSEEN_REID = ("missing", "out_of_view", "hidden")
-REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # re-identification order: known gone first
 NEAR = 0.05  # m, box gap under which a detection touches a node (point overlap and settled looks need it)
 # m: a view of a drawer centred this far across its slide from the node is not of it. A drawer front
 # is 18 cm wide, so a half-hidden view shifts its centre by up to 4.5 cm.
@@ -48,14 +47,13 @@ SLIDE_GATE = 0.05
 MERGED_VIEW = 1.5  # a view this many times wider than a settled rigid object, beside another, is both
 SETTLED_SIGHTINGS = 10  # a rigid object seen this often has its size
 PIECE_SLACK = 0.01  # m: pieces of a remembered object lie within its box grown by this
-LINE = 0.005  # m: a view this thin along two axes is a line (an edge's sliver), no view of a solid thing
 LANE_SLACK = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches this near its box across the slide
 # Nodes from which _table first drops those no detection could pair with: below it the pass costs more
 # than it saves (a workcell holds ~15 nodes; a house hundreds).
 PREFILTER_FROM = 48
 
 
-class Association:
+class Association(Reidentification):
     """Matching one camera's detections to remembered nodes. Needs the SpatialMemory fields (_graph, tracks,
     config, t) and the Tracking methods (_physical, _looked_at)."""
 
@@ -335,74 +333,3 @@ class Association:
         k = 0 if out[0] == 0.0 else 1
         track = self.tracks[node]
         return bool(det.box_max[k] < track.box_min[k] - LANE_SLACK or det.box_min[k] > track.box_max[k] + LANE_SLACK)
-
-    def _reidentify(self, dets: list[ObjectObservation], match: dict[int, str], taken_here: set) -> None:
-        """Re-identification at any distance for the detections left unmatched: an unseen node of the same class and
-        colour, those known to have left their place (missing, hidden) first, then the nearest to the detection; one
-        merely out of view, lost at rest, only within ``reid_out_of_view_reach`` (one lost in motion, carried out of
-        view, may be anywhere). Not for a detection on ground no camera had looked at before: an object found on new
-        ground is a discovery (the tenth white mug of the house), not a known one that moved there unseen. Nor while a
-        look-alike lost from view a moment ago is close by: that is the better explanation (the hand-off merge joins
-        them once every camera is in). Never a part on a joint (a drawer, a button): it cannot leave its place, where
-        association finds it (a 20-pixel sliver of a drawer's edge had taken a lost drawer's node 13 cm sideways:
-        HiddenObject 920008). Nor a view that is a line, under 5 mm along two axes: no view of a solid thing (a pink
-        table's edge, a 26 mm line at table height, had taken the pink block hidden under a cup 22 cm off, and the block
-        was fetched there for the rest of the episode: Rearrange 930002, visual=randomized)."""
-        cfg = self.config
-        todo = [i for i, det in enumerate(dets) if i not in match and self._looked_at(det.center)
-                and not is_line(det, LINE)]
-        if not todo:
-            return
-        rows = self._node_rows()
-        nodes, tracks = rows.nodes, rows.tracks
-        if not nodes:
-            return
-        # One pass over the attribute dicts for what every candidate needs (a house holds hundreds).
-        status, last, cls, colour, rgb = zip(*[(a["status"], a["last_seen"], a["cls"], a["colour"], a["rgb"])
-                                               for a in rows.attrs])
-        surface = np.array([tr.surface for tr in tracks], dtype=bool)
-        jointed = np.array([bool(a.get("articulated")) for a in rows.attrs], dtype=bool)
-        rank = np.array([REID_RANK.get(s, -1) for s in status])
-        free = (rank >= 0) & ~surface & ~jointed
-        for n in taken_here:
-            r = rows.row.get(n)
-            if r is not None:
-                free[r] = False
-        last = np.array(last)
-        recent = (last < self.t) & (last >= self.t - cfg.handoff_steps) & ~surface
-        if not (free | recent).any():
-            return
-        cls = np.array(cls, dtype=object)
-        colour = np.array(colour, dtype=object)
-        sized = np.isin(cls, list(SIZE_CLASSES))
-        # Nor is a hidden thing found again in such a view (surface_patch).
-        hidden = np.array(status, dtype=object) == "hidden"
-        patch = surface_patch(dets)
-        rgb = np.array(rgb, dtype=np.float64).reshape(-1, 3)
-        centres = (rows.lo + rows.hi) / 2 + rows.velocity * self._ahead(tracks)[:, None]
-        in_motion = np.abs(rows.velocity).max(axis=1) > MOVING  # lost in motion: no known place to stay near
-        for i in todo:
-            det = dets[i]
-            ok = (cls == det.label) | (sized & ~hidden & (not cfg.strict_class and det.label in SIZE_CLASSES))
-            if patch[i]:
-                ok &= ~hidden
-            d_rgb = np.asarray(det.rgb, dtype=np.float64)
-            near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
-            near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio
-            ok &= (colour == det.colour) | near_colour
-            handoff = np.nonzero(recent & ok)[0]
-            if len(handoff) and np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
-                continue
-            cand = np.nonzero(free & ok)[0]
-            if not len(cand):
-                continue
-            d = np.linalg.norm(centres[cand] - det.center, axis=1)
-            if cfg.reid_out_of_view_reach is not None:
-                near = (rank[cand] == 0) | (d <= cfg.reid_out_of_view_reach) | in_motion[cand]
-                cand, d = cand[near], d[near]
-                if not len(cand):
-                    continue
-            j = cand[np.lexsort((d, rank[cand]))[0]]
-            match[i] = nodes[j]
-            taken_here.add(nodes[j])
-            free[j] = False

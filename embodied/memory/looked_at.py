@@ -2,7 +2,7 @@
 :class:`~embodied.memory.tracker.Tracking`).
 
 A set of ground cells (``LOOK_CELL`` m, xy) is kept in ``_looked``: re-identification at any distance
-(``Association._reidentify``) only takes a detection for a known object that moved unseen when it stands on
+(``Reidentification._reidentify``) only takes a detection for a known object that moved unseen when it stands on
 ground a camera had looked at before; on new ground it is a discovery. ``_looked`` is saved with the memory
 (``persistence``, the "looked" field); ``None`` for a memory loaded from a file written before it was kept
 (then every place counts as looked at). ``_look_pose`` holds each camera's pose when its view was last read.

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.association import LIT, MOVING, PUSHED, SETTLED, Association
+from embodied.memory.association import LIT, PUSHED, SETTLED, Association
 from embodied.memory.config import ARTICULATED_CLASSES, FURNITURE_WIDTH, RIGID_CONTAINERS, kind_of
 from embodied.memory.gating import brightness_step
 from embodied.memory.looked_at import LookedAt
 from embodied.memory.node_rows import NodeRows  # noqa: F401  (the type _node_rows returns)
+from embodied.memory.reidentify import MOVING
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
 from embodied.perception.geometry import SMALL_MAX  # the shape classes' bound: a longer view is no "small" thing
