@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.config import SIZE_CLASSES
+from embodied.perception.colour import same_colour
 from embodied.perception.types import ObjectObservation
 
 PATCH = 0.005  # m: a size class's view with no more height than this is a patch of a surface (surface_patch)
+PIECE_GAP = 0.04  # m: a patch this near a view of its colour that continued a node is a piece of that thing
 
 
 def brightness_step(rgb: np.ndarray, before: np.ndarray | None, ratio: float) -> int:
@@ -92,3 +94,18 @@ def surface_patch(dets: list[ObjectObservation]) -> np.ndarray:
     perception names size classes, so the masks and a learned segmenter are untouched."""
     return np.array([d.label in SIZE_CLASSES and float(d.box_max[2] - d.box_min[2]) < PATCH for d in dets],
                     dtype=bool)
+
+
+def piece_of_view(det: ObjectObservation, views: list[ObjectObservation], tolerance: float) -> bool:
+    """Whether a patch (see surface_patch) that continued no node lies within PIECE_GAP (box gap, m) of one
+    of its camera's views this frame, of its colour, that did: a piece of that thing, not a new one. The
+    wrist camera over a carried block saw its top face and, 3 cm lower, a 5-point sliver of its side; the
+    sliver became a "flat" node, which then took the block's views as the nearer centre, and the plan
+    fetched the "small" node left in mid-air (PutBlockBack 930016, geometric)."""
+    if not surface_patch([det])[0]:
+        return False
+    for view in views:
+        gap = np.maximum(view.box_min - det.box_max, det.box_min - view.box_max).max()
+        if gap < PIECE_GAP and same_colour(det.colour, det.rgb, view.colour, view.rgb, tolerance):
+            return True
+    return False

@@ -36,7 +36,7 @@ from embodied.memory.association import BESIDE_SLACK, LIT, PUSHED
 from embodied.memory.config import MemoryConfig, kind_of
 from embodied.memory import persistence
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
-from embodied.memory.gating import centred_over
+from embodied.memory.gating import centred_over, piece_of_view
 from embodied.memory.permanence import Permanence
 from embodied.memory.query import Queries
 from embodied.memory.rejoin import Rejoining
@@ -170,8 +170,12 @@ class SpatialMemory(Tracking, Articulation, Permanence, Rejoining, AgentTracking
                 dets = self._join_object_pieces(self._drop_merged_views(dets))
             taken_here: set[str] = set()
             here: set[str] = set()
-            for det, node, ov in self._associate(dets, taken_here):
+            paired = self._associate(dets, taken_here)
+            views = [det for det, node, _ in paired if node is not None]
+            for det, node, ov in paired:
                 if node is None:
+                    if piece_of_view(det, views, self.config.colour_tolerance):
+                        continue  # a sliver of a thing this camera sees now, not a second one
                     if det.truncated and not self.config.new_from_truncated and kind_of(det.label) != "surface" \
                             and not (det.label in LIT and self._steady_at_edge(det, t)):
                         continue  # a piece at the image's edge waits for a whole view to become an object
