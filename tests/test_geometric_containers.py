@@ -102,6 +102,34 @@ def test_buttons_found_without_masks_and_pressed_in_the_order_they_lit(monkeypat
     assert not ok and not memory.find(cls="button")
 
 
+def _box_points(side: float, height: float, yaw_deg: float, step: float = 0.004) -> np.ndarray:
+    """Points (N,3) m over a box's top and sides, turned ``yaw_deg`` about z, standing on z=0."""
+    g = np.arange(-side / 2, side / 2 + 1e-9, step)
+    x, y = np.meshgrid(g, g)
+    top = np.stack([x.ravel(), y.ravel(), np.full(x.size, height)], axis=1)
+    zs = np.arange(0.0, height, step)
+    edge = np.array([(u, -side / 2) for u in g] + [(u, side / 2) for u in g] + [(-side / 2, u) for u in g])
+    sides = np.array([(a, b, z) for a, b in edge for z in zs])
+    pts = np.concatenate([top, sides])
+    c, s = np.cos(np.deg2rad(yaw_deg)), np.sin(np.deg2rad(yaw_deg))
+    return pts @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize("yaw", [0.0, 20.0, 45.0])
+def test_a_turned_block_is_no_button_and_a_turned_button_is_one(yaw):
+    """A button is told from a block by its footprint's sides, not its extent along x and y: a 4 cm block
+    turned 20 degrees spans 5.1 cm along x (45 degrees: 5.7 cm), a button's base is 7 cm square."""
+    from embodied.perception.geometric_shapes import footprint_sides, is_button
+
+    block, button = _box_points(0.04, 0.04, yaw), _box_points(0.07, 0.03, yaw)
+    assert np.allclose(footprint_sides(block[:, :2]), 0.04, atol=0.004)
+    assert not is_button(block, 0.0)
+    assert is_button(button, 0.0)
+    if yaw == 20.0:  # the ablation: measured along x and y, the turned block has a button's footprint
+        ext = np.ptp(block[:, :2], axis=0)
+        assert np.all((0.048 <= ext) & (ext <= 0.085))
+
+
 def test_pads_found_in_the_table_plane_and_the_block_that_stood_on_one_touched(monkeypatch):
     """Pads lie in the table's plane, so no cluster above it holds them: they are found as patches of
     the plane's points in a colour of their own. With them the whole agent on geometric perception

@@ -112,15 +112,28 @@ def is_cup(cp: np.ndarray, support: float) -> bool:
     )
 
 
+def footprint_sides(xy: np.ndarray, step_deg: float = 5.0) -> np.ndarray:
+    """(2,) m: the sides of the smallest-area rectangle, turned in ``step_deg`` steps, around points (N,2) m.
+    A box's axis-aligned extent grows with its yaw (a 4 cm block turned 20 degrees spans 5.1 cm); its
+    smallest rectangle does not."""
+    angles = np.deg2rad(np.arange(0.0, 90.0, step_deg))
+    axes = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (A,2): each rectangle's first side
+    along, across = xy @ axes.T, xy @ np.stack([-axes[:, 1], axes[:, 0]], axis=1).T
+    sides = np.stack([np.ptp(along, axis=0), np.ptp(across, axis=0)], axis=1)  # (A,2)
+    return sides[int(np.argmin(sides[:, 0] * sides[:, 1]))]
+
+
 def is_button(cp: np.ndarray, support: float) -> bool:
     """Whether a cluster (N,3) m has a push button's size: a 5-8.5 cm square footprint (its 7 cm base;
-    a 4 cm block is narrower, seen from any side) and a top at most 4.5 cm above the support, at least
-    1.5 cm of it showing (a cup stands 6 cm tall, a pad lies in the support plane)."""
-    ext = cp.max(axis=0) - cp.min(axis=0)
+    a 4 cm block is narrower, seen from any side, turned or not: ``footprint_sides``) and a top at most
+    4.5 cm above the support, at least 1.5 cm of it showing (a cup stands 6 cm tall, a pad lies in the
+    support plane). Measured along x and y, a yellow block turned on the table spanned 5 cm: the scene camera
+    named it a button, its node kept a view of the block from in flight, 2 cm too tall, and the touch meant
+    for it stopped above it (MoveOrder 930075, geometric)."""
+    sides = footprint_sides(cp[:, :2])
     return bool(
-        BUTTON_SIDE[0] <= ext[0] <= BUTTON_SIDE[1]
-        and BUTTON_SIDE[0] <= ext[1] <= BUTTON_SIDE[1]
-        and ext[2] >= BUTTON_SHOWING
+        np.all((BUTTON_SIDE[0] <= sides) & (sides <= BUTTON_SIDE[1]))
+        and np.ptp(cp[:, 2]) >= BUTTON_SHOWING
         and cp[:, 2].max() - support <= BUTTON_TOP
     )
 
