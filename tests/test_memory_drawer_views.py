@@ -4,8 +4,6 @@ a failed episode, each with the case that must still fail without it)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -209,33 +207,3 @@ def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
     for t in range(4, 7):
         memory.update(frame(t, [cabs[0], drawers[0], cabs[2], drawers[2], sliver], [arm]))
         assert memory.graph.nodes[middle]["position"][1] == pytest.approx(0.0, abs=0.01), t
-
-
-@pytest.mark.parametrize("mode, rule", [("masks", True), ("learned", True), ("masks", False)])
-def test_the_agents_memory_keeps_a_drawer_in_place_under_a_sliver_of_its_edge(mode, rule):
-    """A shut drawer seen whole, then only as a 1.5 cm sliver of its edge beside the arm, cut by the image's
-    edge (the renderer's mask of what shows of it). On the masks and a learned detector the agent's memory keeps the drawer where it
-    stands; the node moved onto the sliver had sent the open 8 cm off the handle (Rearrange 930069, masks).
-    Without the rule (``drawer_narrow_views`` off: the ablation) the node moves. Geometric mode's drawers
-    follow their row's slide instead, and its memory is left as it was."""
-    from embodied.agent.configuration import AgentConfig
-    from embodied.perception import PerceptionConfig
-
-    config = AgentConfig(perception=PerceptionConfig(mode=mode)).memory_config()
-    assert config.drawer_narrow_views
-    assert not AgentConfig(perception=PerceptionConfig(mode="geometric")).memory_config().drawer_narrow_views
-    memory = SpatialMemory(dataclasses.replace(config, min_sightings=1, drawer_narrow_views=rule))
-    cab = detection((0.70, -0.10, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
-    drawer = detection((0.55, -0.10, 0.04), "drawer", "orange", (0.06, 0.15, 0.07))
-    for t in range(3):
-        memory.update(frame(t, [cab, drawer]))
-    (node,) = memory.find(cls="drawer")
-    for t in range(3, 6):
-        sliver = detection((0.56, -0.0175, 0.05), "drawer", "orange", (0.04, 0.015, 0.03))
-        memory.update(frame(t, [cab, dataclasses.replace(sliver, truncated=True)]))
-    y = float(memory.graph.nodes[node]["position"][1])
-    assert memory.find(cls="drawer") == [node]
-    if rule:
-        assert y == pytest.approx(-0.10, abs=0.01)
-    else:
-        assert y > -0.03

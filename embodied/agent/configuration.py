@@ -39,23 +39,20 @@ class AgentConfig:
     def memory_config(self) -> MemoryConfig:
         """``memory``, or by default the memory for the agent's detector: on a learned or geometric one a
         node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once;
-        a learned one's flickering labels are outvoted (``MemoryConfig.class_votes``), its pieces at the
-        image's edge wait for a whole view (``new_from_truncated``), its pieces of one drawer, or of one
-        object, join (``drawer_pieces``, ``object_pieces``), and an object out of view is picked up again
-        only by a view within OUT_OF_VIEW_REACH of it (``reid_out_of_view_reach``). On the masks and a
-        learned one, a drawer's view much narrower across its slide is a part of it hidden
-        (``drawer_narrow_views``): on the masks, the wrist camera's 1.5 cm sliver of a drawer's edge beside
-        the arm had become the drawer, the open pulled 8 cm off its handle, and the block meant for the
-        drawer was set on its shut front (Rearrange 930069). Geometric mode's size classes are views, not
-        kinds (a block seen from above is flat, carried past the arm tall): one may continue a node of
-        another (``strict_class`` off, as ``eval-memory`` runs it), and an open drawer seen apart from its
-        housing takes its row's slide (``row_slide``)."""
+        a learned one's flickering labels are outvoted (``MemoryConfig.class_votes``) and its pieces at the
+        image's edge wait for a whole view (``new_from_truncated``), its narrow views of a drawer are
+        parts hidden (``drawer_narrow_views``) and its pieces of one drawer, or of one object, join
+        (``drawer_pieces``, ``object_pieces``), and an object out of view is picked up again only by a view
+        within OUT_OF_VIEW_REACH of it (``reid_out_of_view_reach``). Geometric mode's size classes are
+        views, not kinds (a block seen from above is flat, carried past the arm tall): one may continue a
+        node of another (``strict_class`` off, as ``eval-memory`` runs it), and an open drawer seen apart
+        from its housing takes its row's slide (``row_slide``)."""
         if self.memory is not None:
             return self.memory
         mode = self.perception.mode
         learned = mode == "learned"
         return MemoryConfig(min_sightings=1 if mode == "masks" else 3, class_votes=learned,
                             strict_class=mode != "geometric", row_slide=mode == "geometric",
-                            new_from_truncated=not learned, drawer_narrow_views=mode != "geometric",
-                            drawer_pieces=learned, object_pieces=learned,
+                            new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned,
+                            object_pieces=learned,
                             reid_out_of_view_reach=OUT_OF_VIEW_REACH if learned else None)
