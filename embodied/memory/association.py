@@ -24,7 +24,7 @@ import numpy as np
 from embodied.memory.config import FURNITURE_WIDTH, HOUSING_CLASSES, SIZE_CLASSES, kind_of
 from embodied.memory.gating import (as_last_seen, centred_over, colour_distance_matrix, footprint_overlap, lit_caps,
                                     looks_as_before, surface_patch)
-from embodied.memory.reidentify import Reidentification
+from embodied.memory.reidentify import MOVING, Reidentification
 from embodied.memory.spatial import overlap
 from embodied.perception import join_views
 from embodied.perception.colour import same_colour
@@ -251,16 +251,19 @@ class Association(Reidentification):
         return [(det, match.get(i), overlaps.get(i, 0.0)) for i, det in enumerate(dets)]
 
     def _standing_still(self, nodes: list[str]) -> np.ndarray:
-        """(N,) bool: which of ``nodes`` are rigid containers (cups) whose place the depth still shows filled
-        (status "unseen") while merged views are left out (``MemoryConfig.object_pieces``). Such a node moves
-        only after the nodes known gone, and takes a view centred off it only then: three cups in a row, one
-        region to a learned detector, went unseen for two frames mid-swap, and the cup standing still, the
-        nearest node, took a passing cup's view (ShellGame 930047, 930064 and 930075, randomized look). The
-        ball hidden in one went with the wrong cup, and no later view could undo it."""
+        """(N,) bool: which of ``nodes`` are rigid containers (cups) lost at rest (smoothed velocity under
+        MOVING) whose place the depth still shows filled (status "unseen"), while merged views are left out
+        (``MemoryConfig.object_pieces``). Such a node moves only after the others, and takes a view centred
+        off it only after them: three cups in a row, one region to a learned detector, went unseen for two
+        frames mid-swap, and the cup standing still, the nearest node, took a passing cup's view (ShellGame
+        930047, 930064 and 930075, randomized look). The ball hidden in one went with the wrong cup, and no
+        later view could undo it. A passing cup lost in the merge is "unseen" too, but moving: it keeps its
+        claim (held back as well, it had lost its own view to the still cup: ShellGame 930087)."""
         if not self.config.object_pieces:
             return np.zeros(len(nodes), dtype=bool)
         attrs = [self._graph.nodes[n] for n in nodes]
-        return np.array([a["status"] == "unseen" and a["kind"] == "container" and not a["articulated"] for a in attrs],
+        return np.array([a["status"] == "unseen" and a["kind"] == "container" and not a["articulated"]
+                         and float(np.abs(self.tracks[n].velocity).max()) <= MOVING for n, a in zip(nodes, attrs)],
                         dtype=bool)
 
     def _off_slide(self, node: str, det_centre: np.ndarray, node_centre: np.ndarray) -> bool:
