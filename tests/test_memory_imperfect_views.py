@@ -303,11 +303,13 @@ def test_a_small_thing_seen_once_merged_with_its_neighbour_follows_its_own_views
         assert x > 0.315
 
 
-def _swap_with_merged_views() -> tuple[SpatialMemory, dict]:
+def _swap_with_merged_views(covered: bool = False) -> tuple[SpatialMemory, dict]:
     """Three cups in a row (y -0.12, 0, 0.12), the ball under the middle one; the outer two swap, the one
     from -0.12 passing at x 0.36 and the other at x 0.54. In line with the middle cup, the three are one
     region to a learned detector, which memory leaves out (merged): two frames with no view of a cup, the
-    depth showing them where they are. Then the first cup that comes apart is seen at (0.37, 0.0)."""
+    depth showing them where they are. Then the first cup that comes apart is seen at (0.37, 0.0).
+    ``covered``: the merged region also covers where the passing cups were last seen (so they, lost in
+    motion, are "unseen" too), and both come apart at once, at (0.37, 0.0) and (0.53, 0.0)."""
     from embodied.agent.configuration import AgentConfig
     from embodied.perception import PerceptionConfig
 
@@ -325,7 +327,9 @@ def _swap_with_merged_views() -> tuple[SpatialMemory, dict]:
     memory.update(frame(3, [cup(0.45, -0.12), cup(0.45, 0.12)], [box_points((0.41, -0.04, 0.08), (0.49, 0.04, 0.16))]))
     for t, z in ((4, 0.05), (5, 0.0)):  # the middle cup comes down over the ball
         memory.update(frame(t, [cup(0.45, -0.12), cup(0.45, 0.12), cup(0.45, 0.0, bottom=z)]))
-    t = 6
+    for t in range(6, 10):  # the three stand still
+        memory.update(frame(t, [cup(0.45, -0.12), cup(0.45, 0.0), cup(0.45, 0.12)]))
+    t = 10
     for step in range(1, 4):  # the outer cups move out, the middle one stays
         memory.update(frame(t, [cup(0.45 - 0.03 * step, -0.12), cup(0.45, 0.0), cup(0.45 + 0.03 * step, 0.12)]))
         t += 1
@@ -335,23 +339,32 @@ def _swap_with_merged_views() -> tuple[SpatialMemory, dict]:
         nodes["middle" if abs(y) < 0.02 else "passing" if y < 0 else "other"] = n
     assert memory.graph.nodes[nodes["ball"]]["inside"] == nodes["middle"]
     for _ in range(2):  # in line: one merged region, left out; the depth shows the three cups
-        occupied = [box_points((x - 0.04, y - 0.04, 0.0), (x + 0.04, y + 0.04, 0.08))
-                    for x, y in ((0.36, -0.04), (0.45, 0.0), (0.54, 0.04))]
+        spots = ((0.36, -0.04), (0.45, 0.0), (0.54, 0.04)) + (((0.36, -0.12), (0.54, 0.12)) if covered else ())
+        occupied = [box_points((x - 0.04, y - 0.04, 0.0), (x + 0.04, y + 0.04, 0.08)) for x, y in spots]
         memory.update(frame(t, [], occupied))
         t += 1
     assert memory.graph.nodes[nodes["middle"]]["status"] == "unseen"
-    memory.update(frame(t, [cup(0.37, 0.0)], [box_points((0.41, -0.04, 0.0), (0.49, 0.04, 0.08)),
-                                               box_points((0.50, 0.0, 0.0), (0.58, 0.08, 0.08))]))
+    if covered:
+        assert memory.graph.nodes[nodes["passing"]]["status"] == "unseen"
+        memory.update(frame(t, [cup(0.37, 0.0), cup(0.53, 0.0)], [box_points((0.41, -0.04, 0.0), (0.49, 0.04, 0.08))]))
+    else:
+        memory.update(frame(t, [cup(0.37, 0.0)], [box_points((0.41, -0.04, 0.0), (0.49, 0.04, 0.08)),
+                                                   box_points((0.50, 0.0, 0.0), (0.58, 0.08, 0.08))]))
     return memory, nodes
 
 
-def test_a_cup_standing_still_keeps_its_place_when_views_come_back_after_a_merge():
+@pytest.mark.parametrize("covered", [False, True])
+def test_a_cup_standing_still_keeps_its_place_when_views_come_back_after_a_merge(covered):
     """The view at (0.37, 0.0) is the passing cup's: the cup standing still (its place still filled in the
-    depth) does not take it, and the ball stays in the middle (ShellGame 930047, randomized look)."""
-    memory, nodes = _swap_with_merged_views()
+    depth) does not take it, and the ball stays in the middle (ShellGame 930047, randomized look). The
+    passing cups, lost in motion, keep their claim even when their last places look filled too (ShellGame
+    930087): each takes its own view."""
+    memory, nodes = _swap_with_merged_views(covered)
     assert np.linalg.norm(memory.tracks[nodes["middle"]].center[:2] - (0.45, 0.0)) < 0.01
     assert np.linalg.norm(memory.tracks[nodes["ball"]].center[:2] - (0.45, 0.0)) < 0.02
-    assert memory.graph.nodes[nodes["passing"]]["last_seen"] == memory.t
+    assert np.linalg.norm(memory.tracks[nodes["passing"]].center[:2] - (0.37, 0.0)) < 0.01
+    if covered:
+        assert np.linalg.norm(memory.tracks[nodes["other"]].center[:2] - (0.53, 0.0)) < 0.01
 
 
 def test_without_the_rule_the_cup_standing_still_takes_the_passing_view(monkeypatch):
