@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction, bench_sub: argparse._SubParsersAct
     p.add_argument("--out", required=True, help="dataset folder (new, or existing with --resume)")
     p.add_argument("--policy", default="expert", help="expert: scripted, privileged; agent: embodied.agent.MemoryAgent; relabel:RUN[@MIX]: "
                    "RUN's learned high-level policy acts, the planner labels each decision (DAgger)")
+    p.add_argument("--perception", choices=["masks", "learned", "geometric"], default="masks",
+                   help="what an agent policy sees through: the renderer's masks, the learned RGB-D segmenter "
+                        "(trained on 128 px frames: pair it with --image-size 128) or geometry")
     p.add_argument("--workers", type=int, default=1, help="worker processes (or Ray tasks in flight per CPU)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run episodes as Ray tasks (on the cluster at ADDRESS; none: a local instance)")
@@ -83,6 +86,7 @@ def record_demos(args) -> dict:
         options=task_knobs(args.option, args.task),  # checked here, before any worker starts
         ray=args.ray is not None,
         ray_address=args.ray or None,
+        perception=args.perception,
     )
     summary = record(cfg, progress=True)
     summary["options"] = cfg.options

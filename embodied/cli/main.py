@@ -18,7 +18,7 @@ Every command that builds envs takes ``--option KEY=VALUE`` (repeatable; embodie
     embodied bench viz [--steps N] [--objects N] [--json]
     embodied ablate [--task NAME ...] [--episodes N] [--seed S] [--column C ...] [--option key=value ...]
                     [--workers K] [--ray [ADDRESS]] [--json]
-    embodied eval-memory [--task NAME ...] [--episodes N] [--mode masks|learned|geometric]
+    embodied eval-memory [--task NAME ...] [--episodes N] [--perception masks|learned|geometric]
                          [--option key=value ...] [--json]
     embodied eval-rooms [--task NAME ...] [--episodes N] [--seed S] [--option key=value ...] [--json]
     embodied benchmark [--policy P ...] [--preset easy|medium|hard|extreme ...] [--suite S] [--episodes N]
@@ -182,8 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", action="append", help="task to evaluate (repeatable; default: all)")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mode", choices=["masks", "learned", "geometric"], default="masks",
-                   help="detector: the renderer's masks, the learned segmenter (shipped weights) or geometry")
+    p.add_argument("--perception", "--mode", dest="mode", choices=["masks", "learned", "geometric"], default="masks",
+                   help="detector: the renderer's masks, the learned segmenter (shipped weights) or geometry "
+                        "(--mode: the older name)")
     p.add_argument("--image-size", type=int, default=96)
     p.add_argument("--render-every", type=int, default=1)
     p.add_argument("--depth-noise", type=float, default=0.0, help="depth noise std, metres")

@@ -50,6 +50,7 @@ class EpisodeJob:
     cameras: tuple[str, ...] = ()  # () = the task's default cameras
     depth: bool = False
     options: dict = field(default_factory=dict)
+    perception: str = "masks"  # the agent policies' detector (data.policies.PERCEPTION_MODES)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -117,7 +118,8 @@ def record_episode(job: EpisodeJob, make_policy: Callable | None = None) -> Epis
     env = env_for(job)
     u = env.unwrapped
     fps = round(1.0 / u.control_dt)
-    policy = (make_policy or default_factory)(job.policy, env, job.seed)
+    policy = make_policy(job.policy, env, job.seed) if make_policy else \
+        default_factory(job.policy, env, job.seed, job.perception)
     obs, info = env.reset(seed=job.seed)
     if hasattr(policy, "reset"):
         policy.reset()

@@ -3,7 +3,9 @@
 A policy needs ``act(obs) -> action`` and may have ``reset()``, ``close()``
 and ``current_call`` (the :class:`~embodied.planner.calls.SkillCall` it is
 executing after each ``act``; ``None`` or absent: no skill). Register more
-with :func:`register_policy`. ``relabel:RUN[@MIX]`` records a learned high-level
+with :func:`register_policy`; a factory registered with ``perceives=True``
+takes a third argument, the perception mode ("masks", "learned" or
+"geometric"), which the others (the privileged expert) have no use for. ``relabel:RUN[@MIX]`` records a learned high-level
 policy's own episodes with the planner's labels (:mod:`embodied.agent.relabel`).
 """
 
@@ -14,12 +16,18 @@ from typing import Any
 
 import gymnasium as gym
 
-PolicyFactory = Callable[[gym.Env, int], Any]
+PolicyFactory = Callable[..., Any]  # (env, seed) -> policy; (env, seed, perception) where it perceives
 _FACTORIES: dict[str, PolicyFactory] = {}
+_PERCEIVING: set[str] = set()
+PERCEPTION_MODES = ("masks", "learned", "geometric")
 
 
-def register_policy(name: str, factory: PolicyFactory) -> None:
+def register_policy(name: str, factory: PolicyFactory, perceives: bool = False) -> None:
     _FACTORIES[name] = factory
+    if perceives:
+        _PERCEIVING.add(name)
+    else:
+        _PERCEIVING.discard(name)
 
 
 def policy_names() -> list[str]:
@@ -30,15 +38,31 @@ def known_policy(name: str) -> bool:
     return name in _FACTORIES or _relabel_spec(name) is not None
 
 
-def make_policy(name: str, env: gym.Env, seed: int) -> Any:
+def check_perception(name: str, perception: str) -> None:
+    """A clear error where policy ``name`` cannot perceive with ``perception`` (an unknown mode, or a
+    policy that reads the simulator's state, such as the expert, given anything but the default)."""
+    if perception not in PERCEPTION_MODES:
+        raise ValueError(f"unknown perception {perception!r}; choose one of {', '.join(PERCEPTION_MODES)}")
+    perceives = name in _PERCEIVING or _relabel_spec(name) is not None
+    if perception != "masks" and not perceives:
+        raise ValueError(f"policy {name!r} does not perceive (it reads the simulator's state), so perception "
+                         f"{perception!r} means nothing to it; it is for: {', '.join(sorted(_PERCEIVING))}, "
+                         "relabel:RUN[@MIX]")
+
+
+def make_policy(name: str, env: gym.Env, seed: int, perception: str = "masks") -> Any:
+    """The policy ``name`` for ``env``; ``perception``: the detector an agent policy sees through."""
+    check_perception(name, perception)
     relabel = _relabel_spec(name)
     if relabel is not None:
         from embodied.eval.rollout import make_learned
 
         run, mix = relabel
-        return make_learned(env, f"learned:{run}", seed, relabel_mix=mix)
+        return make_learned(env, f"learned:{run}", seed, relabel_mix=mix, perception=perception)
     if name not in _FACTORIES:
         raise ValueError(f"unknown policy {name!r}; available: {', '.join(policy_names())}, relabel:RUN[@MIX]")
+    if name in _PERCEIVING:
+        return _FACTORIES[name](env, seed, perception)
     return _FACTORIES[name](env, seed)
 
 
@@ -63,13 +87,13 @@ def _expert(env: gym.Env, seed: int):
     return make_expert(env)
 
 
-def _agent(env: gym.Env, seed: int):
+def _agent(env: gym.Env, seed: int, perception: str = "masks"):
     """The memory agent; its ``current_call`` annotates each frame with the planner's call, and its
     decision log (embodied.agent.decisions) is stored beside the episode."""
     from embodied.eval.rollout import make_agent
 
-    return make_agent(env, seed, record_decisions=True)
+    return make_agent(env, seed, perception=perception, record_decisions=True)
 
 
 register_policy("expert", _expert)
-register_policy("agent", _agent)
+register_policy("agent", _agent, perceives=True)

@@ -44,11 +44,12 @@ class RecordConfig:
     options: dict = field(default_factory=dict)
     ray: bool = False
     ray_address: str | None = None
+    perception: str = "masks"  # what an agent policy sees through: masks, learned or geometric
     data_files_size_in_mb: float = DATA_FILES_SIZE_MB
     video_files_size_in_mb: float = VIDEO_FILES_SIZE_MB
 
     def validate(self) -> None:
-        from embodied.data.policies import known_policy, policy_names
+        from embodied.data.policies import check_perception, known_policy, policy_names
         from embodied.tasks import get_task
 
         if not self.tasks:
@@ -63,10 +64,12 @@ class RecordConfig:
         if not known_policy(self.policy):
             raise ValueError(f"unknown policy {self.policy!r}; available: {', '.join(policy_names())}, "
                              "relabel:RUN[@MIX]")
+        check_perception(self.policy, self.perception)
 
     def jobs(self, done: set[tuple[str, int]]) -> list[EpisodeJob]:
         return [
-            EpisodeJob(task, self.seed + i, self.policy, self.image_size, tuple(self.cameras), self.depth, dict(self.options))
+            EpisodeJob(task, self.seed + i, self.policy, self.image_size, tuple(self.cameras), self.depth,
+                       dict(self.options), self.perception)
             for task in self.tasks
             for i in range(self.episodes)
             if (task, self.seed + i) not in done

@@ -187,6 +187,7 @@ class DatasetWriter:
             data_files_size_in_mb=data_mb,
             video_files_size_in_mb=video_mb,
             extra={"embodied": {"image_size": size, "policy": meta["job"]["policy"],
+                                "perception": meta["job"].get("perception", "masks"),
                                 "task_text": "the recall-phase instruction (the goal)"}},
         )
 
