@@ -274,3 +274,32 @@ def test_two_blocks_side_by_side_are_two_things_not_a_button(monkeypatch):
     monkeypatch.setattr(geometric_shapes, "_side_by_side", lambda *a: False)
     assert [label for label, _ in geometric_shapes.label_parts(pts, [np.arange(len(pts))], 0.0, 10, cols)] \
         == ["button"]
+
+
+def _housing_edge_and_ball() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A housing seen with no front joined to it (grey), the top edge of its shut drawer as a cluster apart
+    (purple, 14 cm long), and 17 cm before it the top of a yellow ball: what the scene camera saw after the
+    ball was set down (Rearrange 930069, geometric)."""
+    housing = box_points((0.57, -0.27, 0.02), (0.73, 0.28, 0.09), 0.008)
+    edge = box_points((0.53, -0.17, 0.075), (0.545, -0.03, 0.081), 0.008)
+    ball = box_points((0.372, -0.158, 0.032), (0.39, -0.142, 0.04), 0.006)
+    pts = np.concatenate([housing, edge, ball])
+    cols = np.concatenate([np.tile([0.67, 0.67, 0.67], (len(housing), 1)), np.tile([0.55, 0.2, 0.75], (len(edge), 1)),
+                           np.tile([0.95, 0.8, 0.1], (len(ball), 1))])
+    a, b = len(housing), len(housing) + len(edge)
+    return pts, cols, [np.arange(a), np.arange(a, b), np.arange(b, len(pts))]
+
+
+def test_a_ball_before_a_shut_drawer_seen_by_its_edge_is_no_part_of_it(monkeypatch):
+    pts, cols, clusters = _housing_edge_and_ball()
+    parts = geometric_shapes.label_parts(pts, clusters, 0.0, 3, cols)
+    ball = set(clusters[2].tolist())
+    drawers = [set(p.tolist()) for label, p in parts if label == "drawer"]
+    assert drawers == [set(clusters[1].tolist())], "the edge alone is the drawer"
+    assert any(set(p.tolist()) == ball for label, p in parts if label != "drawer")
+
+    # Without the long parts' colour standing for the row's, the ball joins the edge into one drawer view
+    # reaching 19 cm out, which took the shut drawer's node to the ball.
+    monkeypatch.setattr(geometric_shapes, "_long_parts_hue", lambda *args: None)
+    parts = geometric_shapes.label_parts(pts, clusters, 0.0, 3, cols)
+    assert any(ball <= set(p.tolist()) for label, p in parts if label == "drawer")

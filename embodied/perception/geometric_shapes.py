@@ -222,6 +222,9 @@ def label_parts(
         drawer_src = [np.zeros(int(out.sum()), dtype=np.int64)]
         # The row's colour, from the fronts seen joined to the housing (one colour per row).
         row_hue = np.median(chroma(cols[idx[out]]), axis=0) if cols is not None and out.sum() >= min_points else None
+        if row_hue is None and cols is not None:
+            row_hue = _long_parts_hue(pts, cols, [c for j, c in enumerate(clusters) if j not in used], lo, hi,
+                                      top, min_points)
         for j, other in enumerate(clusters):
             if j in used:
                 continue
@@ -302,6 +305,26 @@ def label_parts(
         bits = drawer_bits(pts, cols, drawers, rest)
         rest = [c for c, bit in zip(rest, bits) if not bit or is_button(pts[c], support)]
     return parts + [("cup", c) for c in cups] + [("button" if is_button(pts[c], support) else "", c) for c in rest]
+
+
+def _long_parts_hue(pts: np.ndarray, cols: np.ndarray, clusters: list[np.ndarray], lo: np.ndarray, hi: np.ndarray,
+                    top: float, min_points: int) -> np.ndarray | None:
+    """The median chroma of the clusters that are a drawer's part by their length alone (wholly outside the
+    housing's footprint ``lo``..``hi`` on one side, within NEAR_OUT, no higher than its top ``top``, at least
+    LONG_PART along its edge), or None where there are none. Where the housing's own cluster shows no front,
+    this is its row's colour: the scene camera saw only a shut drawer's top edge as a cluster apart, and a
+    ball set down 15 cm before it, its top as raised as a front and no row colour to refuse it, joined that
+    edge into one drawer view reaching out to the ball (Rearrange 930069, geometric)."""
+    long_parts = []
+    for idx in clusters:
+        d, side = _outside(pts[idx, :2], lo, hi)
+        if not (d > OUT_TOL).all() or d.max() >= NEAR_OUT or len(set(side.tolist())) != 1:
+            continue
+        if pts[idx, 2].max() <= top + 0.005 and np.ptp(pts[idx, 1 if side[0] % 2 == 0 else 0]) >= LONG_PART:
+            long_parts.append(idx)
+    if not long_parts or sum(len(c) for c in long_parts) < min_points:
+        return None
+    return np.median(chroma(cols[np.concatenate(long_parts)]), axis=0)
 
 
 def _row_coloured(cols: np.ndarray | None, idx: np.ndarray, row_hue: np.ndarray | None) -> bool:
