@@ -5,8 +5,9 @@ and ``current_call`` (the :class:`~embodied.planner.calls.SkillCall` it is
 executing after each ``act``; ``None`` or absent: no skill). Register more
 with :func:`register_policy`; a factory registered with ``perceives=True``
 takes a third argument, the perception mode ("masks", "learned" or
-"geometric"), which the others (the privileged expert) have no use for. ``relabel:RUN[@MIX]`` records a learned high-level
-policy's own episodes with the planner's labels (:mod:`embodied.agent.relabel`).
+"geometric"), which the others (the privileged expert) have no use for.
+``relabel:RUN[@MIX]`` records a learned high-level policy's own episodes with
+the planner's labels (:mod:`embodied.agent.relabel`).
 """
 
 from __future__ import annotations

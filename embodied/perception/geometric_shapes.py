@@ -313,7 +313,7 @@ def _long_parts_hue(pts: np.ndarray, cols: np.ndarray, clusters: list[np.ndarray
     housing's footprint ``lo``..``hi`` on one side, within NEAR_OUT, no higher than its top ``top``, at least
     LONG_PART along its edge), or None where there are none. Where the housing's own cluster shows no front,
     this is its row's colour: the scene camera saw only a shut drawer's top edge as a cluster apart, and a
-    ball set down 15 cm before it, its top as raised as a front and no row colour to refuse it, joined that
+    ball set down 17 cm before it, its top as raised as a front and no row colour to refuse it, joined that
     edge into one drawer view reaching out to the ball (Rearrange 930069, geometric)."""
     long_parts = []
     for idx in clusters:
