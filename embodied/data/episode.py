@@ -50,7 +50,7 @@ class EpisodeJob:
     cameras: tuple[str, ...] = ()  # () = the task's default cameras
     depth: bool = False
     options: dict = field(default_factory=dict)
-    perception: str = "masks"  # the agent policies' detector (data.policies.PERCEPTION_MODES)
+    perception: str = "masks"  # the agent policies' detector (embodied.perception.types.MODES)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -20,7 +20,6 @@ import gymnasium as gym
 PolicyFactory = Callable[..., Any]  # (env, seed) -> policy; (env, seed, perception) where it perceives
 _FACTORIES: dict[str, PolicyFactory] = {}
 _PERCEIVING: set[str] = set()
-PERCEPTION_MODES = ("masks", "learned", "geometric")
 
 
 def register_policy(name: str, factory: PolicyFactory, perceives: bool = False) -> None:
@@ -42,8 +41,10 @@ def known_policy(name: str) -> bool:
 def check_perception(name: str, perception: str) -> None:
     """A clear error where policy ``name`` cannot perceive with ``perception`` (an unknown mode, or a
     policy that reads the simulator's state, such as the expert, given anything but the default)."""
-    if perception not in PERCEPTION_MODES:
-        raise ValueError(f"unknown perception {perception!r}; choose one of {', '.join(PERCEPTION_MODES)}")
+    from embodied.perception.types import MODES
+
+    if perception not in MODES:
+        raise ValueError(f"unknown perception {perception!r}; choose one of {', '.join(MODES)}")
     perceives = name in _PERCEIVING or _relabel_spec(name) is not None
     if perception != "masks" and not perceives:
         raise ValueError(f"policy {name!r} does not perceive (it reads the simulator's state), so perception "
