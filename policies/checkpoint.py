@@ -34,6 +34,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
+MAX_WEIGHT = 1e12  # a weight or buffer beyond this is corrupt (trained ones stay far below)
+
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, corrupt or inconsistent; the message names the file."""
@@ -187,6 +189,11 @@ def build_to_fit(build: Callable[[], torch.nn.Module], state: Any, config_path: 
     bad = [k for k, v in state.items() if (v.is_floating_point() or v.is_complex()) and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(weights_path, f"weight {bad[0]!r} holds NaN or infinite values")
+    # Finite but absurd: a layer norm squares its inputs, and a 1e30 bias came out of it as NaN actions.
+    bad = [k for k, v in state.items() if v.is_floating_point() and v.numel() and v.abs().max() > MAX_WEIGHT]
+    if bad:
+        raise CheckpointError(weights_path, f"weight {bad[0]!r} holds a value beyond {MAX_WEIGHT:g} in magnitude, "
+                                            "which no trained network has")
     bad = [k for k, v in state.items() if k.endswith("running_var") and (v < 0).any()]
     if bad:  # batch norm divides by its square root
         raise CheckpointError(weights_path, f"{bad[0]!r} holds a negative variance")

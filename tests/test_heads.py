@@ -345,3 +345,25 @@ def test_diffusion_traced_sampler_matches_the_step_by_step_loop():
         head.train()
         assert head._samplers == {}  # so does a mode change
     assert not any("sampler" in k for k in head.state_dict())
+
+
+def test_a_finite_but_absurd_weight_is_refused_naming_the_file(tmp_path):
+    """A 1e30 bias (found by the checkpoint fuzzer) loaded and gave NaN actions: a layer norm squares it."""
+    import re
+
+    from policies.checkpoint import MAX_WEIGHT, build_to_fit
+
+    def build():
+        return ACTHead(ACTConfig(**TINY_ACT), synthetic_stats())
+
+    state = build().state_dict()
+    assert build_to_fit(build, state, "config.json", tmp_path / "ema.safetensors") is not None
+    key = next(k for k in state if k.endswith("linear1.bias"))
+    state[key] = state[key].clone()
+    state[key][0] = 1e30
+    with torch.inference_mode():  # what the check keeps from happening
+        broken = build()
+        broken.load_state_dict(state)
+        assert not torch.isfinite(broken.eval().predict_action_chunk(example_batch(broken))).all()
+    with pytest.raises(CheckpointError, match=re.escape(f"ema.safetensors: weight {key!r} holds a value beyond {MAX_WEIGHT:g}")):
+        build_to_fit(build, state, "config.json", tmp_path / "ema.safetensors")
