@@ -12,6 +12,7 @@ from embodied.agent.ride import MemoryRider
 from embodied.cli.agent_files import AgentFiles
 from embodied.data.recording import Recorder, load_recording
 from embodied.cli.options import task_knobs, task_options
+from embodied.envs.env_knobs import split_env_knobs
 from embodied.eval.distributed import Batch, Parallel, evaluate
 from embodied.eval.rollout import VideoWriter, head_for, run_episodes, summarize
 from embodied.tasks import TASKS, get_task
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> dict | None:
     entry = get_task(args.task)
     cls = entry.env_class()
     knobs = task_knobs(args.option, [entry.name])  # validates before building the scene
-    visual = knobs.get("visual", "default")  # the look of the scenery, not a task knob
+    env_knobs = split_env_knobs(knobs)[0]  # the scenery's look and the sensor: no task knobs
     options = task_options(knobs, entry.name)
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> dict | None:
         **_image_size(getattr(args, "image_size", None), agent),
         render_every=getattr(args, "render_every", 1),
         render_mode="rgb_array" if args.video else None,
-        visual=visual,
+        **env_knobs,
         **dataclasses.asdict(options),
     )
     seeds = range(args.seed, args.seed + args.episodes)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 OPTION_HELP = ("task knob, repeatable: KEY=VALUE, e.g. delay=60, preset=hard (a difficulty preset), "
-               "visual=randomized; `embodied tasks` lists each task's knobs")
+               "visual=randomized, sensor=realistic; `embodied tasks` lists each task's knobs")
 
 
 def add_option_argument(parser: argparse.ArgumentParser, help: str = OPTION_HELP) -> None:
@@ -56,8 +56,8 @@ def task_knobs(given: Mapping[str, Any], tasks: Iterable[str],
     """Check ``--option`` knobs against every task the command builds and type them.
 
     Returns the knobs every env of the command gets (``gym.make(..., **knobs)``) and its ``--json``
-    records: ``preset`` and ``visual`` kept as given (the env resolves the preset), the other knobs
-    typed. A knob some task lacks is an error naming that task's valid knobs, raised before any
+    records: ``preset`` kept as given (the env resolves it), the env's ``visual`` and ``sensor`` checked,
+    the other knobs typed. A knob some task lacks is an error naming that task's valid knobs, raised before any
     scene is built. ``reserved`` maps knobs the command sets itself to the flag that sets them
     (``bench drift``'s ``odom_noise`` is ``--noise``): giving one is an error. No knobs: ``{}``, so the
     envs get exactly their defaults."""
@@ -68,7 +68,9 @@ def task_knobs(given: Mapping[str, Any], tasks: Iterable[str],
     out: dict[str, Any] = {}
     if "preset" in knobs:
         knobs["preset"] = out["preset"] = str(knobs["preset"]).strip()
-    visual = knobs.pop("visual", None)
+    from embodied.envs.env_knobs import split_env_knobs
+
+    env_knobs, knobs = split_env_knobs(knobs)
     if knobs:
         from embodied.envs.base import options_from
         from embodied.tasks import get_task
@@ -77,18 +79,16 @@ def task_knobs(given: Mapping[str, Any], tasks: Iterable[str],
             entry = get_task(task)
             options = options_from(entry.env_class().Options, knobs, entry.name)  # names the valid knobs
             out.update({k: getattr(options, k) for k in knobs if k != "preset"})
-    if visual is not None:
-        from embodied.envs.visual import check_visual
-
-        out["visual"] = check_visual(str(visual).strip())
+    out.update(env_knobs)
     return out
 
 
 def task_options(knobs: Mapping[str, Any], task: str) -> Any:
-    """``task``'s full knob dataclass under ``knobs`` (``visual`` aside: the scenery is no task knob),
-    preset resolved: what its chance rate and its recorded knobs come from."""
+    """``task``'s full knob dataclass under ``knobs`` (the env's own knobs, ``visual`` and ``sensor``, aside:
+    they are no task knob), preset resolved: what its chance rate and its recorded knobs come from."""
     from embodied.envs.base import options_from
+    from embodied.envs.env_knobs import split_env_knobs
     from embodied.tasks import get_task
 
     entry = get_task(task)
-    return options_from(entry.env_class().Options, {k: v for k, v in knobs.items() if k != "visual"}, entry.name)
+    return options_from(entry.env_class().Options, split_env_knobs(knobs)[1], entry.name)

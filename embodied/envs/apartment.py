@@ -291,12 +291,13 @@ class NavigationEnv(MemoryTaskEnv):
     # --- observations --------------------------------------------------------
     def _observation(self, force_render: bool = False) -> dict:
         self._trail.append(self.drive.pose()[:2])
-        obs = super()._observation(force_render)
-        if self.images and self.apartment is not None:
-            # Cameras on the base are placed by odometry, as on a real robot; the true pose is privileged.
-            for cam, pose in self.drive.camera_poses(self.drive.odometry.pose).items():
-                obs[f"extrinsics/{cam}"] = pose
-        return obs
+        return super()._observation(force_render)
+
+    def _camera_poses(self) -> dict[str, np.ndarray]:
+        if self.apartment is None:
+            return super()._camera_poses()
+        # Cameras on the base are placed by odometry, as on a real robot; the true pose is privileged.
+        return self.drive.camera_poses(self.drive.odometry.pose)
 
     def _proprio(self) -> np.ndarray:
         if self.apartment is None:  # called once before any reset, to size the space

@@ -34,6 +34,7 @@ from gymnasium import spaces
 
 from embodied.envs.cameras import CameraRig
 from embodied.envs.scene import Entity
+from embodied.envs.sensor import SensorModel
 from embodied.envs.visual import VisualRandomizer, check_visual
 
 PHASES = ("observe", "delay", "recall")
@@ -136,10 +137,12 @@ class MemoryTaskEnv(gym.Env):
         images: bool = True,
         base_horizon: int | None = None,
         visual: str = "default",
+        sensor: str = "ideal",
         **knobs: Any,
     ):
         self.options = options_from(self.Options, knobs, type(self).__name__)
         self.visual = check_visual(visual)
+        self.sensor = SensorModel(sensor)  # checks the name
         # The episode's step limit: the registered horizon at default knobs, plus whatever a longer
         # delay adds (a 10x delay must not eat the recall phase). None: no limit.
         self.horizon = None if base_horizon is None else int(base_horizon) + self.extra_steps()
@@ -173,6 +176,7 @@ class MemoryTaskEnv(gym.Env):
 
     # --- hooks for subclasses ------------------------------------------------
     default_cameras: ClassVar[tuple[str, ...]] = ()
+    joint_count: ClassVar[int] = 0  # joints whose readings place a camera (the sensor model's offsets)
     scenery_classes: ClassVar[tuple[str, ...]] = ()  # entities visual="randomized" may recolour (not cues)
 
     def _build(self) -> tuple[mujoco.MjModel, list[Entity]]:
@@ -262,6 +266,8 @@ class MemoryTaskEnv(gym.Env):
         mujoco.mj_resetData(self.model, self.data)
         if self.visual == "randomized":  # its own generator: the layout and the cue do not change
             self._visual.apply(np.random.default_rng([int(layout_seed), 1]))
+        # The sensor's errors have their own generator too: the same episode under every sensor.
+        self.sensor.reset(np.random.default_rng([int(layout_seed), 2]), self.cameras, self.joint_count)
         self._reset_scene()
         mujoco.mj_forward(self.model, self.data)
         self.t = 0
@@ -332,14 +338,14 @@ class MemoryTaskEnv(gym.Env):
         obs: dict[str, Any] = {}
         if self.images:
             if force_render or not self._images or self.t % self.render_every == 0:
-                self._images = self.rig.render(self.data)
+                self._images = self.sensor.images(self.rig.render(self.data))
                 obs.update(self._images)
             else:
                 # Between renders the last images repeat; copies keep observations independent.
                 obs.update({key: image.copy() for key, image in self._images.items()})
-            for cam, pose in self.rig.extrinsics(self.data).items():
+            for cam, pose in self._camera_poses().items():
                 obs[f"intrinsics/{cam}"] = self.rig.K[cam].copy()
-                obs[f"extrinsics/{cam}"] = pose
+                obs[f"extrinsics/{cam}"] = self.sensor.extrinsic(cam, pose)
         obs["proprio"] = self._proprio()
         obs["goal"] = {
             "phase": PHASES.index(self.phase),
@@ -347,6 +353,11 @@ class MemoryTaskEnv(gym.Env):
             "target_rgb": self._target_rgb(),
         }
         return obs
+
+    def _camera_poses(self) -> dict[str, np.ndarray]:
+        """{camera: (4,4) float32 camera-to-world} as the robot knows them before calibration error: the
+        true poses here; a robot that places a camera by its own readings (joints, odometry) overrides."""
+        return self.rig.extrinsics(self.data)
 
     def _info(self) -> dict:
         return {

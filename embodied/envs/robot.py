@@ -85,12 +85,15 @@ class Arm:
     def gripper_width(self) -> float:
         return float(self.data.qpos[self.finger_qpos_adr].sum())
 
-    def proprio(self) -> np.ndarray:
-        """(22,) float32: qpos 7 [rad], qvel 7 [rad/s], TCP pos 3 [m], TCP quat 4, width 1 [m]."""
+    def proprio(self, data: mujoco.MjData | None = None) -> np.ndarray:
+        """(22,) float32: qpos 7 [rad], qvel 7 [rad/s], TCP pos 3 [m], TCP quat 4, width 1 [m], read from
+        ``data`` (default: the simulator's; or a copy holding the joint readings, kinematics done)."""
+        d = self.data if data is None else data
         quat = np.zeros(4)
-        mujoco.mju_mat2Quat(quat, self.data.site_xmat[self.tcp])
+        mujoco.mju_mat2Quat(quat, d.site_xmat[self.tcp])
         return np.concatenate(
-            [self.qpos(), self.data.qvel[self.dof_adr], self.tcp_pos(), quat, [self.gripper_width()]]
+            [d.qpos[self.qpos_adr], d.qvel[self.dof_adr], d.site_xpos[self.tcp], quat,
+             [float(d.qpos[self.finger_qpos_adr].sum())]]
         ).astype(np.float32)
 
     # --- commands --------------------------------------------------------

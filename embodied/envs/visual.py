@@ -15,7 +15,7 @@ import colorsys
 import mujoco
 import numpy as np
 
-VISUALS = ("default", "randomized")
+from embodied.envs.env_knobs import VISUALS, check_env_knob
 TEXTURES = (  # builtin, first colour, second colour, mark: drawn into extra materials at build time
     ("checker", (0.8, 0.8, 0.8), (0.35, 0.35, 0.35), "none"),
     ("checker", (0.9, 0.85, 0.7), (0.6, 0.5, 0.4), "none"),
@@ -27,9 +27,7 @@ CAMERA_TILT = 1.5  # degrees, std of the mount's rotation (clipped at 2 std)
 
 
 def check_visual(visual: str) -> str:
-    if visual not in VISUALS:
-        raise ValueError(f"visual must be one of {VISUALS}, got {visual!r}")
-    return visual
+    return check_env_knob("visual", visual)
 
 
 def add_textures(spec: mujoco.MjSpec) -> None:

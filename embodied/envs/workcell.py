@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied.envs.base import MemoryTaskEnv
-from embodied.envs.robot import Arm, ControlConfig, HOME_QPOS, MAX_FINGER
+from embodied.envs.robot import ARM_JOINTS, Arm, ControlConfig, HOME_QPOS, MAX_FINGER
 from embodied.envs.scene import Entity, SceneBuilder
 
 COLORS: dict[str, tuple[float, float, float]] = {
@@ -57,6 +57,9 @@ class WorkcellEnv(MemoryTaskEnv):
 
     def _setup(self) -> None:
         self.arm = Arm(self.model, self.data, self.control)
+        # What the robot reads of itself: the joint readings (the sensor model's) and their forward
+        # kinematics, which place the wrist camera and give the proprioceptive TCP.
+        self._reading = mujoco.MjData(self.model)
         self.entity = {e.name: e for e in self.entities}
         self._body_owner = np.zeros(self.model.nbody, dtype=np.int32)
         for e in self.entities:
@@ -69,8 +72,27 @@ class WorkcellEnv(MemoryTaskEnv):
         high = np.append(self.arm.joint_high, 1.0).astype(np.float32)
         return spaces.Box(low, high, (8,), np.float32)
 
+    joint_count: ClassVar[int] = len(ARM_JOINTS)
+
+    def _observation(self, force_render: bool = False) -> dict:
+        if not self.sensor.ideal:
+            self._read_joints()
+        return super()._observation(force_render)
+
+    def _read_joints(self) -> None:
+        """This step's joint readings (true angles through the sensor model) and their kinematics."""
+        r = self._reading
+        r.qpos[:], r.qvel[:] = self.data.qpos, self.data.qvel
+        r.qpos[self.arm.qpos_adr] = self.sensor.joints(self.data.qpos[self.arm.qpos_adr])
+        mujoco.mj_kinematics(self.model, r)
+        mujoco.mj_comPos(self.model, r)
+        mujoco.mj_camlight(self.model, r)
+
+    def _camera_poses(self) -> dict[str, np.ndarray]:
+        return self.rig.extrinsics(self.data if self.sensor.ideal else self._reading)
+
     def _proprio(self) -> np.ndarray:
-        return self.arm.proprio()
+        return self.arm.proprio(None if self.sensor.ideal else self._reading)
 
     def _apply_action(self, action: np.ndarray) -> None:
         self.arm.apply(action)

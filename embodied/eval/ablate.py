@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from embodied.envs.base import options_from
-from embodied.envs.visual import check_visual
+from embodied.envs.env_knobs import split_env_knobs
 from embodied.eval.distributed import Batch, Parallel, evaluate
 from embodied.eval.rollout import summarize
 from embodied.tasks import TASKS, get_task
@@ -42,7 +42,8 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
         if column in HEAD_COLUMNS and not head:
             raise ValueError(f"column {column!r} runs a learned head: give --head KIND:RUN")
     options = dict(options or {})
-    visual = check_visual(str(options.pop("visual", "default")))  # the scenery's look, not a task knob
+    env_knobs, options = split_env_knobs(options)  # the scenery's look and the sensor: no task knobs
+    env_knobs = {"visual": "default", "sensor": "ideal", **env_knobs}
     rows, cells, batches = [], [], []
     for name in names:
         entry = get_task(name)
@@ -53,7 +54,7 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
             ablation = column in ("agent:wiped", "agent:blank") or column.endswith(":wiped")
             n = ablation_episodes if ablation_episodes and ablation else episodes
             size = {} if image_size is None else {"image_size": image_size}  # None: the task's default
-            make = dict(images=column != "expert", visual=visual, **size, **dataclasses.asdict(opts))
+            make = dict(images=column != "expert", **env_knobs, **size, **dataclasses.asdict(opts))
             if column in HEAD_COLUMNS:  # "agent:head[:variant]" is the agent variant with the head
                 policy, knobs = "agent" + column[len("agent:head"):], {"head": head, "perception": perception}
             elif column.startswith("learned:"):  # the learned policy with the shipped (or --head) skill heads
@@ -71,5 +72,5 @@ def ablate(tasks: list[str] | None = None, episodes: int = 100, seed: int = 1000
         row[f"{column}_steps_per_s"] = sum(r.steps for r in results) / max(elapsed, 1e-9)
         row[f"{column}_failed_seeds"] = [r.seed for r in results if not r.success][:20]
     return {"seed": seed, "episodes": episodes, "image_size": image_size, "columns": list(columns), "head": head,
-            "perception": perception or "masks", "visual": visual,
+            "perception": perception or "masks", **env_knobs,
             "tasks": rows}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from embodied.envs.base import PRESET_NAMES, options_from
+from embodied.envs.env_knobs import split_env_knobs
 from embodied.eval.distributed import Batch, Parallel, evaluate, run_batch
 from embodied.eval.rollout import summarize
 from embodied.tasks import TASKS, get_task
@@ -49,7 +50,7 @@ class BenchmarkConfig:
     split: str = "test"
     head: str | None = None  # learned skills for agent / learned policies (KIND:RUN)
     image_size: int | None = None  # None: the task's own (128)
-    # Task knobs on top of every preset's (``visual`` too). Any at all: not the standard protocol, and
+    # Task knobs on top of every preset's (the env's ``visual`` and ``sensor`` too). Any at all: not the standard protocol, and
     # the results, their resume key and the leaderboard say so.
     options: dict = field(default_factory=dict)
 
@@ -114,12 +115,11 @@ def cell_batch(policy: str, task: str, preset: str, config: BenchmarkConfig) -> 
     """The episodes of one cell (env, policy, seeds) and the task's typed knobs at ``preset``."""
     entry = get_task(task)
     cls = entry.env_class()
-    extra = dict(config.options)
-    visual = {"visual": extra.pop("visual")} if "visual" in extra else {}  # the scenery's look: no task knob
+    env_knobs, extra = split_env_knobs(config.options)  # the scenery's look and the sensor: no task knobs
     options = options_from(cls.Options, {"preset": preset, **extra}, entry.name)  # extra knobs beat the preset's
     needs_images = policy != "expert" and policy != "memoryless"
     size = {} if config.image_size is None else {"image_size": config.image_size}
-    make = dict(images=needs_images, **size, **visual, **dataclasses.asdict(options))
+    make = dict(images=needs_images, **size, **env_knobs, **dataclasses.asdict(options))
     return Batch(entry.env_id, make, policy, tuple(config.seeds()), head=config.head), options
 
 
