@@ -19,7 +19,7 @@ import numpy as np
 
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
 from embodied.memory import SpatialMemory
-from embodied.memory.freespace import FreeSpaceMap
+from embodied.mapping.freespace import FreeSpaceMap
 from embodied.planner.answer import plan_answer
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.planner.calls import SkillCall

@@ -93,7 +93,7 @@ def _report(rule: str, found: list[str]) -> str:
     return f"{rule}:\n  " + "\n  ".join(found)
 
 
-AGENT_SIDE = ("embodied/perception", "embodied/memory", "embodied/planner", "embodied/agent")
+AGENT_SIDE = ("embodied/perception", "embodied/mapping", "embodied/memory", "embodied/planner", "embodied/agent")
 
 
 def test_agent_side_never_imports_the_simulator():

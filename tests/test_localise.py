@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from embodied.agent.memory_agent import RECALL, AgentConfig, MemoryAgent
-from embodied.memory.localise import DepthLocaliser, LocaliserConfig
-from embodied.memory.registration import VoxelMap, planar_about, planar_icp
+from embodied.mapping.localise import DepthLocaliser, LocaliserConfig
+from embodied.mapping.registration import VoxelMap, planar_about, planar_icp
 from embodied.perception import PerceptionConfig
 
 

@@ -15,7 +15,7 @@ from embodied.cli.main import main
 from embodied.data.decisions import load_decisions, read_decisions
 from embodied.data.layout import DatasetError
 from embodied.eval.rollout import run_episodes
-from embodied.memory.tokens import TOKEN_FIELDS, field_slice, node_tokens
+from embodied.agent.tokens import TOKEN_FIELDS, field_slice, node_tokens
 from embodied.planner.calls import SkillCall
 from embodied.tasks import TASKS
 from policies.checkpoint import CheckpointError
@@ -222,7 +222,7 @@ def test_anchor_features_relate_each_node_to_the_one_last_acted_on():
     event at all, every feature is zero."""
     import torch
 
-    from embodied.memory.tokens import anchor_offsets
+    from embodied.agent.tokens import anchor_offsets
     from policies.memory_policy.features import anchor_features
 
     offsets = anchor_offsets()

@@ -119,7 +119,7 @@ def test_the_where_pointer_reads_a_place_point_from_another_node_as_it_stands_no
     arrays, meta = log.pack()
     ep = EpisodeDecisions(0, "", 10, True, arrays, meta["goals"], meta["ids"], meta["words"], meta["calls"])
     monkeypatch.setattr(data_module, "load_decisions", lambda root: [ep])
-    from embodied.memory.tokens import field_slice
+    from embodied.agent.tokens import field_slice
 
     config = MemoryPolicyConfig(memory="explicit", where_pointer=True, where_offsets=(field_slice("position").start,),
                                 **SMALL)
@@ -153,7 +153,7 @@ def test_free_spots_score_clearance_and_a_point_set_aside_follows_its_target(mon
     import policies.memory_policy.data as data_module
     from embodied.agent.decisions import DecisionLog
     from embodied.data.decisions import EpisodeDecisions
-    from embodied.memory.tokens import field_slice, free_spot_offsets
+    from embodied.agent.tokens import field_slice, free_spot_offsets
     from policies.memory_policy.data import WHERE_SOURCE
     from policies.memory_policy.features import FREE_OFFSETS, FREE_SCALES, free_spots
 
@@ -203,7 +203,7 @@ def test_free_spots_score_clearance_and_a_point_set_aside_follows_its_target(mon
 def test_max_repeats_turns_the_decider_to_its_next_choice_after_a_call_repeated(rearrange):
     """A call started max_repeats times in a row is not chosen a next time: the decider takes the policy's
     next likeliest (skill, node); another call in between resets the count."""
-    from embodied.memory.tokens import node_tokens
+    from embodied.agent.tokens import node_tokens
 
     config = MemoryPolicyConfig(memory="explicit", **SMALL)
     data = DecisionData([str(rearrange)], config, progress=False)
@@ -232,7 +232,7 @@ def test_max_repeats_turns_the_decider_to_its_next_choice_after_a_call_repeated(
 def test_first_box_features_say_what_held_a_node_when_first_seen():
     """A block first seen at the back of a drawer that has slid open since is still in the drawer's first
     box; not in the other drawer's, and the table holds nothing in this sense."""
-    from embodied.memory.tokens import TOKEN_DIM, first_box_offsets
+    from embodied.agent.tokens import TOKEN_DIM, first_box_offsets
     from policies.memory_policy.features import first_inside
 
     first, size = first_box_offsets()
@@ -258,7 +258,7 @@ def test_goal_hop_features_lead_from_the_object_the_goal_names_to_its_room():
     """"the room where you saw the white plate": the kitchen node gets the name-from-room-word hop and the
     room-centre hop at full weight; the study (a blue cup's room) gets only a weaker one, and nothing
     reaches a node from itself."""
-    from embodied.memory.tokens import TOKEN_DIM, WORD_SLOTS, goal_hop_offsets
+    from embodied.agent.tokens import TOKEN_DIM, WORD_SLOTS, goal_hop_offsets
     from policies.memory_policy.features import goal_hops
 
     pos, room_at, _ = goal_hop_offsets()

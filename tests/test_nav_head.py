@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from embodied.agent.skills.navigate import GUIDE_DIM, NavigateSkill
-from embodied.memory.freespace import FreeSpaceMap
+from embodied.mapping.freespace import FreeSpaceMap
 from embodied.planner.calls import SkillCall
 from policies.act import ACTConfig, ACTHead
 from policies.bench import example_batch, synthetic_stats

@@ -13,7 +13,7 @@ import pytest
 
 from embodied.agent.skills.navigate import NavigateSkill, base_pose, integrate_observation
 from embodied.envs.nav_grid import box_distance
-from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
+from embodied.mapping.freespace import ROBOT_RADIUS, FreeSpaceMap
 from embodied.planner.calls import SkillCall
 
 try:
@@ -166,7 +166,7 @@ def test_wiped_memory_cannot_resolve_the_goal():
     assert ep.goals[0]["outcome"] == "unresolved" and ep.goals[0]["answer"] is None
 
 
-@pytest.mark.parametrize("path", ["embodied/memory/freespace.py", "embodied/agent/skills/navigate.py"])
+@pytest.mark.parametrize("path", ["embodied/mapping/freespace.py", "embodied/agent/skills/navigate.py"])
 def test_agent_code_uses_no_simulator_modules(path):
     tree = ast.parse((ROOT / path).read_text())
     names = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]

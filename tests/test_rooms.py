@@ -14,8 +14,8 @@ import pytest
 from embodied.eval.rollout import run_episodes
 from embodied.eval.rooms import room_accuracy, tour_memory
 from embodied.memory import SpatialMemory
-from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.rooms import RoomConfig, segment_rooms
+from embodied.mapping.freespace import FreeSpaceMap
+from embodied.mapping.rooms import RoomConfig, segment_rooms
 from embodied.planner.grammar import parse
 from embodied.planner.planner import Planner
 from embodied.planner.resolver import ResolutionError

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from embodied.eval.rollout import learned_policy
-from embodied.memory.tokens import field_slice
+from embodied.agent.tokens import field_slice
 from policies.memory_policy.data import DecisionData
 from policies.memory_policy.features import free_spots
 from policies.memory_policy.modeling import OFFSET_SCALE

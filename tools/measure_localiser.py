@@ -22,8 +22,8 @@ import numpy as np
 
 import embodied  # noqa: F401  (registers the tasks)
 from embodied.memory.config import kind_of
-from embodied.memory.localise import DepthLocaliser, LocaliserConfig
-from embodied.memory.registration import wrap, yaw_of
+from embodied.mapping.localise import DepthLocaliser, LocaliserConfig
+from embodied.mapping.registration import wrap, yaw_of
 
 
 def record_tour(task: str, seed: int, noise: float) -> list[tuple]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from embodied.agent.aim import AimConfig
 from embodied.memory import MemoryConfig
-from embodied.memory.localise import LocaliserConfig
+from embodied.mapping.localise import LocaliserConfig
 from embodied.perception import PerceptionConfig
 
 # m: with a learned detector an object out of view (not found missing) is re-identified only this near its

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.tokens import TOKEN_DIM, NodeTokens, field_slice, node_tokens
+from embodied.agent.tokens import TOKEN_DIM, NodeTokens, field_slice, node_tokens
 from embodied.planner.calls import DECISIONS, PARAM_DIM, SOURCES, STOP, SkillCall
 
 SAME_POINT = 0.01  # m: a call's point this close to a node's position is read from the node

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
-from embodied.memory.localise import DepthLocaliser, LocaliserConfig
+from embodied.mapping.localise import DepthLocaliser, LocaliserConfig
 
 RECALL = 2  # the recall phase's index in obs["goal"]["phase"]
 

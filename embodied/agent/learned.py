@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embodied.memory.tokens import (
+from embodied.agent.tokens import (
     TOKEN_DIM,
     TOKEN_KINDS,
     anchor_offsets,
@@ -58,7 +58,7 @@ class LearnedDecider:
                     or (c.free_spots and tuple(c.free_spot_offsets) != free_spot_offsets()):
                 raise ValueError(f"this explicit policy was trained on node tokens of width {c.token_dim} "
                                  f"(spot offsets {tuple(c.spot_offsets)}, anchor offsets "
-                                 f"{tuple(c.anchor_offsets)}); embodied.memory.tokens now makes width "
+                                 f"{tuple(c.anchor_offsets)}); embodied.agent.tokens now makes width "
                                  f"{TOKEN_DIM} (offsets {spots}, {anchors}): retrain it")
         self.reset()
 

@@ -21,7 +21,7 @@ saw (:mod:`embodied.agent.aim`): where memory saw the object come to rest,
 where proprioception had the fingers close.
 
 Mobile base: the head camera's extrinsics come from wheel odometry and drift;
-``localise`` (a :class:`~embodied.memory.localise.LocaliserConfig`, on by
+``localise`` (a :class:`~embodied.mapping.localise.LocaliserConfig`, on by
 default; ``None`` switches it off) registers every few head depth frames
 against the map it builds and replaces ``extrinsics/head`` with the corrected
 pose before anything reads it, so perception, the free-space map and the
@@ -51,8 +51,8 @@ from embodied.agent.skills.navigate import CAMERA as HEAD_CAMERA
 from embodied.agent.skills.navigate import NavigateSkill, integrate_observation
 from embodied.memory import SpatialMemory
 from embodied.memory.config import kind_of
-from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.localise import DepthLocaliser
+from embodied.mapping.freespace import FreeSpaceMap
+from embodied.mapping.localise import DepthLocaliser
 from embodied.perception import Perceiver
 from embodied.planner.calls import SkillCall
 from embodied.planner.grammar import Goal, parse

@@ -43,9 +43,9 @@ from safetensors.numpy import save as save_arrays
 from embodied.agent.decisions import DecisionLog
 from embodied.agent.drift import DriftFix
 from embodied.memory import MemoryConfig, SpatialMemory
-from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.localise import LocaliserConfig
-from embodied.memory.registration import VoxelMap
+from embodied.mapping.freespace import FreeSpaceMap
+from embodied.mapping.localise import LocaliserConfig
+from embodied.mapping.registration import VoxelMap
 from embodied.agent.aim import AimConfig
 from embodied.perception import PerceptionConfig
 from embodied.planner.calls import SkillCall

@@ -188,8 +188,8 @@ def _train_memory(args: argparse.Namespace, options: dict) -> dict | None:
                       lr=args.lr, seed=args.seed, device=args.device, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, log_every=args.log_every, ema=not args.no_ema,
                       resume=args.resume, progress=not args.json, warmup_steps=args.warmup_steps)
-    from embodied.memory.tokens import anchor_offsets, field_slice, first_box_offsets, free_spot_offsets, spot_offsets
-    from embodied.memory.tokens import goal_hop_offsets
+    from embodied.agent.tokens import anchor_offsets, field_slice, first_box_offsets, free_spot_offsets, spot_offsets
+    from embodied.agent.tokens import goal_hop_offsets
 
     if options.get("spot_features"):  # where a node token keeps its position and first position
         options = {**options, "spot_offsets": spot_offsets()}

@@ -26,7 +26,7 @@ from embodied.eval.accuracy import AccuracyRecorder
 from embodied.eval.recall import QUESTIONS, answer_question, check_answer
 from embodied.experts import make_expert
 from embodied.memory.config import MemoryConfig, kind_of
-from embodied.memory.freespace import FreeSpaceMap
+from embodied.mapping.freespace import FreeSpaceMap
 from embodied.memory.memory import SpatialMemory
 from embodied.perception import Perceiver, PerceptionConfig
 from embodied.tasks import TASKS, get_task

@@ -10,6 +10,6 @@ memory.update_rooms(freespace)      # a mobile robot: room nodes from its own Fr
 from embodied.memory.config import MemoryConfig
 from embodied.memory.events import ADD, DELETE, NOOP, UPDATE, Event, EventLog
 from embodied.memory.memory import SpatialMemory
-from embodied.memory.rooms import RoomConfig
+from embodied.mapping.rooms import RoomConfig
 
 __all__ = ["ADD", "DELETE", "NOOP", "UPDATE", "Event", "EventLog", "MemoryConfig", "RoomConfig", "SpatialMemory"]

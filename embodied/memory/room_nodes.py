@@ -4,7 +4,7 @@
     memory.rooms()                           # {"room_0": "kitchen", "room_1": "", ...}
     memory.room_of("red mug")                # "room_0"
 
-``update_rooms`` segments the map (:func:`embodied.memory.rooms.segment_rooms`)
+``update_rooms`` segments the map (:func:`embodied.mapping.rooms.segment_rooms`)
 and writes the result into the graph, logging every change as an event:
 
 * one ``room`` node per region: ``position`` (3,) m its centre on the floor
@@ -27,8 +27,8 @@ Nothing here reads the simulator: the map and the agent's own logged path.
 from __future__ import annotations
 
 from embodied.memory.agent import AGENT
-from embodied.memory.freespace import FreeSpaceMap
-from embodied.memory.rooms import RoomConfig, RoomSegmentation, segment_rooms
+from embodied.mapping.freespace import FreeSpaceMap
+from embodied.mapping.rooms import RoomConfig, RoomSegmentation, segment_rooms
 
 STRUCTURE_CLASSES = frozenset({"floor", "wall", "walls", "ceiling", "plane"})
 ROOMED_KINDS = ("object", "container", "articulated", "surface", "place")

@@ -20,17 +20,17 @@ class MemoryPolicyConfig:
     # index 0 pads, 1 is any word not seen in training.
     vocab: tuple[str, ...] = ()
     state_dim: int = 22  # proprio padded to this width (the arm's 22; a base's 5 fills the front)
-    token_dim: int = 0  # explicit: width of a node token (embodied.memory.tokens.TOKEN_DIM)
-    word_slots: int = 5  # explicit: words per node (embodied.memory.tokens.WORD_SLOTS), each slot its own map
+    token_dim: int = 0  # explicit: width of a node token (embodied.agent.tokens.TOKEN_DIM)
+    word_slots: int = 5  # explicit: words per node (embodied.agent.tokens.WORD_SLOTS), each slot its own map
     max_nodes: int = 96
     # explicit: spot features, geometric copy features between nodes (see modeling._spots): how far a node
     # is from where it was first seen, and whether some other node now stands on that first spot, or it on
     # another's. They read the token's position and first_position at these offsets (set by the trainer
-    # from embodied.memory.tokens; () without spot features).
+    # from embodied.agent.tokens; () without spot features).
     spot_features: bool = False
     spot_offsets: tuple[int, ...] = ()
     # explicit: anchor features, geometry relative to the node last acted on (the most recent of the
-    # action events, embodied.memory.tokens.ACTION_TAGS, in the tokens themselves): per node, whether it
+    # action events, embodied.agent.tokens.ACTION_TAGS, in the tokens themselves): per node, whether it
     # is that node, and how near it stands to where that node was first seen and to where it is now
     # (the object a cup just lifted had covered; the block the drawer just opened holds). Offsets set by
     # the trainer: position, first_position, then each action tag's last-event age.

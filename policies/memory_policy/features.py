@@ -7,7 +7,7 @@
     goal_hops(words, mask, goal, tokens, offsets) (B, N, W*W + 2)  what the nodes the goal names point at
     free_spots(tokens, mask, target, offsets) (B, S, 3) m, (B, S, FREE_FEATURES)  candidate spots near the target
 
-Token offsets are set by the trainer from embodied.memory.tokens and kept in the policy's configuration.
+Token offsets are set by the trainer from embodied.agent.tokens and kept in the policy's configuration.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def word_ids(tokens: list[str], index: dict[str, int], length: int) -> tuple[np.
 
 
 def node_word_ids(node_words: list[list[str]], index: dict[str, int], n: int, slots: int) -> np.ndarray:
-    """(n, slots) int64: each node's words, slot by slot (embodied.memory.tokens.WORD_SLOTS; 0 where none)."""
+    """(n, slots) int64: each node's words, slot by slot (embodied.agent.tokens.WORD_SLOTS; 0 where none)."""
     out = np.zeros((n, slots), np.int64)
     for k, triple in enumerate(node_words[:n]):
         for j, w in enumerate(list(triple)[:slots]):

@@ -8,7 +8,7 @@ Batch (B decision points; shapes; every key a tensor):
 
     goal_ids, goal_mask     (B, G) int64 / bool    the goal's words (policies.memory_policy.inputs)
     state                   (B, S + 1) float32     proprio padded to S (config.state_dim) + its fill fraction
-    explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.memory.tokens)
+    explicit:  tokens       (B, N, F) float32      memory node tokens (embodied.agent.tokens)
                node_words   (B, N, W) int64        each node's words (class, colour, names, shown colour)
                node_mask    (B, N) bool
                where_pointer: where (B,) int64 (the node a point is read from, -1 none), offset (B, 3) m

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
+from embodied.mapping.freespace import ROBOT_RADIUS, FreeSpaceMap
 
 
 def stand_off_candidates(free: FreeSpaceMap, target: np.ndarray, ring: tuple[float, float, float],

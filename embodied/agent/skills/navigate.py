@@ -27,7 +27,7 @@ mount on the base (``CAMERA_MOUNT``): the same transform the map is built
 from, so map and pose stay consistent even when the extrinsics come from
 drifting odometry. ``proprio`` odometry is not used. Inside the
 ``MemoryAgent`` the extrinsics it is handed are already drift-corrected
-(``embodied.memory.localise``), like those the map and memory are built from.
+(``embodied.mapping.localise``), like those the map and memory are built from.
 
 Actions are ``(2,) float32`` in [-1, 1]: ``[forward, yaw rate]`` as fractions
 of ``max_v`` (0.5 m/s) and ``max_w`` (1.5 rad/s).
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from embodied.agent.skills.nav_geometry import nearest_obstacle_ahead, stand_off_candidates
-from embodied.memory.freespace import ROBOT_RADIUS, FreeSpaceMap
+from embodied.mapping.freespace import ROBOT_RADIUS, FreeSpaceMap
 from embodied.planner.calls import SkillCall
 
 CAMERA = "head"

@@ -44,7 +44,7 @@ import networkx as nx
 import numpy as np
 from scipy.ndimage import distance_transform_edt
 
-from embodied.memory.grid_graph import grid_graph
+from embodied.mapping.grid_graph import grid_graph
 
 ROBOT_RADIUS = 0.18  # m: the base's bumper capsule (scenes/apartment/robot.xml)
 GOAL = -1  # the virtual goal node of ``path_to_any``

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import open3d as o3d
 
-from embodied.memory.registration import Fit, VoxelMap, planar
+from embodied.mapping.registration import Fit, VoxelMap, planar
 
 
 def open3d_icp(pts: np.ndarray, target: VoxelMap, pivot: np.ndarray, max_corr: float, iterations: int = 12,

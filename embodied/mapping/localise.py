@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embodied.memory.registration import Fit, VoxelMap, grid_cloud, planar_icp, voxel_thin, wrap, yaw_of
+from embodied.mapping.registration import Fit, VoxelMap, grid_cloud, planar_icp, voxel_thin, wrap, yaw_of
 
 
 @dataclass
@@ -266,7 +266,7 @@ class DepthLocaliser:
         pivot = (self.correction @ T_odom)[:3, 3]
         corr = cfg.reanchor_corr if wide else cfg.max_corr
         if cfg.solver == "open3d":
-            from embodied.memory.registration_o3d import open3d_icp
+            from embodied.mapping.registration_o3d import open3d_icp
 
             fit = open3d_icp(pts, self.map, pivot, corr, cfg.iterations, cfg.kernel)
         else:

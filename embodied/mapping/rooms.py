@@ -1,7 +1,7 @@
 """Rooms from the robot's own free-space map: free floor cut at doorways (Hydra-style).
 
 Frames and units: world frame, metres; grids are the
-:class:`~embodied.memory.freespace.FreeSpaceMap`'s cells (row i along y,
+:class:`~embodied.mapping.freespace.FreeSpaceMap`'s cells (row i along y,
 column j along x).
 
 ``segment_rooms(freespace)`` works on the map alone, with no layout knowledge
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import ndimage as ndi
 
-from embodied.memory.freespace import FreeSpaceMap
+from embodied.mapping.freespace import FreeSpaceMap
 
 FOUR = ndi.generate_binary_structure(2, 1)
 EIGHT = ndi.generate_binary_structure(2, 2)

@@ -1,5 +1,5 @@
 """The planning graph of an occupancy grid: 8-connected navigable cells, edges weighted by length and
-by how close they pass to obstacles (for :class:`embodied.memory.freespace.FreeSpaceMap`)."""
+by how close they pass to obstacles (for :class:`embodied.mapping.freespace.FreeSpaceMap`)."""
 
 from __future__ import annotations
 
