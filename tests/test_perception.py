@@ -173,3 +173,45 @@ def test_geometric_planes_are_the_same_every_run():
     fit_plane(recorder, 0.01)
     args, kwargs = recorder.call
     assert args[2] == 100 and kwargs["probability"] == 1.0  # every sample drawn: no early stop
+
+
+def test_depth_noise_is_read_from_the_image_itself():
+    """A tilted plane and a box at 0.5-3 m, with noise of std s*z^2: the estimate is s, whatever the
+    scene; a noiseless image reads 0."""
+    from embodied.perception.geometry import depth_noise
+
+    v, u = np.mgrid[0:128, 0:128].astype(np.float64)
+    inverse = 0.4 + 0.004 * u + 0.006 * v  # a plane: inverse depth affine in the pixel
+    inverse[40:70, 50:90] = 1.8  # a box face nearer
+    depth = (1.0 / inverse).astype(np.float32)
+    assert depth_noise(depth) == pytest.approx(0.0, abs=1e-5)
+    rng = np.random.default_rng(0)
+    for s in (0.002, 0.004, 0.008):
+        noisy = depth + rng.normal(size=depth.shape).astype(np.float32) * s * depth**2
+        assert depth_noise(noisy) == pytest.approx(s, rel=0.08)
+
+
+def test_box_faces_are_not_pushed_out_by_depth_noise():
+    """A 4 cm block top seen from 0.9 m with realistic noise: the outermost point lies about 2 noise stds
+    above the top; the robust face within a third of one. Without noise the faces are the extremes."""
+    from embodied.perception.clouds import point_noise, robust_faces
+
+    rng = np.random.default_rng(1)
+    top = np.c_[rng.uniform(0.4, 0.44, (40, 2)), np.full(40, 0.04)]
+    side = np.c_[rng.uniform(0.4, 0.44, 40), np.full(40, 0.4), rng.uniform(0.0, 0.04, 40)]
+    clean = np.vstack([top, side])
+    eye = np.array([1.0, 0.0, 0.7])
+    noise = point_noise(clean.mean(axis=0)[None], eye, 0.004)
+    assert 0.002 < noise[0, 2] < 0.003  # 2-3 mm along z at the table
+    lo, hi = clean.min(axis=0)[None], clean.max(axis=0)[None]
+    owner = np.zeros(len(clean), dtype=np.int64)
+    same = robust_faces(clean, owner, 1, lo, hi, np.zeros((1, 3)))
+    np.testing.assert_array_equal(same[1], hi)
+    errors_max, errors_robust = [], []
+    for _ in range(50):
+        noisy = clean + rng.normal(size=clean.shape) * noise
+        _, robust_hi = robust_faces(noisy, owner, 1, noisy.min(axis=0)[None], noisy.max(axis=0)[None], noise)
+        errors_max.append(noisy[:, 2].max() - 0.04)
+        errors_robust.append(robust_hi[0, 2] - 0.04)
+    assert np.mean(errors_max) > 1.5 * noise[0, 2]
+    assert abs(np.mean(errors_robust)) < 0.5 * noise[0, 2]

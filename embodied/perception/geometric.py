@@ -55,10 +55,12 @@ def detect_geometric(
     cfg: PerceptionConfig,
     tcp: np.ndarray | None = None,
     support_hint: float | None = None,
+    depth_sigma: float = 0.0,
 ) -> tuple[list[ObjectObservation], list[float]]:
     """Objects and support-plane heights (m) seen by one camera; ``tcp`` (3,) m or None. ``support_hint``
     (m): the support another camera found in this frame; a level face above it is no support (the wrist
-    camera over an open drawer sees the tray's floor as the largest level plane)."""
+    camera over an open drawer sees the tray's floor as the largest level plane). ``depth_sigma``: the
+    image's depth std at 1 m (m)."""
     o3d = open3d()
     depth = arrays["depth"]
     w = depth.shape[1]
@@ -159,7 +161,8 @@ def detect_geometric(
         groups.append(Group(label, f"{camera}#{name}", start, start + len(idx), len(idx)))
         start += len(idx)
     order = np.concatenate(chunks)
-    objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg)
+    objects = describe_batch(pts[order], cols[order], groups, camera, t, cfg, arrays["extrinsics"][:3, 3],
+                             depth_sigma)
     eye_z = float(arrays["extrinsics"][2, 3])
     for obs in objects:
         if not obs.label:

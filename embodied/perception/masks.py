@@ -20,11 +20,12 @@ def detect_masks(
     camera: str,
     t: int,
     cfg: PerceptionConfig,
+    depth_sigma: float = 0.0,
 ) -> list[ObjectObservation]:
     """Object observations of one camera from its checked arrays (see ``geometry.camera_arrays``).
 
     ``arrays``: rgb (H,W,3), depth (H,W) m, segmentation (H,W) int32,
-    intrinsics (3,3), extrinsics (4,4).
+    intrinsics (3,3), extrinsics (4,4); ``depth_sigma``: the image's depth std at 1 m (m).
     """
     seg, depth = arrays["segmentation"], arrays["depth"]
     w = depth.shape[1]
@@ -64,4 +65,4 @@ def detect_masks(
     for inst, label, idx, n_pixels in chosen:
         groups.append(Group(label, f"{camera}#{inst}", start, start + len(idx), n_pixels, inst in border))
         start += len(idx)
-    return describe_batch(points, colours, groups, camera, t, cfg)
+    return describe_batch(points, colours, groups, camera, t, cfg, arrays["extrinsics"][:3, 3], depth_sigma)

@@ -110,9 +110,10 @@ class Perceiver:
             if lut is not None:
                 arrays["segmentation"] = self._shuffled(arrays["segmentation"], labels, lut)
             corrupt(arrays, cfg, self.rng)
-            views.append(make_view(cam, arrays))
+            view = make_view(cam, arrays)
+            views.append(view)
             if masks or learned:
-                found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg)
+                found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg, view.depth_sigma)
                 if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
                     found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
                     patches = surface_patches(found, cfg.line_width, cfg.flush_tolerance, cfg.flush_kept)
@@ -120,7 +121,8 @@ class Perceiver:
                 objects.extend(found)
             else:
                 seen = [h[0] for h in planes.values() if h]
-                found, heights = detect_geometric(arrays, cam, t, cfg, tcp, min(seen) if seen else None)
+                found, heights = detect_geometric(arrays, cam, t, cfg, tcp, min(seen) if seen else None,
+                                                  view.depth_sigma)
                 objects.extend(found)
                 planes[cam] = heights
         extras = {"support_planes": planes} if planes else {}

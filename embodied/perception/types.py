@@ -117,6 +117,9 @@ class ObjectObservation:
     t: int
     truncated: bool = False  # the mask touches the image border: the object may extend beyond
     shape: str = ""  # coarse shape class: flat / small / medium / large / tall
+    # (3,) m: std of one point along each world axis from the camera's depth noise at this range (0: none
+    # measured); memory derives its tolerances from it
+    noise: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     @property
     def center(self) -> np.ndarray:
@@ -138,6 +141,11 @@ class CameraView:
     K: np.ndarray  # (3,3) pinhole intrinsics in pixels
     cam_to_world: np.ndarray  # (4,4) OpenCV axes: x right, y down, z forward
     world_to_cam: np.ndarray  # (4,4) inverse of cam_to_world
+    depth_sigma: float = 0.0  # m: std of depth at 1 m range, measured from this image (it grows with range^2)
+
+    def depth_std(self, z) -> np.ndarray:
+        """Std (m) of a depth reading at range ``z`` (m): ``depth_sigma * z^2``."""
+        return self.depth_sigma * np.square(z)
 
 
 @dataclass
