@@ -10,12 +10,6 @@ from embodied.memory import MemoryConfig
 from embodied.mapping.localise import LocaliserConfig
 from embodied.perception import PerceptionConfig
 
-# m: with a learned detector an object out of view (not found missing) is re-identified only this near its
-# remembered place: farther than a workcell reaches, nearer than the 4.8-5.7 m of the stray views that had
-# taken a house's lamp and book (ObjectRevisit 930043; ChangedObject 930007, visual=randomized).
-OUT_OF_VIEW_REACH = 1.5
-
-
 @dataclass
 class AgentConfig:
     perception: PerceptionConfig = field(default_factory=lambda: PerceptionConfig(shuffle_ids=True))
@@ -37,22 +31,8 @@ class AgentConfig:
     max_decisions: int = 40  # with a learned decider: decisions per goal before it gives up
 
     def memory_config(self) -> MemoryConfig:
-        """``memory``, or by default the memory for the agent's detector: on a learned or geometric one a
-        node enters plans once seen 3 times (``MemoryConfig.min_sightings``), on the renderer's masks at once;
-        a learned one's flickering labels are outvoted (``MemoryConfig.class_votes``) and its pieces at the
-        image's edge wait for a whole view (``new_from_truncated``), its narrow views of a drawer are
-        parts hidden (``drawer_narrow_views``) and its pieces of one drawer, or of one object, join
-        (``drawer_pieces``, ``object_pieces``), and an object out of view is picked up again only by a view
-        within OUT_OF_VIEW_REACH of it (``reid_out_of_view_reach``). Geometric mode's size classes are
-        views, not kinds (a block seen from above is flat, carried past the arm tall): one may continue a
-        node of another (``strict_class`` off, as ``eval-memory`` runs it), and an open drawer seen apart
-        from its housing takes its row's slide (``row_slide``)."""
+        """``memory``, or by default the memory for the agent's detector (``MemoryConfig.for_detector``: what a
+        learned or geometric detector gets wrong is its profile, embodied.memory.config.DetectorProfile)."""
         if self.memory is not None:
             return self.memory
-        mode = self.perception.mode
-        learned = mode == "learned"
-        return MemoryConfig(min_sightings=1 if mode == "masks" else 3, class_votes=learned,
-                            strict_class=mode != "geometric", row_slide=mode == "geometric",
-                            new_from_truncated=not learned, drawer_narrow_views=learned, drawer_pieces=learned,
-                            object_pieces=learned,
-                            reid_out_of_view_reach=OUT_OF_VIEW_REACH if learned else None)
+        return MemoryConfig.for_detector(self.perception.mode)

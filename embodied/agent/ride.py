@@ -61,7 +61,7 @@ class MemoryRider:
             self.recorder.end_episode(self.memory, None)  # the previous episode ended without end()
         self.seed = int(seed)
         self.perceiver = Perceiver(self.env.labels, PerceptionConfig(mode="masks", shuffle_ids=True, seed=self.seed))
-        self.memory = SpatialMemory(MemoryConfig(strict_class=True))
+        self.memory = SpatialMemory(MemoryConfig())
         # A mobile robot's odometry drifts: its head camera's pose is corrected as the agent corrects it.
         mobile = f"depth/{HEAD_CAMERA}" in obs and np.shape(obs.get("proprio")) == (BASE_PROPRIO,)
         self.drift = DriftFix() if mobile else None

@@ -164,7 +164,7 @@ class AccuracyRecorder:
             p = np.asarray(a["position"])
             best, best_d = "", np.inf
             for name, (cls, lo, hi) in truth.items():
-                if cls != a["cls"] and memory.config.strict_class:
+                if cls != a["cls"] and memory.config.detector.strict_class:
                     continue
                 d = float(np.linalg.norm((lo + hi) / 2 - p))
                 if d < best_d and (d < self.gate or (np.all(p >= lo - 0.02) and np.all(p <= hi + 0.02))):

@@ -193,8 +193,7 @@ def eval_memory(
             config = PerceptionConfig(
                 mode=mode, shuffle_ids=shuffle_ids and mode == "masks", seed=seed + k, **(perception or {})
             )
-            # Learned classes share the masks vocabulary.
-            mem_cfg = MemoryConfig(strict_class=mode != "geometric", row_slide=mode == "geometric")
+            mem_cfg = MemoryConfig.for_detector(mode)  # what the detector gets wrong, as the agent allows for it
             reports.append(
                 run_episode(
                     entry.name,

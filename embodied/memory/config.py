@@ -1,165 +1,288 @@
-"""Configuration of the memory and the class -> node-kind tables.
+"""The memory's knobs, one dataclass per component, every one with its unit and why.
 
-Numbers follow ConceptGraphs (association by the fraction of a detection's
-points within one 2.5 cm voxel of an object's points) and sizes of the
-workcell props (4 cm blocks, 8 cm cups, 24 cm drawers).
+    MemoryConfig()                              # the renderer's masks
+    MemoryConfig.for_detector("learned")        # a detector's profile (see DetectorProfile)
+    MemoryConfig(detector=DetectorProfile.of("learned", object_pieces=False))   # one rule off, an ablation
+
+Lengths are metres, times control steps. Tolerances that depend on the sensor are ``SensorPrior.k``
+noise stds of the measurement at hand (perception measures each camera's depth noise) with a floor for a
+noiseless renderer; the floors come from the scene (4 cm blocks, 8 cm cups, 18 cm drawer fronts) and the
+robot (a 6 mm button click, a 12 mm fingertip).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
 
-KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
+from embodied.memory.affordances import ARTICULATED_CLASSES, HOUSING_CLASSES, SIZE_CLASSES, kind_of  # noqa: F401
 
-# What a class label makes of a node. Unknown labels are plain objects.
-CONTAINER_CLASSES = frozenset({"cup", "drawer", "drawer_unit", "bowl", "box", "bin", "basket"})
-# Parts that move on a joint; "articulated" is their kind unless they also contain things (drawers).
-ARTICULATED_CLASSES = frozenset({"drawer", "drawer_unit", "button", "door", "switch", "lever"})
-# Supports and furniture; housings hold articulated parts (part_of edges).
-SURFACE_CLASSES = frozenset(
-    {
-        "table",
-        "pad",
-        "surface",
-        "shelf",
-        "counter",
-        "floor",
-        "desk",
-        "bed",
-        "sofa",
-        "couch",
-        "plane",
-        "rug",
-        "cabinet",
-        "dresser",
-        "wardrobe",
-        "bookshelf",
-        "coffee_table",
-        "nightstand",
-        "armchair",
-        "fridge",
-        "wall",
-    }
-)
-# m: a view wider than this along x or y is furniture whatever it is called (its node grows from pieces).
-FURNITURE_WIDTH = 0.5
-# Coarse size classes the geometric detector gives clusters of no recognised shape (see
-# embodied.perception.geometry.shape_class); with strict_class off they may continue any track.
-SIZE_CLASSES = frozenset({"flat", "small", "medium", "tall", "large"})
-HOUSING_CLASSES = frozenset({"cabinet", "dresser", "drawer_unit"})
-ROOM_CLASSES = frozenset({"room"})
-# Containers whose content cannot be seen once closed or put down over it.
-RIGID_CONTAINERS = frozenset({"cup", "bowl", "box", "bin", "basket"})
+DETECTORS = ("masks", "learned", "geometric")
 
 
-def kind_of(cls: str) -> str:
-    """Node kind of a class label."""
-    if cls in ROOM_CLASSES:
-        return "room"
-    if cls in CONTAINER_CLASSES:
-        return "container"
-    if cls in ARTICULATED_CLASSES:
-        return "articulated"
-    if cls in SURFACE_CLASSES:
-        return "surface"
-    return "object"
+@dataclass
+class DetectorProfile:
+    """What a detector gets wrong, so what memory must allow for. Each field switches one mechanism."""
+
+    name: str = "masks"
+    # Labels flicker (a plate read as a book now and then): a view of another class may continue a node it
+    # lies on, and a node takes the class most of its views gave.
+    class_votes: bool = False
+    # Labels are exact classes; off for size classes (geometric), which may continue any movable node.
+    strict_class: bool = True
+    min_sightings: int = 1  # a node seen fewer times is tentative: no plan uses it (ConceptGraphs keeps after 3)
+    # A view cut by the image's edge that matches nothing makes a node (off: it waits for a whole view).
+    new_from_truncated: bool = True
+    # An emissive thing seen only at the image's edge makes a node once seen there, still, this many frames.
+    steady_frames: int = 3
+    # m: an object merely out of view (not found missing) is picked up again only this near where it was
+    # (None: anywhere); stray far views of a learned detector take objects' names.
+    reid_out_of_view_reach: float | None = None
+    object_pieces: bool = False  # pieces of one object join, and views of two objects as one are left out
+    drawer_pieces: bool = False  # pieces of a drawer join, merged rows are left out, and neighbours cut out
+    drawer_narrow_views: bool = False  # a drawer view much narrower across its slide is a part hidden
+    row_slide: bool = False  # a drawer with no slide vote takes its row's (seen pulled out, apart from its housing)
+
+    @classmethod
+    def of(cls, name: str, **overrides: Any) -> DetectorProfile:
+        """The profile of detector ``name`` (masks, learned, geometric), with ``overrides``."""
+        if name not in DETECTORS:
+            raise ValueError(f"unknown detector {name!r}; detectors: {', '.join(DETECTORS)}")
+        learned, geometric = name == "learned", name == "geometric"
+        base = dict(name=name, class_votes=learned, strict_class=not geometric,
+                    min_sightings=1 if name == "masks" else 3, new_from_truncated=not learned,
+                    reid_out_of_view_reach=1.5 if learned else None, object_pieces=learned, drawer_pieces=learned,
+                    drawer_narrow_views=learned, row_slide=geometric)
+        return cls(**{**base, **overrides})
+
+
+@dataclass
+class SensorPrior:
+    """What memory assumes of its sensors beyond the depth noise perception measures in every image."""
+
+    k: float = 3.0  # noise stds a difference must exceed to be real (0.3 % of Gaussian noise passes)
+    calibration_shift: float = 0.003  # m RMS: two cameras' calibrations disagree by this much ...
+    calibration_tilt: float = 0.3  # degrees RMS ... and this much rotation (a good hand-eye calibration)
+    proprio_sigma: float = 0.001  # m: the TCP from joint readings (kinematic offsets of a fraction of a mrad)
+
+
+@dataclass
+class AssociationConfig:
+    """Which remembered node each view is (embodied.memory.association)."""
+
+    voxel: float = 0.025  # m: a view point overlaps a node when a node point lies within one voxel (ConceptGraphs)
+    min_overlap: float = 0.25  # share of a view's points on a node's for the same place
+    move_gate: float = 0.15  # m: a view of a node's class and colour this near its predicted centre may be it, moved
+    lookahead: int = 5  # steps a node's constant-velocity prediction runs ahead at most
+    touch: float = 0.05  # m: boxes closer than this touch (overlap is measured only then)
+    colour_tolerance: float = 0.18  # perception.colour.colour_distance within which two looks are one colour
+    brightness_ratio: float = 1.4  # a still thing seen this many times brighter lit up (a grey button's light)
+    reid_brightness_ratio: float = 3.0  # ... and a look-alike this much brighter or dimmer is another thing
+    settle_shift: float = 0.004  # m: a view centred this near a camera's last one shows a still thing (floor)
+    settle_size: float = 0.2  # ... with this share of its points more or less
+    handoff_steps: int = 3  # a node lost this recently, ...
+    handoff_gate: float = 0.5  # m ... this near a new one of its class and colour, hands its track over
+    reid_any_distance: bool = True  # an unseen node may be found again anywhere if nothing nearer explains the view
+    beside: float = 0.02  # m: a view of a pressable class centred farther outside a node's box is not of it
+    slide_gate: float = 0.05  # m: a drawer view centred this far across its slide is not of it (a half front: 4.5 cm)
+    lane_slack: float = 0.01  # m: a view cut by the image's edge is of a drawer only if it reaches its lane
+    line: float = 0.005  # m: a view this thin along two axes is a line (an edge's sliver), no solid thing
+    patch: float = 0.005  # m: a size class's view this flat is a patch of a surface: no hidden thing's view
+    piece_gap: float = 0.04  # m: such a patch this near a view of its colour that found a node is a piece of it
+    merged_view: float = 1.5  # a view this many times wider than two settled rigid objects it covers is both
+    settled_sightings: int = 10  # a rigid object seen this often has its size
+    piece_slack: float = 0.01  # m: pieces of a remembered object lie within its box grown by this
+    prefilter_from: int = 48  # nodes from which pairs are first culled by box gap (a house holds hundreds)
+    # The cost terms (embodied.memory.association): a pair on a node's points costs 0-1.1 (1 - overlap,
+    # + near_weight x distance / gate), one matched by nearness alone 2-3, one found again at a distance 5-6.5,
+    # a new node spawn_cost. A view that is the camera's last look of a node (settled) is that node unless ten
+    # ordinary pairs say otherwise: no other view may take its node at the price of leaving it unmatched.
+    settled_cost: float = -10.0
+    lit_cap_cost: float = -12.0  # an emissive node's face named otherwise, centred over it: above even a settled look
+    near_weight: float = 0.1  # ties between pairs on a node's points go to the nearer centre
+    other_colour_cost: float = 1.0  # a view of another colour on the node's points (it lit up)
+    other_label_cost: float = 1.0  # a view of another class on the node's points (a flickering label)
+    motion_cost: float = 2.0  # a view matched by nearness alone (a move), plus distance / gate
+    still_cost: float = 2.0  # a container lost at rest takes a view off its footprint (half of it by nearness)
+    reid_cost: float = 5.0  # a node found again away from where it was, plus its rank and distance share
+    reid_rank_cost: float = 0.5  # ... out of view ranks after missing or hidden
+    spawn_cost: float = 7.0  # a view that becomes a new node
+
+
+@dataclass
+class TrackConfig:
+    """How a matched view updates its node (embodied.memory.update)."""
+
+    move_tol: float = 0.015  # m: a centre shift under this (and k noise stds) is no move: partial views jitter
+    move_tol_pixels: float = 1.0  # ... or this many pixels at the object's range, if more
+    creep: float = 0.003  # m: a smaller shift seen by one camera is a slow push (floor of the noise test)
+    partial_points: float = 0.6  # a view with fewer than this share of the camera's last view's points is partial
+    reach_out: float = 0.02  # m: a smaller view reaching this far out of the last one shows the object elsewhere
+    face_thin: float = 0.005  # m: a view this thin along an axis ...
+    solid: float = 0.02  # m ... on which the object is this thick shows one face of it
+    nest_slack: float = 0.01  # m: a view within this of another's box lies inside it
+    log_tol: float = 0.01  # m: a position change written to the event log
+    max_points: int = 256  # points a node's fused cloud keeps
+    moving: float = 0.003  # m per step: a smoothed speed above this is motion
+    furniture_width: float = 0.5  # m: a first view wider than this is furniture whatever it is called
+    height_slack: float = 0.003  # m: a view this much shorter than a rigid object's height misses its bottom
+
+
+@dataclass
+class LifecycleConfig:
+    """Existence, visibility, containment and duplicates (embodied.memory.lifecycle)."""
+
+    depth_tol: float = 0.01  # m: a remembered point is seen through if the depth reads farther by this ...
+    depth_tol_rel: float = 0.01  # ... plus this share of the range (and k noise stds at that range)
+    min_projected: int = 3  # a camera with fewer of a node's points in its image gives no verdict
+    missing_fraction: float = 0.5  # share of a node's points seen through for a frame's "absent" evidence
+    occluded_fraction: float = 0.5  # share hidden behind something nearer: occluded
+    missing_evidence: float = 2.0  # log-odds of absence for "missing" (one clear frame: 2.2; noise needs two)
+    glimpse: int = 5  # steps: an object seen again this briefly after leaving a container is still in it
+    floating: float = 0.015  # m: an object shut in a container this far above its floor sank to it
+    contain_margin: float = 0.01  # m: a container's box grows by this for what is in it
+    clear: float = 0.005  # m: a cup's bottom this far above what it covered is lifted clear of it
+    steady_reach: float = 0.005  # m per frame: an edge view's centre moving less is still
+    steady_alone: float = 0.2  # m: ... and it makes a node only with no node of its class this near
+
+
+@dataclass
+class ArticulationConfig:
+    """Buttons and drawers (embodied.memory.buttons, embodied.memory.drawers)."""
+
+    click: float = 0.006  # m of cap travel where a button clicks (the tasks' press)
+    fingertip_below_tcp: float = 0.012  # m: Panda fingertips reach this far below the TCP
+    reach_slack: float = 0.02  # m: fingers over a part's footprint grown by this are over it ...
+    reach_above: float = 0.2  # m ... up to this high over its top
+    open_delta: float = 0.04  # m of travel out of the housing that reads open (a drawer front is 18 cm wide)
+    housing_margin: float = 0.03  # m: a shut drawer's front sits this far outside its housing
+    front_min: float = 0.08  # m: a drawer view this wide shows its front, which is across the slide
+    narrower: float = 0.7  # a drawer view this much narrower across its slide than the camera's last is partial
+    row_reach: float = 1.0  # m: drawers this close are one row, which faces one way
+    pull_reach: float = 0.25  # m: a drawer pulled this far out still slides out of its housing
+    piece_across: float = 0.015  # m: a drawer's piece lies across its slide within its width and this
+    piece_widest: float = 1.3  # a drawer node wider than this times its row's narrowest has no corridor
+    merged_width: float = 1.75  # a drawer view wider than this times its row's median is several drawers ...
+    span_share: float = 0.5  # ... and so is one covering this share of two whole drawers' widths,
+    whole: float = 0.6  # ... whole being at least this times the median
+    lookalike_slack: float = 0.04  # m around a drawer's box: a size-class view in its colour there is of it
+    object_slack: float = 0.01  # m around an object's box: a drawer view's points there are the object's
+    blob_cover: float = 0.5  # a size-class view covering this share of a drawer's or housing's footprint ...
+    blob_wide: float = 0.08  # m ... and wider than this (two blocks) is the furniture
+    top_plate: float = 0.01  # m: a size-class view this close under a housing's top is its top plate
+
+
+@dataclass
+class GraspConfig:
+    """The hand, from proprioception (embodied.memory.body)."""
+
+    grasp_radius: float = 0.05  # m: an object whose box is this near the TCP is what the fingers closed on
+    grasp_min_width: float = 0.004  # m: narrower and the fingers closed on nothing
+    grasp_max_width: float = 0.075  # m: wider and the gripper is open
+    width_still: float = 5e-4  # m per step: the fingers at rest (not bouncing on contact)
+    release_open: float = 0.005  # m: fingers opening this much past the grasp let go
+
+
+@dataclass
+class RelationConfig:
+    """Edges computed from geometry (embodied.memory.spatial)."""
+
+    near_dist: float = 0.15  # m between centres: near
+    on_tol: float = 0.02  # m between an object's bottom and a support's top: on
+    contain_margin: float = 0.01  # m: a container's box grows by this for "in"
+    part_margin: float = 0.03  # m: a part's footprint within its housing's grown by this is part of it
+    sink: float = 0.005  # m a thing's box may reach below a container's bottom and still be in it ...
+    drawer_sink: float = 0.02  # m ... a drawer's (its tray floor stands 1.5 cm up: a block seen from above)
+
+
+@dataclass
+class LogConfig:
+    """The episodic log and the agent's places."""
+
+    keyframe_every: int = 128  # events between keyframes, at least (a keyframe costs ~50 bytes a node)
+    place_spacing: float = 1.0  # m of new ground between place nodes
+    agent_log_tol: float = 0.05  # m of agent travel written to the log
 
 
 @dataclass
 class MemoryConfig:
-    """Knobs of :class:`embodied.memory.SpatialMemory` (metres, control steps)."""
+    """Knobs of :class:`embodied.memory.SpatialMemory`, by component."""
 
-    assoc_voxel: float = 0.025  # m; a detection point overlaps an object if a point of it lies within one voxel
-    min_overlap: float = 0.25  # fraction of detection points; below this it is not the same place
-    move_gate: float = 0.15  # m; an unmatched detection may continue a same-class track this close
-    # A node first seen at most this many steps after a same-class, same-colour node was last seen,
-    # this close to it, and never seen together with it, is that node picked up again.
-    handoff_steps: int = 3
-    handoff_gate: float = 0.5  # m
-    reid_any_distance: bool = True  # an unseen object may reappear anywhere if it is the only candidate
-    # m: ... but one merely out of view (lost at rest, not found missing) only this near its remembered
-    # place. For a learned detector, whose stray views of furniture take objects' names: a one-frame
-    # "lamp" 4.8 m off had taken the lamp's node, and the agent drove there (ObjectRevisit 930043). None:
-    # any distance.
-    reid_out_of_view_reach: float | None = None
-    colour_tolerance: float = 0.18  # RGB distance (see perception.colour.colour_distance)
-    # Re-identification at any distance under another colour name: the two looks may differ in brightness
-    # by at most this factor (a room's light, not 14x: a white vase seen dim, named grey, is no black vase,
-    # though the tolerance above, which weighs brightness little, lets achromatic colours through).
-    reid_brightness_ratio: float = 3.0
-    # A camera that sees a still object this many times brighter (or dimmer) than it last did saw a light
-    # go on (off): logged even when the colour name stays (a white light on a grey button).
-    brightness_ratio: float = 1.4
-    strict_class: bool = True  # masks mode: classes must match; geometric mode shape classes may differ
-    # A learned detector's labels flicker (a plate read as a book now and then): a detection of another class
-    # may then continue a node it lies on (half its points on the node's own), and the node takes the class
-    # most of its detections gave (Track.votes). Off for the renderer's masks, whose classes never flicker.
-    class_votes: bool = False
-    # A detection cut by the image's edge that matches no node makes one (False: only furniture's do). A
-    # learned detector's pieces at the border (the corner of a panel in the wrist camera, split in two)
-    # are its least reliable; the object becomes one when a camera sees it whole.
-    new_from_truncated: bool = True
-    # A drawer view under 0.7 times as wide across its slide as the camera's last is partly hidden, not a
-    # move (see articulation.py). For a learned detector, whose drawer views split and shrink around the
-    # arm; on the renderer's masks a pulled drawer's narrower view is real and the rule stalls the pull.
-    drawer_narrow_views: bool = False
-    # A camera's views of drawers that lie in one remembered drawer's slide corridor (across the slide within
-    # its width, at its height) are pieces of it an occluder cut apart (the arm pulling it open hides its
-    # middle), joined before association; a view wider across the slide than 1.75 times the row's median
-    # drawer is several drawers seen as one, left out. For a learned detector; the renderer's masks never
-    # cut or join objects.
-    drawer_pieces: bool = False
-    # A camera's views of a plain object's class and colour that lie, two or more together, within its
-    # remembered box are pieces of it (a block's top and side), joined before association; a view 1.5 times
-    # wider than a rigid object of its class seen 10 times, with another such beside, is both, left out, as
-    # is a view of a plain object's class wider than furniture (the object joined with what it stands on).
-    # For a learned detector, whose regions can split an object's faces or join two objects; the
-    # renderer's masks never do.
-    object_pieces: bool = False
-    # A drawer with no slide vote of its own takes its row's: geometric mode sees an open drawer apart
-    # from its housing (its tray's inner half hidden), and such a view cannot vote. Off for a learned
-    # detector, whose stray drawer fragments would then be judged and slide what lies near them.
-    row_slide: bool = False
-    move_tol: float = 0.015  # m; centre shift (same camera) that counts as motion
-    # ... or this many pixels at the object's range, if more: a far object's centre wanders by a pixel
-    # or two from view to view as the camera moves (4 cm at 3 m for a 96 px, 70 degree camera).
-    move_tol_pixels: float = 1.0
-    log_tol: float = 0.01  # m; position change that is written to the event log
-    # A node seen fewer times than this is tentative: find() and resolve() leave it out. A learned detector's
-    # stray piece of one frame (a drawer's edge read as a cup) then never enters a plan; the renderer's masks
-    # need no such wait (1). ConceptGraphs keeps an object after 3 detections.
-    min_sightings: int = 1
-    max_object_points: int = 256  # fused cloud cap per object
-    # Visibility: a remembered point is "seen through" if the depth image reads
-    # farther than it by more than this (m, plus a fraction of the depth).
-    depth_tol: float = 0.01
-    depth_tol_rel: float = 0.01
-    min_projected: int = 3  # fewer in-image points: no verdict from that camera
-    missing_fraction: float = 0.5  # seen-through fraction that marks an object missing
-    near_dist: float = 0.15  # m, "near" edges between objects
-    on_tol: float = 0.02  # m, gap between an object's bottom and a support's top
-    contain_margin: float = 0.01  # m, container box growth for "in"
-    # Articulation.
-    drawer_open_delta: float = 0.04  # m of travel that reads as open
-    # m of cap travel that reads as pressed: past the 6 mm where a cap clicks, with a margin for the
-    # fingertip estimate (a shallower push that memory took for a press was never retried)
-    button_press_delta: float = 0.0065
-    # Grasping from proprioception (workcell layout).
-    grasp_radius: float = 0.05  # m, TCP to object centre
-    grasp_min_width: float = 0.004  # m; narrower and the fingers closed on nothing
-    grasp_max_width: float = 0.075  # m; wider and the gripper is open
-    fingertip_below_tcp: float = 0.012  # m; Panda fingertips reach this far below the TCP site
-    # Episodic log.
-    keyframe_every: int = 128  # events between keyframes, at least (and at least one per node: a keyframe
-    # costs ~50 bytes per node)
-    # Places (navigation): a new place node every this many metres of travel.
-    place_spacing: float = 1.0
-    agent_log_tol: float = 0.05  # m of agent travel written to the log
+    detector: DetectorProfile = field(default_factory=DetectorProfile)
+    sensor: SensorPrior = field(default_factory=SensorPrior)
+    association: AssociationConfig = field(default_factory=AssociationConfig)
+    track: TrackConfig = field(default_factory=TrackConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    articulation: ArticulationConfig = field(default_factory=ArticulationConfig)
+    grasp: GraspConfig = field(default_factory=GraspConfig)
+    relations: RelationConfig = field(default_factory=RelationConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @classmethod
+    def for_detector(cls, name: str, **profile: Any) -> MemoryConfig:
+        """The memory for detector ``name`` (masks, learned, geometric), ``profile`` fields overridden."""
+        return cls(detector=DetectorProfile.of(name, **profile))
 
     def validate(self) -> None:
-        if not 0 < self.min_overlap <= 1:
-            raise ValueError(f"min_overlap must be in (0, 1], got {self.min_overlap}")
-        if self.assoc_voxel <= 0 or self.move_gate <= 0 or self.keyframe_every < 1 or self.min_sightings < 1:
-            raise ValueError("assoc_voxel and move_gate must be > 0, keyframe_every and min_sightings >= 1")
-        if self.reid_out_of_view_reach is not None and not self.reid_out_of_view_reach >= 0:
-            raise ValueError(f"reid_out_of_view_reach must be None or >= 0 m, got {self.reid_out_of_view_reach}")
+        for part in dataclasses.fields(self):
+            section = getattr(self, part.name)
+            for f in dataclasses.fields(section):
+                value = getattr(section, f.name)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0 \
+                        and not f.name.endswith("_cost"):  # costs may be negative (a settled look's bonus)
+                    raise ValueError(f"config.{part.name}.{f.name} must be >= 0, got {value}")
+        if self.detector.name not in DETECTORS:
+            raise ValueError(f"config.detector.name must be one of {DETECTORS}, got {self.detector.name!r}")
+        if not 0 < self.association.min_overlap <= 1:
+            raise ValueError(f"config.association.min_overlap must be in (0, 1], got {self.association.min_overlap}")
+        if self.association.voxel <= 0 or self.association.move_gate <= 0:
+            raise ValueError("config.association.voxel and move_gate must be > 0 m")
+        if self.log.keyframe_every < 1 or self.detector.min_sightings < 1:
+            raise ValueError("config.log.keyframe_every and config.detector.min_sightings must be >= 1")
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict) -> MemoryConfig:
+        """The config of a saved document (``to_json``); an unknown section or knob is a ValueError naming it."""
+        if not isinstance(doc, dict):
+            raise ValueError(f"config: expected an object, got {type(doc).__name__}")
+        sections = {f.name: f for f in dataclasses.fields(cls)}
+        built = {}
+        for name, values in doc.items():
+            if name not in sections:
+                raise ValueError(f"config: unknown section {name!r}")
+            kind = sections[name].default_factory
+            if not isinstance(values, dict):
+                raise ValueError(f"config.{name}: expected an object, got {type(values).__name__}")
+            fields = {f.name: f for f in dataclasses.fields(kind)}
+            unknown = sorted(set(values) - set(fields))
+            if unknown:
+                raise ValueError(f"config.{name}: unknown knob {unknown[0]!r}")
+            for key, value in values.items():
+                _check_knob(value, kind().__dict__[key], f"config.{name}.{key}")
+            built[name] = kind(**values)
+        config = cls(**built)
+        config.validate()
+        return config
+
+
+def _check_knob(value: Any, default: Any, where: str) -> None:
+    """``value`` of the type of the knob's ``default`` (an optional distance for a None default), finite."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = number and isinstance(value, int)
+    elif isinstance(default, float) or default is None:
+        ok = number or (default is None and value is None)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise ValueError(f"{where}: expected {type(default).__name__ if default is not None else 'a number or null'}, "
+                         f"got {type(value).__name__}")
+    if number and not math.isfinite(value):
+        raise ValueError(f"{where}: {value!r} is not finite")

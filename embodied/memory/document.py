@@ -13,7 +13,6 @@ must be what the graph stores: a string, a boolean, null, a finite number, or a 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from embodied.memory.config import MemoryConfig
@@ -38,27 +37,7 @@ if TYPE_CHECKING:
     from embodied.memory.memory import SpatialMemory
 
 def _config(d: Any) -> None:
-    if not isinstance(d, dict):
-        raise ValueError(f"config: expected an object, got {show(d)}")
-    fields = {f.name: f for f in dataclasses.fields(MemoryConfig)}
-    for key, value in d.items():
-        if key not in fields:
-            raise ValueError(f"config: unknown knob {key!r}")
-        default = fields[key].default
-        where = f"config.{key}"
-        if isinstance(default, bool):
-            check_value(value, "bool", where)
-        elif isinstance(default, (int, float)):
-            finite(value, where)
-            if isinstance(default, int) and not isinstance(value, int):
-                raise ValueError(f"{where}: expected an integer, got {show(value)}")
-            if value < 0:
-                raise ValueError(f"{where}: {value!r} is negative")
-        elif isinstance(default, str):
-            check_value(value, "str", where)
-        elif default is None and value is not None:  # an optional distance (None: no limit)
-            if finite(value, where) < 0:
-                raise ValueError(f"{where}: {value!r} is negative")
+    MemoryConfig.from_json(d)  # names an unknown section or knob, a wrong type or a negative number
 
 
 def check_document(doc: dict) -> None:
@@ -165,19 +144,18 @@ def _tracks(tracks: Any, nodes: dict) -> None:
     for node, track in tracks.items():
         where = f"tracks.{node}"
         check_fields(track, TRACK_FIELDS, where)
-        for key in ("rigid",):
-            if key in track:
-                check_value(track[key], "bool", f"{where}.{key}")
-        if "height" in track:
-            finite(track["height"], f"{where}.height", MAX_COORD)
-        prev = track.get("prev_box")
+        if "prev_box" not in track:
+            raise ValueError(f"{where}: missing 'prev_box'")
+        prev = track["prev_box"]
         if prev is not None:
             if not (isinstance(prev, list) and len(prev) == 2):
                 raise ValueError(f"{where}.prev_box: expected null or [box_min, box_max], got {show(prev)}")
             for k, corner in enumerate(prev):
                 check_value(corner, "vec3", f"{where}.prev_box[{k}]")
-        for key, value in track["rest"].items():
-            finite(value, f"{where}.rest.{key}", MAX_COORD * 1e3)
+        for key, value in track["parts"].items():
+            finite(value, f"{where}.parts.{key}", MAX_COORD * 1e3)
+        for key, value in track["votes"].items():
+            check_value(value, "count", f"{where}.votes.{key}")
         for cam, view in track["views"].items():
             check_fields(view, VIEW_FIELDS, f"{where}.views.{cam}")
             if view.get("eye_z") is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from embodied.memory.config import KINDS
+from embodied.memory.affordances import KINDS
 
 MAX_TIME = 2**62  # control steps; the event log keeps times as signed 64-bit integers
 MAX_COORD = 1e6  # m: a coordinate beyond 1000 km is no place in any scene
@@ -25,9 +25,11 @@ ATTR_TYPES = {**NODE_FIELDS, **PHYSICAL_FIELDS, "size": "vec3", "last_update": "
               "area": "number", "links": "strs", "pressed_by": "str", "note": "str"}
 GRIP_FIELDS = {"closed": "bool", "holding": "str", "grasp_width": "number", "offset": "vec3"}
 TRACK_FIELDS = {"surface": "bool", "views": "dict", "points": "points", "box_min": "vec3", "box_max": "vec3",
-                "rest": "dict", "velocity": "vec3", "t_obs": "time"}
+                "parts": "dict", "velocity": "vec3", "t_obs": "time", "rigid": "bool", "height": "number",
+                "votes": "dict", "left": "str", "left_t": "time", "gone": "belief", "press": "belief",
+                "opened": "belief"}
 VIEW_FIELDS = {"points": "points", "center": "vec3", "box_min": "vec3", "box_max": "vec3", "n_points": "count",
-               "t": "time"}
+               "t": "time", "noise": "vec3", "pending": "number"}
 
 
 def is_number(value: Any) -> bool:
@@ -78,6 +80,10 @@ def check_value(value: Any, kind: str, where: str) -> None:
         return
     elif kind == "strs":
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif kind == "belief":  # [log-odds, decision]
+        ok = isinstance(value, list) and len(value) == 2 and isinstance(value[1], bool)
+        if ok:
+            finite(value[0], f"{where}[0]", 1e3)
     else:
         raise AssertionError(kind)
     if not ok:

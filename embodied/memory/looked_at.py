@@ -1,11 +1,10 @@
-"""The ground the cameras have looked at (mixed into :class:`SpatialMemory` through
-:class:`~embodied.memory.tracker.Tracking`).
+"""The ground the cameras have looked at.
 
-A set of ground cells (``LOOK_CELL`` m, xy) is kept in ``_looked``: re-identification at any distance
-(``Reidentification._reidentify``) only takes a detection for a known object that moved unseen when it stands on
-ground a camera had looked at before; on new ground it is a discovery. ``_looked`` is saved with the memory
-(``persistence``, the "looked" field); ``None`` for a memory loaded from a file written before it was kept
-(then every place counts as looked at). ``_look_pose`` holds each camera's pose when its view was last read.
+A set of ground cells (``LOOK_CELL`` m, xy) is kept in ``cells``: re-identification at any distance
+(``association``) only takes a view for a known object that moved unseen when it stands on ground a camera
+had looked at before; on new ground it is a discovery. ``cells`` is saved with the memory (the "looked"
+field); ``None`` means every place counts as looked at. ``poses`` holds each camera's pose when its view
+was last read.
 """
 
 from __future__ import annotations
@@ -44,20 +43,24 @@ def _barely_moved(before: np.ndarray, now: np.ndarray) -> bool:
 
 
 class LookedAt:
-    """The record of looked-at ground cells. Needs the SpatialMemory fields (_looked, _look_pose)."""
+    """The record of looked-at ground cells."""
 
-    def _look(self, views: Iterable[CameraView]) -> None:
+    def __init__(self) -> None:
+        self.cells: set[int] | None = set()
+        self.poses: dict[str, np.ndarray] = {}  # camera -> its 4x4 pose when last read for cells
+
+    def look(self, views: Iterable[CameraView]) -> None:
         """Note the ground cells (``LOOK_CELL`` m, xy) this frame's cameras see: a sparse grid of depth
         pixels back-projected. A camera that moved less than ``LOOK_MOVE`` m and ``LOOK_TURN`` since the
         last time it was read adds nothing new (its view shifted by a fraction of a cell)."""
-        if self._looked is None:
+        if self.cells is None:
             return
         for view in views:
             pose = np.asarray(view.cam_to_world, dtype=np.float64)
-            before = self._look_pose.get(view.name)
+            before = self.poses.get(view.name)
             if before is not None and _barely_moved(before, pose):
                 continue
-            self._look_pose[view.name] = pose.copy()
+            self.poses[view.name] = pose.copy()
             h, w = view.depth.shape
             steps = (max(1, h // 24), max(1, w // 24))
             z = view.depth[:: steps[0], :: steps[1]].reshape(-1)
@@ -68,12 +71,12 @@ class LookedAt:
             cam = rays * z[hit, None].astype(np.float64)
             world = cam @ view.cam_to_world[:3, :3].T + view.cam_to_world[:3, 3]
             cells = np.floor(world[:, :2] / LOOK_CELL).astype(np.int64) + (1 << 20)
-            self._looked.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
+            self.cells.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
 
-    def _looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
+    def looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
         """Whether a camera looked at the ground within a cell of ``point`` before this frame (always
-        true for a memory that keeps no such record: one loaded from a file written before it did)."""
-        if self._looked is None:
+        true for a memory that keeps no such record)."""
+        if self.cells is None:
             return True
         ix, iy = (int(np.floor(float(c) / LOOK_CELL)) + (1 << 20) for c in point[:2])
-        return any(((ix + dx) << 21) | (iy + dy) in self._looked for dx in (-1, 0, 1) for dy in (-1, 0, 1))
+        return any(((ix + dx) << 21) | (iy + dy) in self.cells for dx in (-1, 0, 1) for dy in (-1, 0, 1))

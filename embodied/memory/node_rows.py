@@ -4,7 +4,7 @@ A house holds hundreds of remembered objects, and every frame's gating, visibili
 tests read all of their boxes. Building those arrays from the tracks each time costs more than the
 tests themselves, so they are kept here and refreshed row by row:
 
-- the row order is the physical-node list of ``Tracking._kind_index``, a list object that is replaced
+- the row order is the physical-node list of ``SceneStore._kind_index``, a list object that is replaced
   (never modified) whenever a node is added, deleted or changes kind: a new list (or a new graph)
   rebuilds every row;
 - each track of a row reports every replacement of its ``box_min``, ``box_max``, ``prev_box`` or ``velocity`` (see
@@ -14,7 +14,7 @@ tests themselves, so they are kept here and refreshed row by row:
 
 Every row re-read gets a new ``stamp`` from a counter that only grows (``clock`` is always past every
 stamp), and a rebuild a new ``generation``: an answer computed from some rows at ``clock`` c still holds
-while those rows' stamps stay below c (see ``HolderMemo``).
+while those rows' stamps stay below c.
 
 Shapes: ``lo``, ``hi``, ``velocity``, ``prev_lo``, ``prev_hi`` (N,3) float64 m (m per step for velocity;
 NaN where a track has no previous box), N physical nodes.
@@ -100,47 +100,3 @@ class NodeRows:
             if not same:
                 stale.append(node)
         return stale
-
-
-class HolderMemo:
-    """Each lost object's container (``Permanence._holders``), kept between frames. An answer holds until
-    the object's own box changes, or a container changes a box (now or a frame ago, before or after the
-    change, grown by ``margin``) that holds the object's centre: a container is a candidate only for
-    objects whose centre its grown box holds. ``get(rows, wanted, margin, compute)``: the answers for the
-    rows ``wanted`` (K,), where ``compute(rows_to_do)`` gives fresh ones for the rows given."""
-
-    def __init__(self) -> None:
-        self.generation = -1
-        self.answer = np.zeros(0, dtype=object)  # (N,) each row's container id ("": none), None: not yet
-        self.valid = np.zeros(0, dtype=bool)
-        self.at = np.zeros(0, dtype=np.int64)  # the clock when each row's answer was computed
-        self.clock = 0  # the rows' clock at the last call; the container boxes as they were then:
-        self.boxes: tuple[np.ndarray, ...] = ()
-
-    def get(self, rows: NodeRows, wanted: np.ndarray, margin: float, compute) -> list:
-        if self.generation != rows.generation:
-            self.generation = rows.generation
-            self.answer = np.full(len(rows.nodes), None, dtype=object)
-            self.valid = np.zeros(len(rows.nodes), dtype=bool)
-            self.at = np.zeros(len(rows.nodes), dtype=np.int64)
-            self.boxes = ()
-        if self.boxes:
-            containers = np.flatnonzero(rows.kind == "container")
-            changed = containers[rows.stamp[containers] >= self.clock]
-            if len(changed):
-                centre = (rows.lo + rows.hi) / 2
-                before = [b[changed] for b in self.boxes]
-                after = [rows.lo[changed], rows.hi[changed], rows.prev_lo[changed], rows.prev_hi[changed]]
-                for lo, hi in (before[:2], before[2:], after[:2], after[2:]):
-                    inside = (centre[:, None] >= lo[None] - margin) & (centre[:, None] <= hi[None] + margin)
-                    self.valid &= ~inside.all(axis=2).any(axis=1)  # NaN (no box a frame ago) holds nothing
-        self.valid &= self.at > rows.stamp  # the object's own box changed since
-        todo = wanted[~self.valid[wanted]]
-        if len(todo):
-            for r, answer in zip(todo.tolist(), compute(todo)):
-                self.answer[r] = answer
-            self.valid[todo] = True
-            self.at[todo] = rows.clock
-        self.clock = rows.clock
-        self.boxes = (rows.lo.copy(), rows.hi.copy(), rows.prev_lo.copy(), rows.prev_hi.copy())
-        return self.answer[wanted].tolist()

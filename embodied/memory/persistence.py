@@ -10,7 +10,6 @@ loading takes the class to build, ``SpatialMemory.load`` passes itself.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from embodied.memory.memory import SpatialMemory
 
 FORMAT = "embodied.memory"
-VERSION = 1
+VERSION = 2  # 2: the rebuilt memory (configuration by component, beliefs in the tracks); 1 is not read
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -61,10 +60,11 @@ def to_json(memory: SpatialMemory, refresh: bool = True) -> dict:
     """The whole memory as a JSON-ready dict: graph, event log, tracker state. ``refresh=False`` leaves the
     geometric edges as they stand (the memory unchanged by saving it) and notes whether they are due."""
     graph = memory.graph if refresh else memory._graph
+    edge_views = memory.tracker.spawner.edge_views
     return {
         "format": FORMAT,
         "version": VERSION,
-        "config": dataclasses.asdict(memory.config),
+        "config": memory.config.to_json(),
         "t": memory.t,
         "frames": memory.frames,
         "counters": dict(memory.counters),
@@ -76,7 +76,9 @@ def to_json(memory: SpatialMemory, refresh: bool = True) -> dict:
         "edges_dirty": bool(memory._edges_dirty) and not refresh,
         "log": log_to_json(memory.log),
         "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
-        "looked": None if memory._looked is None else sorted(memory._looked),
+        "looked": None if memory.looked.cells is None else sorted(memory.looked.cells),
+        "edge_views": [[cam, cls, [[[float(x) for x in c], int(n), int(last)] for c, n, last in runs]]
+                       for (cam, cls), runs in edge_views.items()],
     }
 
 
@@ -89,26 +91,23 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
     check_document(doc)  # every field typed, finite and in range before anything is built from it
-    config = MemoryConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc["config"].items()})
+    config = MemoryConfig.from_json(doc["config"])
     memory = make(config)
     memory.t = int(doc["t"])
     memory.frames = int(doc["frames"])
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
-    memory.grip = {k: frozen(v) for k, v in doc["grip"].items()}
-    memory.current_place = str(doc["current_place"])
-    memory.together = {(str(u), str(v)) for u, v in doc["together"]}
+    memory.body.grip = {k: frozen(v) for k, v in doc["grip"].items()}
+    memory.body.current_place = str(doc["current_place"])
+    memory.together.update((str(u), str(v)) for u, v in doc["together"])
     for node, attrs in doc["nodes"].items():
-        memory.graph.add_node(node, **{k: frozen(v) for k, v in attrs.items()})
+        memory._graph.add_node(node, **{k: frozen(v) for k, v in attrs.items()})
     for u, v, k in doc["edges"]:
-        memory.graph.add_edge(u, v, key=k, rel=k)
+        memory._graph.add_edge(u, v, key=k, rel=k)
     memory.log = log_from_json(doc["log"])
-    memory.tracks = {
-        n: Track.from_json(d, config.assoc_voxel, config.max_object_points) for n, d in doc["tracks"].items()
-    }
-    # Ground cells looked at; a file from before they were kept has none: re-identification then goes
-    # on as it did (anywhere).
-    looked = doc.get("looked")
-    memory._looked = None if looked is None else {int(k) for k in looked}
+    memory.tracks.update({n: Track.from_json(d, config.association.voxel) for n, d in doc["tracks"].items()})
+    looked = doc.get("looked")  # None: every place counts as looked at
+    memory.looked.cells = None if looked is None else {int(k) for k in looked}
+    memory.tracker.spawner.edge_views = _edge_views(doc.get("edge_views", []))
     memory._edges_dirty = False
     check_built(memory)
     dirty = doc.get("edges_dirty", False)
@@ -125,12 +124,12 @@ def state(memory: SpatialMemory) -> tuple[dict, dict[str, np.ndarray]]:
     it had), and ``look_pose.K`` (4,4) float64, the pose each camera of ``doc["look_cameras"]`` last had
     when its ground cells were read."""
     doc = to_json(memory, refresh=False)
-    doc["look_cameras"] = list(memory._look_pose)
+    doc["look_cameras"] = list(memory.looked.poses)
     arrays = {}
     for k, track in enumerate(memory.tracks.values()):
         arrays[f"tracks.{k}.keys"] = np.ascontiguousarray(track.keys, dtype=np.int64)
         arrays[f"tracks.{k}.samples"] = np.ascontiguousarray(track.samples, dtype=np.float32).reshape(-1, 3)
-    for k, pose in enumerate(memory._look_pose.values()):
+    for k, pose in enumerate(memory.looked.poses.values()):
         arrays[f"look_pose.{k}"] = np.asarray(pose, dtype=np.float64)
     return doc, arrays
 
@@ -145,8 +144,28 @@ def from_state(doc: dict, arrays: dict[str, np.ndarray],
     cameras = doc.get("look_cameras", [])
     if not isinstance(cameras, list) or not all(isinstance(c, str) for c in cameras):
         raise ValueError("look_cameras: expected a list of camera names")
-    memory._look_pose = {c: _array(arrays, f"look_pose.{k}", np.float64, (4, 4)) for k, c in enumerate(cameras)}
+    memory.looked.poses = {c: _array(arrays, f"look_pose.{k}", np.float64, (4, 4)) for k, c in enumerate(cameras)}
     return memory
+
+
+def _edge_views(doc) -> dict:
+    """The spawn rule's runs of views at the image's edge (``Spawner.edge_views``) from their saved form."""
+    out = {}
+    if not isinstance(doc, list):
+        raise ValueError("edge_views: expected a list")
+    for k, entry in enumerate(doc):
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str) and isinstance(entry[1], str)
+                and isinstance(entry[2], list)):
+            raise ValueError(f"edge_views[{k}]: expected [camera, class, runs]")
+        runs = []
+        for run in entry[2]:
+            if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], list) and len(run[0]) == 3
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in run[0])
+                    and all(isinstance(x, int) and not isinstance(x, bool) for x in run[1:])):
+                raise ValueError(f"edge_views[{k}]: expected runs of [[x, y, z], frames, step]")
+            runs.append((np.asarray(run[0], dtype=np.float64), run[1], run[2]))
+        out[entry[0], entry[1]] = runs
+    return out
 
 
 def _array(arrays: dict, key: str, dtype, shape: tuple) -> np.ndarray:

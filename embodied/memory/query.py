@@ -1,7 +1,7 @@
-"""Query API of the memory (mixed into :class:`SpatialMemory`).
+"""The memory's read API: the scene-graph store plus the questions planners and viewers ask of it.
 
-Objects are named by node id ("block_0") or by a description "<colour> <class>"
-("red block", or just "block" when there is only one). Times are control steps.
+Objects are named by node id ("block_0") or by a description "<colour> <class>" ("red block", or just
+"block" when there is only one). Times are control steps.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-PHYSICAL = ("object", "container", "articulated", "surface")
+from embodied.memory.store import SceneStore
 
 
-class Queries:
-    """Read-only questions about the memory."""
+class SceneQueries(SceneStore):
+    """Read-only questions about the scene graph and its history."""
 
     def resolve(self, ref: str) -> str:
         """Node id of ``ref`` (an id, or "<colour> <class>" / "<class>" naming exactly one node)."""
@@ -30,42 +30,24 @@ class Queries:
             raise KeyError(f"nothing in memory matches {ref!r}; known objects: {known}")
         raise KeyError(f"{ref!r} is ambiguous: {found}")
 
-    def find(
-        self, cls: str | None = None, colour: str | None = None, kind: str | None = None, status: str | None = None
-    ) -> list[str]:
+    def find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
+             status: str | None = None) -> list[str]:
         """Node ids with the given class / colour name / kind / status (None: any), sorted; tentative nodes
-        (seen fewer than ``config.min_sightings`` times) are left out."""
-        return self._find(cls, colour, kind, status, self.config.min_sightings)
+        (seen fewer than the detector profile's ``min_sightings`` times) are left out."""
+        least = self.config.detector.min_sightings
+        return sorted(n for n, a in self._graph.nodes(data=True) if a.get("n_obs", least) >= least
+                      and (cls is None or a.get("cls") == cls) and (colour is None or a.get("colour") == colour)
+                      and (kind is None or a.get("kind") == kind) and (status is None or a.get("status") == status))
 
     def once_named(self, cls: str) -> list[str]:
         """Node ids (sorted, tentative ones left out) whose views the detector named ``cls`` at least once,
-        whatever class their votes made them since: a pink pyramid whose views were named box more often
-        became a box (a learned detector in the randomized look: MultiGoal 930022)."""
+        whatever class their votes made them since (a pink pyramid whose views were named box more often)."""
         return [n for n in self.find() if n in self.tracks and self.tracks[n].votes.get(cls, 0) > 0]
 
-    def _find(self, cls: str | None = None, colour: str | None = None, kind: str | None = None,
-              status: str | None = None, least: int = 1) -> list[str]:
-        """``find`` for the memory's own passes, tentative nodes included (``least`` = 1): a drawer's
-        state or a press is judged from its first sighting on."""
-        out = []
-        for node, a in self._graph.nodes(data=True):
-            if a.get("n_obs", least) < least:
-                continue
-            if cls is not None and a.get("cls") != cls:
-                continue
-            if colour is not None and a.get("colour") != colour:
-                continue
-            if kind is not None and a.get("kind") != kind:
-                continue
-            if status is not None and a.get("status") != status:
-                continue
-            out.append(node)
-        return sorted(out)
-
     def tentative(self, node: str) -> bool:
-        """Whether ``node`` was seen fewer than ``config.min_sightings`` times (``find`` leaves it out)."""
-        a = self._graph.nodes[node]
-        return a.get("n_obs", self.config.min_sightings) < self.config.min_sightings
+        """Whether ``node`` was seen fewer than ``min_sightings`` times (``find`` leaves it out)."""
+        least = self.config.detector.min_sightings
+        return self._graph.nodes[node].get("n_obs", least) < least
 
     def related(self, node: str, rel: str) -> list[str]:
         """Targets of ``node``'s outgoing edges of relation ``rel``."""
@@ -175,7 +157,7 @@ class Queries:
     def _place_graph(self) -> nx.Graph:
         """The places joined by the robot's travels, edges weighted by length (m); kept until a node comes
         or goes or a link is made (places never move). Do not modify: ``path`` copies it."""
-        places = self._kind_index()[2]
+        places = self.place_nodes()
         links = len(self.log.tag_times.get("connected", ()))
         cached = self._place_paths
         if cached[0] is places and cached[1] == links:

@@ -1,4 +1,4 @@
-"""Room nodes in the scene graph (mixed into :class:`SpatialMemory`).
+"""Room nodes in the scene graph, written into the store from the robot's own free-space map.
 
     seg = memory.update_rooms(freespace)     # freespace: the robot's own FreeSpaceMap
     memory.rooms()                           # {"room_0": "kitchen", "room_1": "", ...}
@@ -26,75 +26,78 @@ Nothing here reads the simulator: the map and the agent's own logged path.
 
 from __future__ import annotations
 
-from embodied.memory.agent import AGENT
 from embodied.mapping.freespace import FreeSpaceMap
 from embodied.mapping.rooms import RoomConfig, RoomSegmentation, segment_rooms
+from embodied.memory.affordances import STRUCTURE_CLASSES, affords  # noqa: F401  (STRUCTURE_CLASSES: eval reads it)
+from embodied.memory.store import AGENT
 
-STRUCTURE_CLASSES = frozenset({"floor", "wall", "walls", "ceiling", "plane"})
 ROOMED_KINDS = ("object", "container", "articulated", "surface", "place")
 
 
-class RoomTracking:
-    """Needs the SpatialMemory fields (graph, log, t, _add_node, _set, delete, _new_id)."""
+class RoomNodes:
+    """Room nodes of a store (a :class:`SceneQueries`: graph, log, find, add_node, set, delete, new_id)."""
+
+    def __init__(self, store):
+        self.store = store
 
     def update_rooms(self, freespace: FreeSpaceMap, config: RoomConfig | None = None) -> RoomSegmentation:
         """Segment ``freespace`` into rooms and bring the room nodes and ``in_room`` /
         ``connects`` edges up to date (see the module docstring). Returns the segmentation."""
         cfg = config or RoomConfig()
         seg = segment_rooms(freespace, cfg)
-        t = max(self.t, 0)
+        t = max(self.store.t, 0)
         ids = self._match_rooms(seg, t)
         for k, node in ids.items():
             x0, y0, x1, y1 = (float(v) for v in seg.boxes[k - 1])
             cx, cy = (float(v) for v in seg.centres[k - 1])
             attrs = {"position": (cx, cy, 0.0), "box_min": (x0, y0, 0.0), "box_max": (x1, y1, 0.0),
                      "area": round(float(seg.areas[k - 1]), 2)}
-            if node not in self._graph:
-                self._add_node(node, {"kind": "room", "cls": "room", "name": "", "links": (), "first_seen": t,
+            if node not in self.store._graph:
+                self.store.add_node(node, {"kind": "room", "cls": "room", "name": "", "links": (), "first_seen": t,
                                       "last_seen": t, "visible": False, "status": "", **attrs}, t, "seen")
             else:
-                self._set(node, t, "reshaped", attrs)
-                self._graph.nodes[node]["last_seen"] = t
+                self.store.set(node, t, "reshaped", attrs)
+                self.store._graph.nodes[node]["last_seen"] = t
         self._assign(seg, ids, t)
         self._link(seg, ids, t)
         for node in ids.values():
             self._name(node, cfg, t)
-        self._edges_dirty = True
+        self.store._edges_dirty = True
         return seg
 
     def rooms(self) -> dict[str, str]:
         """Room node id -> name ("" when unnamed), sorted by id."""
-        return {n: self._graph.nodes[n].get("name", "") for n in self.find(kind="room")}
+        return {n: self.store._graph.nodes[n].get("name", "") for n in self.store.find(kind="room")}
 
     # --- helpers -------------------------------------------------------------------------
     def _match_rooms(self, seg: RoomSegmentation, t: int) -> dict[int, str]:
         """Region label -> room node id: the existing room whose centre the region covers, else a new id."""
         ids: dict[int, str] = {}
-        for node in self.find(kind="room"):
-            k = seg.label_at(self._graph.nodes[node]["position"])
+        for node in self.store.find(kind="room"):
+            k = seg.label_at(self.store._graph.nodes[node]["position"])
             if k and k not in ids:
                 ids[k] = node
             else:
-                self.delete(node, t, "room_gone")
+                self.store.delete(node, t, "room_gone")
         for k in range(1, seg.count + 1):
             if k not in ids:
-                ids[k] = self._new_id("room")
+                ids[k] = self.store.new_id("room")
         return ids
 
     def _assign(self, seg: RoomSegmentation, ids: dict[int, str], t: int) -> None:
-        for node, a in list(self._graph.nodes(data=True)):
-            if a["kind"] not in ROOMED_KINDS or a.get("cls") in STRUCTURE_CLASSES:
+        for node, a in list(self.store._graph.nodes(data=True)):
+            if a["kind"] not in ROOMED_KINDS or affords(a.get("cls", "")).structure:
                 continue
             eyes = []
             if a["kind"] != "place":
                 for when in ("first_seen", "last_seen"):
-                    eye = self.log.position_at(AGENT, int(a.get(when, -1)))
+                    eye = self.store.log.position_at(AGENT, int(a.get(when, -1)))
                     if eye is not None:
                         eyes.append(eye[:2])
             k = seg.room_at(a["position"], eyes)
             room = ids.get(k, "")
             if a.get("room", "") != room:
-                self._set(node, t, "room", {"room": room})
+                self.store.set(node, t, "room", {"room": room})
 
     def _link(self, seg: RoomSegmentation, ids: dict[int, str], t: int) -> None:
         links: dict[str, set[str]] = {node: set() for node in ids.values()}
@@ -103,21 +106,21 @@ class RoomTracking:
             links[a].add(b)
             links[b].add(a)
         for node, want in links.items():
-            have = set(self._graph.nodes[node].get("links", ()))
+            have = set(self.store._graph.nodes[node].get("links", ()))
             for other in have - want:
-                if self._graph.has_edge(node, other, key="connects"):
-                    self._graph.remove_edge(node, other, key="connects")
+                if self.store._graph.has_edge(node, other, key="connects"):
+                    self.store._graph.remove_edge(node, other, key="connects")
             for other in want:
-                if not self._graph.has_edge(node, other, key="connects"):
-                    self._graph.add_edge(node, other, key="connects", rel="connects")
+                if not self.store._graph.has_edge(node, other, key="connects"):
+                    self.store._graph.add_edge(node, other, key="connects", rel="connects")
             if have != want:
-                self._set(node, t, "connected", {"links": tuple(sorted(want))})
+                self.store.set(node, t, "connected", {"links": tuple(sorted(want))})
 
     def _name(self, room: str, cfg: RoomConfig, t: int) -> None:
-        held = {a.get("cls") for _, a in self._graph.nodes(data=True) if a.get("room") == room}
+        held = {a.get("cls") for _, a in self.store._graph.nodes(data=True) if a.get("room") == room}
         votes = {name: len(cues & held) for name, cues in cfg.names.items()}
         top = max(votes.values(), default=0)
         best = [name for name, v in votes.items() if v == top]
         name = best[0] if top > 0 and len(best) == 1 else ""
-        if self._graph.nodes[room].get("name", "") != name:
-            self._set(room, t, "named", {"name": name})
+        if self.store._graph.nodes[room].get("name", "") != name:
+            self.store.set(room, t, "named", {"name": name})

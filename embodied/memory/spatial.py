@@ -14,12 +14,12 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from embodied.memory.config import MemoryConfig
+from embodied.memory.affordances import affords
+from embodied.memory.config import LifecycleConfig, RelationConfig
 from embodied.perception.geometry import project
 from embodied.perception.types import CameraView
 
 _BITS = 21
-DRAWER_SINK = 0.02  # m a thing's box may reach below a drawer's bottom and still be in it
 _OFF = 1 << (_BITS - 1)
 _D = np.array([-1, 0, 1])
 # Key deltas of the 27-neighbourhood: keys are linear in the voxel indices.
@@ -47,32 +47,6 @@ def overlap(points: np.ndarray, obj_keys: np.ndarray, voxel: float) -> float:
     return float((obj_keys[pos] == around).any(axis=1).mean())
 
 
-def visibility(points: np.ndarray, views: list[CameraView], cfg: MemoryConfig) -> tuple[int, float, float]:
-    """How the current depth images explain a remembered object's points (N,3) m.
-
-    Returns (points that project into some image with a depth return,
-    fraction of them the cameras see *through* (the object should be visible
-    there and is not), fraction hidden behind something nearer).
-    """
-    total = through = occluded = 0
-    for view in views:
-        h, w = view.depth.shape
-        u, v, z = project(points, view)
-        inside = (z > 0.05) & (u >= 0) & (u <= w - 1) & (v >= 0) & (v <= h - 1)
-        if inside.sum() < cfg.min_projected:
-            continue
-        d = view.depth[np.rint(v[inside]).astype(np.int64), np.rint(u[inside]).astype(np.int64)]
-        z = z[inside]
-        ret = d > 0
-        tol = cfg.depth_tol + cfg.depth_tol_rel * z
-        total += int(ret.sum())
-        through += int((ret & (d > z + tol)).sum())
-        occluded += int((ret & (d < z - tol)).sum())
-    if total == 0:
-        return 0, 0.0, 0.0
-    return total, through / total, occluded / total
-
-
 def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float = 1e-4) -> np.ndarray:
     """(K,) bool: boxes (K,3) no point of which can project into the image with z > 5 cm (every corner
     behind that, or every corner in front and past one image edge: a box is convex and the
@@ -97,14 +71,18 @@ def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float
 
 
 def visibility_many(
-    clouds: Sequence[np.ndarray], views: list[CameraView], cfg: MemoryConfig,
+    clouds: Sequence[np.ndarray], views: list[CameraView], cfg: LifecycleConfig, k_sigma: float = 3.0,
     boxes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`visibility` of many remembered objects at once: one projection per camera for all
-    their points. Returns per object (K,) the count of points with a depth return in some image
-    and the seen-through and occluded fractions (0 where the count is 0). With ``boxes`` (lo, hi)
-    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image, and
-    only those are read from ``clouds`` (any sequence: it may fetch them on demand)."""
+    """How the current depth images explain remembered objects' points (clouds of (N,3) m), one
+    projection per camera for all of them. Returns per object (K,) int64 counts: points that project
+    into some image with a depth return, those the cameras see *through* (the depth reads farther: the
+    object should be visible there and is not), and those hidden behind something nearer. A reading
+    differs from a point when it is off by more than ``depth_tol`` + ``depth_tol_rel`` of the range, and
+    ``k_sigma`` stds of the camera's depth noise at that range. A camera with fewer than
+    ``min_projected`` of an object's points in its image gives it no verdict. With ``boxes`` (lo, hi)
+    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image, and only
+    those are read from ``clouds`` (any sequence: it may fetch them on demand)."""
     k = len(clouds)
     total, through, occluded = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
     if k == 0:
@@ -128,12 +106,11 @@ def visibility_many(
         d = view.depth[np.rint(v[inside]).astype(np.int64), np.rint(u[inside]).astype(np.int64)]
         z, who = z[inside], owner[inside]
         ret = d > 0
-        tol = cfg.depth_tol + cfg.depth_tol_rel * z
+        tol = cfg.depth_tol + cfg.depth_tol_rel * z + k_sigma * view.depth_std(z)
         total += np.bincount(who[ret], minlength=k)
         through += np.bincount(who[ret & (d > z + tol)], minlength=k)
         occluded += np.bincount(who[ret & (d < z - tol)], minlength=k)
-    seen = np.maximum(total, 1)
-    return total, through / seen, occluded / seen
+    return total, through, occluded
 
 
 def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +154,7 @@ def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) 
     return pair // k, pair % k
 
 
-def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, str]]:
+def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str, str]]:
     """Typed edges (u, v, rel) among physical nodes, from their boxes and remembered containment.
 
     in:       u's centre lies in container v's box, or u is remembered inside v
@@ -212,7 +189,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     m = cfg.contain_margin
     # Every relation joins boxes within reach of each other (near: centres closer than near_dist;
     # the rest: touching, give or take a few cm), so only those pairs are tested: (i, j), sorted.
-    i, j = near_pairs(lo, hi, max(m, cfg.on_tol, cfg.near_dist, 0.03))
+    i, j = near_pairs(lo, hi, max(m, cfg.on_tol, cfg.near_dist, cfg.part_margin))
     bounds = np.searchsorted(i, np.arange(len(ids) + 1))  # row r's pairs: bounds[r]:bounds[r + 1]
     # The pairs' geometry, gathered once: i's centre within j's box grown by the margin, per axis.
     ci, bottom_i, lo_j, hi_j = centre[i], lo[i, 2], lo[j], hi[j]
@@ -223,7 +200,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     # A drawer's tray stands 1.5 cm over the table, and a block seen set into it from above may keep
     # a box reaching the table (Rearrange 930002, geometric): a drawer's bottom gives 2 cm.
     smaller = volume[i] < volume[j]
-    sink = np.where(np.array(articulated_of)[j], DRAWER_SINK, 0.005)
+    sink = np.where(np.array(articulated_of)[j], cfg.drawer_sink, cfg.sink)
     inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - sink) & smaller
     room = kinds == "room"
     container = kinds == "container"
@@ -238,8 +215,8 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
     # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
     # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
     # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
-    classes = np.array(cls_of)
-    furnishing = (kinds == "surface") & (classes != "wall") & (classes != "floor") & (classes != "plane")
+    structure = np.array([affords(c).structure for c in cls_of], dtype=bool)
+    furnishing = (kinds == "surface") & ~structure
     movable = (kinds == "object") | container
     sunk = over & furnishing[j] & movable[i]
     sunk &= (bottom_i >= lo_j[:, 2] + cfg.on_tol) & (bottom_i <= hi_j[:, 2])
@@ -275,7 +252,7 @@ def relations(nodes: dict[str, dict], cfg: MemoryConfig) -> set[tuple[str, str, 
         if not len(row):
             continue
         c = j[row]
-        w = np.minimum(hi[r, :2], hi[c, :2] + 0.03) - np.maximum(lo[r, :2], lo[c, :2] - 0.03)
+        w = np.minimum(hi[r, :2], hi[c, :2] + cfg.part_margin) - np.maximum(lo[r, :2], lo[c, :2] - cfg.part_margin)
         area = np.prod(np.clip(w, 0, None), axis=1) * furniture[c] * (volume[c] > volume[r])
         area = area * ((lo[r, 2] < hi[c, 2]) & (hi[r, 2] > lo[c, 2]))
         if area.max() > 0:

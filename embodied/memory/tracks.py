@@ -1,10 +1,9 @@
-"""Per-object geometry the tracker keeps between frames (not logged, saved with the memory).
+"""What the tracker keeps of each physical node between frames (saved with the memory, not logged).
 
-A track holds the latest downsampled cloud of the object from each camera
-that sees it where it is now; a detected move drops the other cameras'
-clouds, so a moved object never smears over its old place. The fused cloud,
-its voxel keys (for overlap) and a few sample points (for visibility) are
-recomputed only when a view changes.
+A track holds each camera's latest view of the object where it is now (a detected move drops the other
+cameras' views, so a moved object never smears over its old place), the fused cloud, box, voxel keys
+and visibility samples made from them, and the beliefs: absence (``gone``), each camera's colour
+reference, and the articulation plugins' state (``parts``). Shapes: points (N,3) float32 m; boxes (3,) m.
 """
 
 from __future__ import annotations
@@ -13,8 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embodied.memory.beliefs import Belief
 from embodied.memory.spatial import voxel_keys
 from embodied.perception.geometry import stride_subsample
+
+SAMPLES = 32  # visibility samples per track
+GROUND_BAND = 0.015  # m: depth cannot tell an object's bottom this thick from its support: no samples there
+
+
+def _floats(a) -> list[float]:
+    return [float(x) for x in np.asarray(a, dtype=np.float64).ravel()]
 
 
 @dataclass
@@ -28,33 +35,24 @@ class View:
     n_points: int  # valid pixels of the detection
     t: int
     eye_z: float = np.inf  # m, height of the camera that took it
-    rgb: np.ndarray | None = None  # (3,) mean colour in [0, 1] as this camera saw it; None if unknown
+    rgb: np.ndarray | None = None  # (3,) this camera's colour reference for the object, [0, 1]; None: unknown
+    noise: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, std of one point per axis
+    pending: float = 0.0  # log-odds that the colour this camera sees changed from ``rgb`` (update._colour)
 
     def to_json(self) -> dict:
-        return {
-            "points": self.points.astype(np.float64).tolist(),
-            "center": self.center.tolist(),
-            "box_min": self.box_min.tolist(),
-            "box_max": self.box_max.tolist(),
-            "n_points": self.n_points,
-            "t": self.t,
-            "eye_z": None if not np.isfinite(self.eye_z) else float(self.eye_z),
-            "rgb": None if self.rgb is None else [float(c) for c in self.rgb],
-        }
+        return {"points": self.points.astype(np.float64).tolist(), "center": _floats(self.center),
+                "box_min": _floats(self.box_min), "box_max": _floats(self.box_max), "n_points": int(self.n_points),
+                "t": int(self.t), "eye_z": None if not np.isfinite(self.eye_z) else float(self.eye_z),
+                "rgb": None if self.rgb is None else _floats(self.rgb), "noise": _floats(self.noise),
+                "pending": float(self.pending)}
 
     @classmethod
     def from_json(cls, d: dict) -> View:
-        pts = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
-        return cls(
-            pts,
-            np.asarray(d["center"]),
-            np.asarray(d["box_min"]),
-            np.asarray(d["box_max"]),
-            int(d["n_points"]),
-            int(d["t"]),
-            np.inf if d.get("eye_z") is None else float(d["eye_z"]),
-            None if d.get("rgb") is None else np.asarray(d["rgb"], dtype=np.float64),
-        )
+        return cls(np.asarray(d["points"], dtype=np.float32).reshape(-1, 3), np.asarray(d["center"], np.float64),
+                   np.asarray(d["box_min"], np.float64), np.asarray(d["box_max"], np.float64), int(d["n_points"]),
+                   int(d["t"]), np.inf if d.get("eye_z") is None else float(d["eye_z"]),
+                   None if d.get("rgb") is None else np.asarray(d["rgb"], dtype=np.float64),
+                   np.asarray(d["noise"], dtype=np.float64), float(d["pending"]))
 
 
 _WATCHED = frozenset(("box_min", "box_max", "velocity", "prev_box"))  # what NodeRows keeps as arrays
@@ -72,14 +70,17 @@ class Track:
     box_min: np.ndarray = field(default_factory=lambda: np.zeros(3))
     box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
     prev_box: tuple[np.ndarray, np.ndarray] | None = None  # last frame's box (containers)
-    rest: dict[str, float] = field(default_factory=dict)  # articulation references (button top, drawer extent)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m per step, smoothed
     t_obs: int = 0  # step of the last observation
     rigid: bool = False  # keeps its shape (not a support, not a moving part): its height is learnt
     height: float = 0.0  # m, tallest view of a rigid object seen at rest
-    votes: dict[str, int] = field(default_factory=dict)  # class -> detections that gave it (MemoryConfig.class_votes)
+    votes: dict[str, int] = field(default_factory=dict)  # class -> views that gave it (class votes)
     left: str = ""  # the container it was hidden in when last seen again ...
-    left_t: int = -1  # ... at this step (a glimpse through a shutting drawer's gap: see Permanence)
+    left_t: int = -1  # ... at this step (a glimpse through a shutting drawer's gap)
+    gone: Belief = field(default_factory=Belief)  # absence from its remembered place
+    parts: dict[str, float] = field(default_factory=dict)  # articulation state (the plugins' own keys)
+    press: Belief = field(default_factory=Belief)  # a pressable part's cap pressed
+    opened: Belief = field(default_factory=Belief)  # a prismatic part pulled open
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -88,8 +89,16 @@ class Track:
             if sink is not None:  # a NodeRows keeps this track's box and velocity as arrays: it must re-read
                 sink.append(id(self))
 
+    def watch(self, sink: list | None) -> None:
+        """Report (append ``id(self)`` to ``sink``) every later replacement of a watched array; None: stop."""
+        object.__setattr__(self, "_sink", sink)
+
+    @property
+    def center(self) -> np.ndarray:
+        return (self.box_min + self.box_max) / 2
+
     def vote(self, label: str, current: str) -> str | None:
-        """Count one detection of ``label``; the class that now has at least 3 votes and twice those of
+        """Count one view of ``label``; the class that now has at least 3 votes and twice those of
         ``current``, if one does (None: ``current`` stands)."""
         self.votes[label] = self.votes.get(label, 0) + 1
         best = max(self.votes, key=lambda c: (self.votes[c], c == current))
@@ -97,19 +106,9 @@ class Track:
             return best
         return None
 
-    def watch(self, sink: list | None) -> None:
-        """Report (append ``id(self)`` to ``sink``) every later replacement of the box, the last frame's
-        box or the velocity;
-        None: stop. See :class:`embodied.memory.node_rows.NodeRows`."""
-        object.__setattr__(self, "_sink", sink)
-
-    @property
-    def center(self) -> np.ndarray:
-        return (self.box_min + self.box_max) / 2
-
-    def refresh(self, voxel: float, cap: int, n_samples: int = 32, at_rest: bool = True) -> None:
-        """Recompute fused points, keys, samples and box from the views (or the accumulated surface);
-        ``at_rest``: the views show the object still, so a rigid one may learn its height from them."""
+    def refresh(self, voxel: float, cap: int, at_rest: bool = True, height_slack: float = 0.003) -> None:
+        """Fused points, keys, samples and box from the views (or the accumulated surface); ``at_rest``:
+        the views show the object still, so a rigid one may learn its height from them."""
         if not self.surface:
             views = list(self.views.values())
             pts = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views])
@@ -117,44 +116,40 @@ class Track:
             self.box_max = np.max([v.box_max for v in views], axis=0)
             self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
             if self.rigid:
-                self._complete_height(views, at_rest)
+                self._complete_height(views, at_rest, height_slack)
         self.keys = voxel_keys(self.points, voxel)
-        self.samples = _visibility_samples(self.points, self.box_min[2], self.box_max[2], n_samples)
+        self.samples = visibility_samples(self.points, self.box_min[2], self.box_max[2])
 
     def learn_height(self, view: View) -> None:
         """A rigid object is at least as tall as ``view``, taken at rest, shows it."""
         self.height = max(self.height, float(view.box_max[2] - view.box_min[2]))
 
-    def _complete_height(self, views: list[View], at_rest: bool) -> None:
-        """Seen only from above (a camera looking down shows a block's top face, a table edge hides
-        a toy's feet), a rigid object keeps the height it showed before: its bottom is below
-        what the cameras see, never above. Sideways cuts are left alone: which side is hidden
-        is not known there. The height is learnt at rest only: a view of a block in flight, joined
-        with what it passed over (10.8 cm tall), had sunk its box 5 cm under the tray it was then put
-        in, and the grasp went under it (HiddenObject 930015 on the learned segmenter)."""
+    def _complete_height(self, views: list[View], at_rest: bool, slack: float) -> None:
+        """Seen only from above (a camera looking down shows a block's top face), a rigid object keeps the
+        height it showed at rest: its bottom is below what the cameras see, never above. The height is
+        learnt at rest only: a view in flight joined with what it passed over is taller than the thing."""
         if at_rest:
             for v in views:
                 self.learn_height(v)
         top = float(self.box_max[2])
-        if top - self.box_min[2] < self.height - 0.003 and all(v.eye_z > top for v in views):
+        if top - self.box_min[2] < self.height - slack and all(v.eye_z > top for v in views):
             self.box_min = self.box_min.copy()
             self.box_min[2] = top - self.height
 
-    def grow_surface(
-        self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int, voxel: float
-    ) -> bool:
-        """Union a support's new observation into its accumulated extent and cloud; False if nothing new."""
+    def grow_surface(self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int,
+                     voxel: float, slack: float = 0.01) -> bool:
+        """Union a support's new piece into its accumulated extent and cloud; False if it adds nothing
+        beyond ``slack`` m."""
         if len(self.points):
-            if np.all(box_min >= self.box_min - 0.01) and np.all(box_max <= self.box_max + 0.01):
-                return False  # nothing outside what is already known
+            if np.all(box_min >= self.box_min - slack) and np.all(box_max <= self.box_max + slack):
+                return False
             self.box_min = np.minimum(self.box_min, box_min)
             self.box_max = np.maximum(self.box_max, box_max)
             pts = np.concatenate([self.points, det_points])
         else:
             self.box_min, self.box_max = box_min.copy(), box_max.copy()
             pts = det_points
-        # Coarse dedupe keeps a spread of points over the whole surface.
-        _, first = np.unique(voxel_keys(pts, 4 * voxel, unique=False), return_index=True)
+        _, first = np.unique(voxel_keys(pts, 4 * voxel, unique=False), return_index=True)  # a spread, coarsely
         pts = pts[np.sort(first)]
         self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
         return True
@@ -170,47 +165,43 @@ class Track:
         self.box_min, self.box_max = self.box_min + delta, self.box_max + delta
 
     def to_json(self) -> dict:
-        return {
-            "surface": bool(self.surface),
-            "views": {cam: v.to_json() for cam, v in self.views.items()},
-            "points": self.points.astype(np.float64).tolist(),
-            "box_min": self.box_min.tolist(),
-            "box_max": self.box_max.tolist(),
-            "prev_box": None if self.prev_box is None else [self.prev_box[0].tolist(), self.prev_box[1].tolist()],
-            "rest": dict(self.rest),
-            "velocity": self.velocity.tolist(),
-            "t_obs": self.t_obs,
-            "rigid": bool(self.rigid),
-            "height": float(self.height),
-            "votes": dict(self.votes),
-            "left": self.left,
-            "left_t": int(self.left_t),
-        }
+        return {"surface": bool(self.surface), "views": {cam: v.to_json() for cam, v in self.views.items()},
+                "points": self.points.astype(np.float64).tolist(), "box_min": _floats(self.box_min),
+                "box_max": _floats(self.box_max),
+                "prev_box": None if self.prev_box is None else [_floats(self.prev_box[0]), _floats(self.prev_box[1])],
+                "velocity": _floats(self.velocity), "t_obs": int(self.t_obs), "rigid": bool(self.rigid),
+                "height": float(self.height), "votes": dict(self.votes), "left": self.left,
+                "left_t": int(self.left_t), "gone": self.gone.to_json(), "parts": dict(self.parts),
+                "press": self.press.to_json(), "opened": self.opened.to_json()}
 
     @classmethod
-    def from_json(cls, d: dict, voxel: float, cap: int) -> Track:
+    def from_json(cls, d: dict, voxel: float) -> Track:
         track = cls(surface=bool(d["surface"]))
         track.views = {cam: View.from_json(v) for cam, v in d["views"].items()}
         track.points = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
         track.box_min, track.box_max = np.asarray(d["box_min"]), np.asarray(d["box_max"])
         if d["prev_box"] is not None:
             track.prev_box = (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
-        track.rest = {k: float(v) for k, v in d["rest"].items()}
         track.velocity = np.asarray(d["velocity"], dtype=np.float64)
-        track.t_obs = int(d["t_obs"])
-        track.rigid, track.height = bool(d.get("rigid", False)), float(d.get("height", 0.0))
-        votes = d.get("votes", {})  # absent from files written before class votes
+        track.t_obs, track.rigid, track.height = int(d["t_obs"]), bool(d["rigid"]), float(d["height"])
+        votes = d["votes"]
         if not isinstance(votes, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                                                   for k, v in votes.items()):
             raise ValueError("track votes: expected an object of class -> count")
         track.votes = dict(votes)
-        track.left, track.left_t = str(d.get("left", "")), int(d.get("left_t", -1))  # absent from older files
+        track.left, track.left_t = str(d["left"]), int(d["left_t"])
+        track.gone, track.press, track.opened = (Belief.from_json(d[k]) for k in ("gone", "press", "opened"))
+        parts = d["parts"]
+        if not isinstance(parts, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                  for v in parts.values()):
+            raise ValueError("track parts: expected an object of name -> number")
+        track.parts = {str(k): float(v) for k, v in parts.items()}
         track.keys = voxel_keys(track.points, voxel)
-        track.samples = _visibility_samples(track.points, track.box_min[2], track.box_max[2], 32)
+        track.samples = visibility_samples(track.points, track.box_min[2], track.box_max[2])
         return track
 
 
-def _visibility_samples(points: np.ndarray, bottom: float, top: float, n: int) -> np.ndarray:
-    """Points to test visibility with: not the bottom 1.5 cm, which depth cannot tell from the support."""
-    upper = points[points[:, 2] >= bottom + min(0.015, 0.4 * (top - bottom))]
+def visibility_samples(points: np.ndarray, bottom: float, top: float, n: int = SAMPLES) -> np.ndarray:
+    """Points to test visibility with: not the bottom GROUND_BAND, which depth cannot tell from the support."""
+    upper = points[points[:, 2] >= bottom + min(GROUND_BAND, 0.4 * (top - bottom))]
     return stride_subsample(upper if len(upper) >= 3 else points, n)

@@ -1,0 +1,98 @@
+"""The one place where a class name means something to memory: what a thing of that class affords.
+
+Memory code asks what a node can do (``affords(cls).pressable``), never what it is called; a test checks
+that no other memory module holds a class name. The detector's vocabulary is open: a label the table
+does not know is a plain graspable object.
+
+=============  ==========================================================================================
+affordance     what memory makes of it
+=============  ==========================================================================================
+emissive       it lights up: a change of its colour is news (a flash, a colour shown), and a detector that
+               names what it sees may name it otherwise while lit
+pressable      a cap pressed in place: it never moves; it is judged pressed or released
+prismatic      it slides out of a housing on a joint: judged open or shut along its slide
+jointed        it moves only on its joint: never carried off, never found elsewhere
+container      it holds things: what vanishes within it is hidden there
+carries        a rigid container whose contents travel with it (a cup over a ball) and stay behind when it
+               is lifted clear
+support        things rest on it; furniture is seen in pieces and grows from them
+housing        prismatic parts slide out of it (a cabinet's drawers)
+graspable      the hand may take it
+structure      floor and walls: in no room
+shape_only     a size class a geometric detector names by its box: the label says nothing of identity
+=============  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
+
+
+@dataclass(frozen=True)
+class Affordances:
+    kind: str = "object"  # the node kind in the scene graph (see KINDS)
+    emissive: bool = False
+    pressable: bool = False
+    prismatic: bool = False
+    jointed: bool = False
+    container: bool = False
+    carries: bool = False
+    support: bool = False
+    housing: bool = False
+    graspable: bool = True
+    structure: bool = False
+    shape_only: bool = False
+
+    @property
+    def fixed(self) -> bool:
+        """Never moves by itself: supports, housings and parts on a joint."""
+        return self.support or self.housing or self.jointed
+
+
+_CUP = Affordances(kind="container", container=True, carries=True)
+_SUPPORT = Affordances(kind="surface", support=True, graspable=False)
+_STRUCTURE = Affordances(kind="surface", support=True, graspable=False, structure=True)
+_HOUSING = Affordances(kind="surface", support=True, housing=True, graspable=False)
+_PRESSABLE = Affordances(kind="articulated", jointed=True, pressable=True, emissive=True, graspable=False)
+_SIZE = Affordances(shape_only=True)
+
+TABLE: dict[str, Affordances] = {
+    "room": Affordances(kind="room", graspable=False),
+    **dict.fromkeys(("cup", "bowl", "box", "bin", "basket"), _CUP),
+    "drawer": Affordances(kind="container", container=True, prismatic=True, jointed=True, graspable=False),
+    "drawer_unit": Affordances(kind="container", container=True, prismatic=True, jointed=True, housing=True,
+                               graspable=False),
+    **dict.fromkeys(("button", "switch"), _PRESSABLE),
+    **dict.fromkeys(("door", "lever"), Affordances(kind="articulated", jointed=True, graspable=False)),
+    "cue_panel": Affordances(emissive=True, graspable=False),
+    **dict.fromkeys(("table", "pad", "surface", "shelf", "counter", "desk", "bed", "sofa", "couch", "rug",
+                     "wardrobe", "bookshelf", "coffee_table", "nightstand", "armchair", "fridge"), _SUPPORT),
+    **dict.fromkeys(("floor", "wall", "walls", "ceiling", "plane"), _STRUCTURE),
+    **dict.fromkeys(("cabinet", "dresser"), _HOUSING),
+    **dict.fromkeys(("flat", "small", "medium", "tall", "large"), _SIZE),
+}
+PLAIN = Affordances()
+
+
+def affords(cls: str) -> Affordances:
+    """What a thing of class ``cls`` affords (a plain graspable object for an unknown label)."""
+    return TABLE.get(cls, PLAIN)
+
+
+def kind_of(cls: str) -> str:
+    """Node kind of a class label."""
+    return affords(cls).kind
+
+
+def classes_with(flag: str) -> frozenset[str]:
+    """The known classes with affordance ``flag`` set (``"pressable"``, ``"fixed"``, ...)."""
+    return frozenset(c for c, a in TABLE.items() if getattr(a, flag))
+
+
+# Class sets other stages read (evaluation against the truth, room assignment).
+ARTICULATED_CLASSES = classes_with("jointed")
+HOUSING_CLASSES = classes_with("housing")
+SIZE_CLASSES = classes_with("shape_only")
+STRUCTURE_CLASSES = classes_with("structure")

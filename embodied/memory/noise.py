@@ -1,0 +1,34 @@
+"""How precisely a view places an object: the tolerances the tracker derives from the sensor's noise.
+
+Perception measures each camera's depth noise and gives every view the std of one of its points along
+each world axis (``ObjectObservation.noise``). A view's centre averages the points near its faces (about a
+quarter of them each), so its std is the point std over the square root of a quarter of the points. Two
+views of one camera share its calibration, so a shift between them is noise alone; two cameras'
+calibrations disagree by ``SensorPrior.calibration_shift`` and ``calibration_tilt`` at the range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from embodied.memory.config import SensorPrior
+
+FACE_SHARE = 4.0  # a box face rests on about a quarter of a view's points
+
+
+def centre_std(noise: np.ndarray, n_points: int) -> float:
+    """Std (m) of a view's box centre from its per-axis point noise (3,) m and its point count."""
+    return float(np.linalg.norm(noise)) / math.sqrt(max(1.0, n_points / FACE_SHARE))
+
+
+def shift_tolerance(noise: np.ndarray, n_points: int, prior: SensorPrior, floor: float) -> float:
+    """m: a shift between two views of one camera under this is noise (``prior.k`` stds of the difference
+    of two centres), or under ``floor`` (the renderer's own jitter, partial views)."""
+    return max(floor, prior.k * math.sqrt(2.0) * centre_std(noise, n_points))
+
+
+def calibration_std(distance: float, prior: SensorPrior) -> float:
+    """Std (m) of the disagreement between two cameras' views of a point ``distance`` m away."""
+    return math.hypot(prior.calibration_shift, distance * math.radians(prior.calibration_tilt))

@@ -1,0 +1,291 @@
+"""The measurement update: a new node from an unmatched view, a matched view folded into its node.
+
+A matched view is one of: the same look as the camera's last (settled: only the counters move), a part
+of the object (cut by the image's edge, occluded, one face: its centre shifts with no motion), a move
+(its shift exceeds the tolerance the view's noise allows), or a refinement. Its colour is judged against
+the camera's own reference look: a change strong enough (``ColourEvidence``) is logged as the object
+lighting up (``brightened``), going dark (``dimmed``) or changing colour (``recoloured``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from embodied.memory.affordances import affords
+from embodied.memory.beliefs import ENTER, LIMIT
+from embodied.memory.noise import shift_tolerance
+from embodied.memory.tracks import Track, View
+from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
+from embodied.perception.geometry import shape_class
+from embodied.perception.types import ObjectObservation
+
+REFERENCE_BLEND = 0.5  # a camera's reference look moves this far toward each look that shows no change
+
+
+def vec(a) -> tuple[float, float, float]:
+    return (float(a[0]), float(a[1]), float(a[2]))
+
+
+def confidence(n_obs: int, status: str) -> float:
+    """Grows with observations; halves while the object is missing from where it should be."""
+    c = n_obs / (n_obs + 2.0)
+    return round(c * (0.5 if status == "missing" else 1.0), 4)
+
+
+def brightness(rgb: np.ndarray) -> float:
+    return max(float(np.max(rgb)), 1e-3)
+
+
+class Updater:
+    """Writes views into nodes. Needs the store, the memory's config and its ``events`` hooks."""
+
+    def __init__(self, store, config, hooks):
+        self.store, self.config, self.hooks = store, config, hooks
+        self.optics: dict[str, tuple[np.ndarray, float]] = {}  # camera -> (position (3,) m, focal px), this frame
+        self.changed: set[str] = set()  # nodes whose geometry changed this frame
+        self.renamed: set[str] = set()  # nodes their class votes renamed this frame
+
+    def begin(self, views) -> None:
+        self.optics = {v.name: (v.cam_to_world[:3, 3], float(v.K[0, 0])) for v in views}
+        self.changed, self.renamed = set(), set()
+
+    def _eye_z(self, camera: str) -> float:
+        optics = self.optics.get(camera)
+        return np.inf if optics is None else float(optics[0][2])
+
+    def _pixel_size(self, camera: str, point: np.ndarray) -> float:
+        """Metres one pixel of ``camera`` spans at ``point`` (0 if the camera is unknown)."""
+        optics = self.optics.get(camera)
+        return 0.0 if optics is None else float(np.linalg.norm(point - optics[0])) / max(optics[1], 1e-6)
+
+    def _view(self, det: ObjectObservation, t: int) -> View:
+        return View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera),
+                    np.asarray(det.rgb, dtype=np.float64), np.asarray(det.noise, dtype=np.float64))
+
+    # --- a new node -------------------------------------------------------------------------
+    def add(self, det: ObjectObservation, t: int) -> str:
+        cfg = self.config
+        aff = affords(det.label)
+        kind = aff.kind
+        surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > cfg.track.furniture_width)
+        if surface and kind == "object":
+            kind = "surface"
+        track = Track(surface=surface, t_obs=t, rigid=not surface and not aff.jointed,
+                      votes={det.label: 1} if cfg.detector.class_votes else {})
+        track.gone.reset(False)
+        track.views[det.camera] = self._view(det, t)
+        if surface:
+            track.grow_surface(det.points, det.box_min, det.box_max, cfg.track.max_points, cfg.association.voxel)
+        track.refresh(cfg.association.voxel, cfg.track.max_points, height_slack=cfg.track.height_slack)
+        store = self.store
+        node = store.new_id(det.label)
+        store.tracks[node] = track
+        self.changed.add(node)
+        attrs = {"kind": kind, "cls": det.label, "colour": det.colour,
+                 "rgb": vec(np.round(det.rgb.astype(np.float64), 4)), "position": vec(track.center),
+                 "box_min": vec(track.box_min), "box_max": vec(track.box_max), "first_seen": t, "last_seen": t,
+                 "visible": True, "status": "visible", "unseen_since": -1, "state": "", "articulated": aff.jointed,
+                 "inside": "", "held": False, "n_obs": 1, "confidence": confidence(1, "visible")}
+        store.add_node(node, attrs, t, "seen")
+        self.hooks.geometry_changed(node, t)
+        return node
+
+    # --- a matched view -----------------------------------------------------------------------
+    def observe(self, node: str, det: ObjectObservation, t: int, overlap: float, settled: bool) -> None:
+        cfg, store = self.config, self.store
+        a = store._graph.nodes[node]
+        track = store.tracks[node]
+        aff = affords(a["cls"])
+        if cfg.detector.class_votes:
+            self._vote(node, a, track, det.label, t)
+        cam = det.camera
+        prev = track.views.get(cam)
+        if settled and a["visible"] and prev is not None:
+            self._settled(node, a, track, prev, det, t)
+            return
+        self.changed.add(node)
+        view = self._view(det, t)
+        old_center = track.center.copy()
+        if a["kind"] == "container":
+            track.prev_box = (track.box_min.copy(), track.box_max.copy())
+        moved = changed = in_motion = nested = False
+        shift, creep = 0.0, cfg.track.creep
+        still = creep
+        reference = None if prev is None else prev.rgb
+        if track.surface:
+            track.views[cam] = view
+            if track.grow_surface(det.points, det.box_min, det.box_max, cfg.track.max_points, cfg.association.voxel):
+                track.refresh(cfg.association.voxel, cfg.track.max_points)
+                changed = True
+        else:
+            pixel = cfg.track.move_tol_pixels * self._pixel_size(cam, det.center)
+            noise = shift_tolerance(det.noise, len(det.points), cfg.sensor, 0.0)
+            tol = max(cfg.track.move_tol, pixel, noise)
+            # Below one pixel (far objects) or the view's noise a shift is no motion; up close, a few
+            # millimetres a step is a slow push.
+            creep = max(cfg.track.creep, pixel, noise)
+            still = max(cfg.track.creep, noise)  # a step under this adds no velocity
+            ref_centre, tol = (prev.center, tol) if prev is not None else (track.center, 2.5 * tol)
+            shift = float(np.linalg.norm(det.center - ref_centre))
+            partial = self.partial_view(node, det, prev, track, a, aff)
+            moved = shift > tol and (not partial or (shift > 3 * tol and overlap < 0.5)) and not aff.pressable
+            if moved:
+                # The other cameras' older views saw it where it no longer is.
+                track.views = {c: v for c, v in track.views.items() if v.t == t and c != cam}
+                track.views[cam] = view
+                changed = True
+            elif prev is None or (not partial and (shift > creep or abs(det.n_points - prev.n_points)
+                                                   > cfg.association.settle_size * prev.n_points)):
+                if aff.prismatic and prev is not None and shift > creep:
+                    track.views = {c: v for c, v in track.views.items() if v.t == t}  # it changes shape as it slides
+                view.rgb = reference if reference is not None else view.rgb
+                track.views[cam] = view
+                changed = True
+            else:
+                prev.t = t
+            if changed:
+                at_rest = not moved and float(np.abs(track.velocity).max()) <= cfg.track.moving
+                track.refresh(cfg.association.voxel, cfg.track.max_points, at_rest=at_rest,
+                              height_slack=cfg.track.height_slack)
+            # A view nested in the camera's last (or holding it) with half or twice its points shows less
+            # or more of the same still thing (a screen's rim, then its whole lit face): no move of it.
+            nested = prev is not None and not aff.jointed and _nested(det, prev, cfg.track.nest_slack)
+            in_motion = ((moved or shift > tol) and not nested) or a["held"]
+        changes: dict = {}
+        if not a["visible"]:
+            if a["inside"]:
+                track.left, track.left_t = a["inside"], t
+            changes.update(visible=True, status="visible", unseen_since=-1, inside="")
+        track.gone.reset(False)
+        centre = track.center
+        if not track.surface:
+            step = centre - old_center
+            dt = max(t - track.t_obs, 1)
+            track.velocity = 0.5 * track.velocity + 0.5 * (step / dt if np.abs(step).max() > still else 0.0)
+            track.t_obs = t
+        log_tol = cfg.track.log_tol
+        if np.linalg.norm(centre - np.asarray(a["position"])) > log_tol or (track.surface and max(
+                np.abs(track.box_max - np.asarray(a["box_max"])).max(),
+                np.abs(track.box_min - np.asarray(a["box_min"])).max()) > log_tol):
+            changes.update(position=vec(centre), box_min=vec(track.box_min), box_max=vec(track.box_max))
+        light = 0 if track.surface or in_motion else self._colour(det, reference, track.views.get(cam), a,
+                                                                  changes, aff)
+        a["n_obs"] += 1
+        a["last_seen"] = t
+        if changes:
+            # Motion: a big jump, or the same camera saw it shift; a flash seen in a fuller view (or on a
+            # thing that never moves) is the light, not a move.
+            motion = moved or (prev is not None and shift > creep and "position" in changes)
+            motion = motion and not ((nested or (aff.emissive and not moved)) and "rgb" in changes)
+            tag = ("seen" if "visible" in changes else "moved" if motion
+                   else ("brightened" if light > 0 else "dimmed" if light < 0 else "recoloured") if "rgb" in changes
+                   else "refined")
+            if "visible" in changes:
+                changes.update(last_seen=t, n_obs=a["n_obs"], confidence=confidence(a["n_obs"], "visible"))
+            store.set(node, t, tag, changes)
+        else:
+            store.log.append(t, "NOOP", node, "")
+        if aff.carries:
+            self.hooks.container_moved(node, centre - old_center, t)
+        if changed:
+            self.hooks.geometry_changed(node, t)
+
+    def _settled(self, node: str, a: dict, track: Track, prev: View, det: ObjectObservation, t: int) -> None:
+        """Nothing changed since this camera's last look: the common case, kept cheap."""
+        prev.t = t
+        a["n_obs"] += 1
+        a["last_seen"] = t
+        track.gone.reset(False)
+        if track.velocity.any():
+            track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
+        if track.rigid and float(np.abs(track.velocity).max()) <= self.config.track.moving:
+            track.learn_height(prev)  # a view first taken in motion, now seen at rest
+        track.t_obs = t
+        if prev.rgb is not None:  # a settled look is the reference's colour: the reference follows it
+            prev.rgb = (1 - REFERENCE_BLEND) * prev.rgb + REFERENCE_BLEND * np.asarray(det.rgb, dtype=np.float64)
+        self.store.log.noops += 1
+        if a.get("articulated") and not a["state"]:
+            self.hooks.geometry_changed(node, t)  # a part not judged yet is judged as soon as it can be
+
+    def partial_view(self, node: str, det: ObjectObservation, prev: View | None, track: Track, a: dict, aff) -> bool:
+        """Whether a view shows only part of the object (its centre shifts with no motion): cut by the
+        image's edge, a fraction of the camera's last view's points, or one face of a solid object. Never
+        for a held object or a sliding part, whose views change for real; always for a pressable part's
+        view of another class (its lit cap). A view reaching well out of the last one shows the object
+        elsewhere; a shape-only node's last view of another size class was merged with a neighbour, so
+        no reference."""
+        tc = self.config.track
+        partial = (det.truncated or (prev is not None and det.n_points < tc.partial_points * prev.n_points)
+                   or _one_face(det, track, tc.face_thin, tc.solid)) and not (a["held"] or aff.prismatic)
+        if prev is not None:
+            partial = partial and not _reaches_out(det, prev, tc.reach_out)
+            if aff.shape_only:
+                partial = partial and shape_class(prev.box_max - prev.box_min) == a["cls"]
+        partial = partial or (aff.pressable and det.label != a["cls"])
+        if self.config.detector.drawer_narrow_views and prev is not None and aff.prismatic:
+            partial = partial or self.hooks.narrower_across(node, det, prev)
+        return bool(partial)
+
+    def _colour(self, det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict,
+                changes: dict, aff) -> int:
+        """Judge the view's colour against the camera's reference look; write a logged change into
+        ``changes`` and return +1 (brightened), -1 (dimmed) or 0. A step of the brightest channel by
+        ``brightness_ratio`` or more is a light going on or off (the name kept: a white block in a drawer
+        is still white), a firm change of colour name a recolouring; either holds once its evidence
+        reaches ENTER (``ColourEvidence``): a clear change at once, a weaker one over two frames."""
+        if reference is None or view is None:
+            return 0
+        cfg = self.config.association
+        rgb = np.asarray(det.rgb, dtype=np.float64)
+        ratio = np.log(brightness(rgb) / brightness(reference))
+        step = abs(ratio) / np.log(cfg.brightness_ratio)
+        far = colour_distance(rgb, reference) / cfg.colour_tolerance
+        renamed = (det.colour != colour_name(reference) and named_firmly(rgb) and det.colour != a["colour"]
+                   and not (step > 1 and ratio > 0 and hue_nudged(rgb, reference)))
+        strength = max(step, far if renamed else 0.0)
+        view.pending = evidence = min(LIMIT, max(0.0, view.pending) + ENTER * (strength - 1.0)) if strength > 1 else 0.0
+        if evidence < ENTER:
+            if strength <= 1:
+                view.rgb = (1 - REFERENCE_BLEND) * reference + REFERENCE_BLEND * rgb
+            return 0
+        view.rgb, view.pending = rgb, 0.0
+        if renamed and far > 1:
+            changes.update(colour=det.colour, rgb=vec(np.round(rgb, 4)))
+        elif step > 1:
+            changes.update(rgb=vec(np.round(rgb, 4)))
+        else:
+            return 0
+        return (1 if ratio > 0 else -1) if step > 1 else 0
+
+    def _vote(self, node: str, a: dict, track: Track, label: str, t: int) -> None:
+        """Count the view's class; the node is renamed when its votes say so, unless its affordances were
+        fixed at its making (a part on a joint, a support, an emissive thing whose lit face a detector
+        names otherwise) or a container holding something would stop being one."""
+        new = track.vote(label, a["cls"])
+        old_aff, new_aff = affords(a["cls"]), affords(label if new is None else new)
+        if new is None or old_aff.jointed or track.surface or new_aff.jointed or old_aff.emissive:
+            return
+        if a["kind"] == new_aff.kind == "object":
+            self.store.set(node, t, "renamed", {"cls": new})
+        elif {a["kind"], new_aff.kind} == {"object", "container"} and not self.hooks.holds_anything(node):
+            self.store.set(node, t, "renamed", {"cls": new, "kind": new_aff.kind})
+        else:
+            return
+        self.renamed.add(node)
+
+
+def _one_face(det: ObjectObservation, track: Track, thin: float, solid: float) -> bool:
+    """Whether a view is flat along an axis on which the remembered box is thick: one face of a solid."""
+    return bool(np.any((det.extent < thin) & (track.box_max - track.box_min >= solid)))
+
+
+def _reaches_out(det: ObjectObservation, prev: View, reach: float) -> bool:
+    """Whether ``det`` reaches ``reach`` m or more beyond the box of the same camera's last view."""
+    return bool(np.any(det.box_min < prev.box_min - reach) or np.any(det.box_max > prev.box_max + reach))
+
+
+def _nested(det: ObjectObservation, prev: View, slack: float) -> bool:
+    """Whether one of ``det`` and ``prev`` has at least twice the other's points and holds its box."""
+    small, big = (det, prev) if det.n_points < prev.n_points else (prev, det)
+    return bool(big.n_points >= 2 * max(small.n_points, 1) and np.all(small.box_min >= big.box_min - slack)
+                and np.all(small.box_max <= big.box_max + slack))
