@@ -98,3 +98,18 @@ def proprio(tcp, width: float) -> np.ndarray:
     p[14:17] = tcp
     p[21] = width
     return p
+
+
+def cabinet_frame(t: int, out: float, noise=None, seed: int = 0) -> Frame:
+    """A cabinet with one drawer pulled ``out`` m out of it (along -x), seen from above; with ``noise`` (3,) m
+    the views carry that point noise and jitter by a fraction of it."""
+    rng = np.random.default_rng(seed)
+    cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
+    drawer = detection((0.55 - out / 2, 0.0, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+    if noise is not None:
+        for det in (cab, drawer):
+            delta = rng.normal(0.0, 0.3 * float(np.max(noise)), 3)
+            det.points = (det.points + delta).astype(np.float32)
+            det.box_min, det.box_max, det.centroid = det.box_min + delta, det.box_max + delta, det.centroid + delta
+            det.noise = np.asarray(noise, dtype=np.float64)
+    return frame(t, [cab, drawer])

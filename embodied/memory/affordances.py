@@ -12,6 +12,7 @@ emissive       it lights up: a change of its colour is news (a flash, a colour s
 pressable      a cap pressed in place: it never moves; it is judged pressed or released
 prismatic      it slides out of a housing on a joint: judged open or shut along its slide
 jointed        it moves only on its joint: never carried off, never found elsewhere
+mounted        fixed in place (a screen on its stand): a view that seems to move it shows part of it
 container      it holds things: what vanishes within it is hidden there
 carries        a rigid container whose contents travel with it (a cup over a ball) and stay behind when it
                is lifted clear
@@ -37,6 +38,7 @@ class Affordances:
     pressable: bool = False
     prismatic: bool = False
     jointed: bool = False
+    mounted: bool = False
     container: bool = False
     carries: bool = False
     support: bool = False
@@ -47,8 +49,13 @@ class Affordances:
 
     @property
     def fixed(self) -> bool:
-        """Never moves by itself: supports, housings and parts on a joint."""
-        return self.support or self.housing or self.jointed
+        """Never moves by itself: supports, housings, mounted things and parts on a joint."""
+        return self.support or self.housing or self.jointed or self.mounted
+
+    @property
+    def anchored(self) -> bool:
+        """Never moves at all (a part that slides does, along its joint)."""
+        return self.fixed and not self.prismatic
 
 
 _CUP = Affordances(kind="container", container=True, carries=True)
@@ -66,7 +73,7 @@ TABLE: dict[str, Affordances] = {
                                graspable=False),
     **dict.fromkeys(("button", "switch"), _PRESSABLE),
     **dict.fromkeys(("door", "lever"), Affordances(kind="articulated", jointed=True, graspable=False)),
-    "cue_panel": Affordances(emissive=True, graspable=False),
+    "cue_panel": Affordances(emissive=True, mounted=True, graspable=False),
     **dict.fromkeys(("table", "pad", "surface", "shelf", "counter", "desk", "bed", "sofa", "couch", "rug",
                      "wardrobe", "bookshelf", "coffee_table", "nightstand", "armchair", "fridge"), _SUPPORT),
     **dict.fromkeys(("floor", "wall", "walls", "ceiling", "plane"), _STRUCTURE),

@@ -90,7 +90,7 @@ class Associator:
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
         fixed = surface | np.array([f.fixed for f in aff], dtype=bool)
         emissive = np.array([f.emissive for f in aff], dtype=bool)
-        pressable = np.array([f.pressable for f in aff], dtype=bool)
+        anchored = np.array([f.anchored for f in aff], dtype=bool)
         shape_only = np.array([f.shape_only for f in aff], dtype=bool)
         views = [tr.views.get(camera) for tr in tracks]
         last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
@@ -120,7 +120,9 @@ class Associator:
             ok = same_cls.copy()
         else:
             ok = same_cls | (loose[:, None] & ~fixed[None])
-        ok &= over | ~pressable[None]  # a pressable cap never moves: a view of it is centred over it
+        # An anchored thing (not furniture, which is seen in pieces) never moves: a view of it is centred over it.
+        if self.config.on("anchored_footprint"):
+            ok &= over | ~(anchored & ~surface)[None]
         d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
         as_before = looks_as_before(d_rgb, seen_rgb, cfg.colour_tolerance, cfg.brightness_ratio)
         col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
@@ -133,14 +135,14 @@ class Associator:
         same = ok & as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before, shift, cfg.settle_size)
         settled[:] = same
         costs[same] = cfg.settled_cost
-        if profile.class_votes:
+        if profile.class_votes and self.config.on("lit_face"):
             caps = thing[:, None] & emissive[None] & ~same_cls & centred_over(d_c, rows.lo, rows.hi)
             costs[caps] = np.minimum(costs[caps], cfg.lit_cap_cost)
             overlaps[caps] = 1.0
         near = np.minimum(dist / cfg.move_gate, 1.0)
         for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~same.any(axis=1)[:, None])):
             det, node = dets[i], rows.nodes[j]
-            if self.hooks.off_slide(node, det, centres[j]):
+            if self.config.on("slide_gate") and self.hooks.off_slide(node, det, centres[j]):
                 continue
             ov = 0.0
             if touching[i, j]:
@@ -154,10 +156,11 @@ class Associator:
                 cost = 1.0 - ov + cfg.near_weight * near[i, j] + (cfg.still_cost if still[j] and not over[i, j] else 0)
             elif ov >= 0.5 and (same_cls[i, j] or shape_only[j]):
                 cost = 1.0 - ov + cfg.near_weight * near[i, j] + cfg.other_colour_cost
-            elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and not pressable[j]
+            elif (col_ok[i, j] and dist[i, j] < gate[j] and not surface[j] and not anchored[j]
                   and (same_cls[i, j] or shape_only[j] or profile.class_votes)
-                  and not ((patch[i] or (loose[i] and not same_cls[i, j])) and hidden[j])
-                  and not self._unmoved_elsewhere(rows, j, camera, frame)):
+                  and not (self.config.on("patch_not_hidden") and (patch[i] or (loose[i] and not same_cls[i, j]))
+                           and hidden[j])
+                  and not (self.config.on("unmoved_elsewhere") and self._unmoved_elsewhere(rows, j, camera, frame))):
                 cost = cfg.motion_cost + dist[i, j] / gate[j] + (cfg.still_cost / 2 if still[j] else 0.0)
             if cost < costs[i, j]:
                 costs[i, j], overlaps[i, j] = cost, ov
@@ -171,7 +174,7 @@ class Associator:
         """(N,) bool: rigid containers lost at rest whose place the depth still shows filled, where merged
         views are left out (``object_pieces``): such a node takes a view off its footprint only after the
         others, as a passing look-alike lost in the merge beside it has the better claim."""
-        if not self.config.detector.object_pieces:
+        if not (self.config.detector.object_pieces and self.config.on("standing_still")):
             return np.zeros(len(attrs), dtype=bool)
         moving = self.config.track.moving
         return np.array([a["status"] == "unseen" and affords(a["cls"]).carries
@@ -206,7 +209,9 @@ class Associator:
         joins them). Never a part on a joint: it cannot leave its place. A node merely out of view, lost at
         rest, only within the profile's reach."""
         cfg, profile = self.config.association, self.config.detector
-        todo = [i for i, d in enumerate(dets) if self.hooks.looked_at(d.center) and not is_line(d, cfg.line)]
+        on = self.config.on
+        todo = [i for i, d in enumerate(dets) if (not on("looked_at_ground") or self.hooks.looked_at(d.center))
+                and not (on("no_lines") and is_line(d, cfg.line))]
         if not todo:
             return
         attrs, tracks = rows.attrs, rows.tracks
@@ -230,14 +235,15 @@ class Associator:
         for i in todo:
             det = dets[i]
             ok = (cls == det.label) | (sized & ~hidden & (not profile.strict_class and affords(det.label).shape_only))
-            if self._patch(det):
+            if on("patch_not_hidden") and self._patch(det):
                 ok &= ~hidden
             d_rgb = np.asarray(det.rgb, dtype=np.float64)
             near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
             near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio
             ok &= (colour == det.colour) | near_colour
             handoff = np.flatnonzero(recent & ok)
-            if len(handoff) and np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
+            if on("handoff") and len(handoff) and \
+                    np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
                 continue
             cand = np.flatnonzero(free & ok)
             d = np.linalg.norm(centres[cand] - det.center, axis=1)

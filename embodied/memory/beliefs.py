@@ -1,15 +1,16 @@
 """Beliefs accumulated from evidence, as occupancy maps keep them: log-odds, with decisions on the belief.
 
     pressed = Belief()                          # log-odds 0: no evidence either way
-    pressed.add(gaussian_llr(top, rest - click, rest, sigma))   # one frame's evidence
-    if pressed.flipped(): ...                   # the decision changed: log it
+    pressed.add(side_llr(travel, click, sigma, cfg.cap), cfg)   # one frame's evidence (cfg: BeliefConfig)
+    if pressed.changed: ...                     # the decision changed: log it
 
 A measurement x with noise std sigma speaks for hypothesis "yes" (mean mu_yes) over "no" (mean mu_no) by
 the log-likelihood ratio ((x - mu_no)^2 - (x - mu_yes)^2) / (2 sigma^2). A frame's evidence is capped
 (``CAP``): one outlying frame moves a belief at most as far as a clear frame does, and the belief itself
-is clamped (``LIMIT``) so that it can turn when the world changes. A belief holds "yes" from ``ENTER``
-and lets it go under ``-ENTER``: a clear frame (a measurement three noise stds past the threshold, whose
-evidence reaches ``CAP``) turns it at once, weaker frames add up (two frames two stds past).
+is clamped (``limit``) so that it can turn when the world changes. A belief holds "yes" from ``enter``
+and lets it go under ``-enter``: a clear frame (a measurement three noise stds past the threshold, whose
+evidence reaches ``cap``) turns it at once, weaker frames add up (two frames two stds past). The three
+numbers are ``config.BeliefConfig``'s.
 """
 
 from __future__ import annotations
@@ -17,19 +18,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-CAP = 6.0  # the most one frame may add: a measurement 3 stds past the threshold (log-odds 6.6)
-LIMIT = 4.0  # the belief stays within +-LIMIT, so one clear frame (CAP) turns it past ENTER
-ENTER = 2.0  # log-odds 2 (88 %) decides "yes", -2 "no"
+from embodied.memory.config import BeliefConfig
 
 
-def gaussian_llr(x: float, mu_yes: float, mu_no: float, sigma: float, cap: float = CAP) -> float:
-    """Log-likelihood ratio of ``x`` under N(mu_yes, sigma) against N(mu_no, sigma), capped at +-``cap``."""
-    s2 = 2.0 * max(sigma, 1e-9) ** 2
-    llr = ((x - mu_no) ** 2 - (x - mu_yes) ** 2) / s2
-    return max(-cap, min(cap, llr))
-
-
-def side_llr(x: float, threshold: float, sigma: float, cap: float = CAP) -> float:
+def side_llr(x: float, threshold: float, sigma: float, cap: float) -> float:
     """Log-odds that the true value lies above ``threshold`` given a measurement ``x`` with noise std
     ``sigma``: log(Phi(z) / Phi(-z)), z = (x - threshold) / sigma, capped at +-``cap``. A noiseless
     measurement decides at once; one a std past the threshold gives 1.7, so two such frames decide."""
@@ -50,21 +42,25 @@ class Belief:
     state: bool = False
     changed: bool = False  # the last ``add`` flipped the decision
 
-    def add(self, llr: float) -> bool:
-        """Fold one frame's evidence in (capped at +-CAP); returns the decision (True: yes)."""
-        self.log_odds = max(-LIMIT, min(LIMIT, self.log_odds + max(-CAP, min(CAP, llr))))
+    def add(self, llr: float, cfg: BeliefConfig) -> bool:
+        """Fold one frame's evidence in (capped at +-cap); returns the decision (True: yes)."""
         before = self.state
-        if self.log_odds >= ENTER:
+        if cfg.single_frame:  # the ablation: this frame's evidence alone decides
+            self.log_odds, self.state = llr, llr > 0
+            self.changed = self.state != before
+            return self.state
+        self.log_odds = max(-cfg.limit, min(cfg.limit, self.log_odds + max(-cfg.cap, min(cfg.cap, llr))))
+        if self.log_odds >= cfg.enter:
             self.state = True
-        elif self.log_odds <= -ENTER:
+        elif self.log_odds <= -cfg.enter:
             self.state = False
         self.changed = self.state != before
         return self.state
 
-    def reset(self, state: bool, log_odds: float | None = None) -> None:
-        """Set the decision (an action known to change it: the robot's own press), with its evidence."""
+    def reset(self, state: bool, cfg: BeliefConfig) -> None:
+        """Set the decision with full evidence (seen again; the robot's own press let go)."""
         self.state = bool(state)
-        self.log_odds = (LIMIT if state else -LIMIT) if log_odds is None else log_odds
+        self.log_odds = cfg.limit if state else -cfg.limit
         self.changed = False
 
     @property

@@ -110,8 +110,8 @@ class Body:
             g["holding"], g["grasp_width"] = best, width
             g["offset"] = vec(store.tracks[best].center - tcp)
             # In the hand, out of its container (carried unseen, it must not move with the container).
-            store.set(best, t, "grasp", {"held": True, "inside": ""} if store._graph.nodes[best].get("inside")
-                      else {"held": True})
+            out = self.config.on("grasp_takes_out") and store._graph.nodes[best].get("inside")
+            store.set(best, t, "grasp", {"held": True, "inside": ""} if out else {"held": True})
 
     # --- places --------------------------------------------------------------------------------
     def _places(self, pos: np.ndarray, t: int) -> None:

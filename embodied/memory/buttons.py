@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from embodied.memory.affordances import affords
-from embodied.memory.beliefs import CAP, RunningMean, side_llr
+from embodied.memory.beliefs import RunningMean, side_llr
 from embodied.memory.noise import centre_std
 
 
@@ -41,16 +41,21 @@ class Buttons:
             return
         track = self.store.tracks[node]
         top = float(track.box_max[2])
-        view_std = max((centre_std(v.noise, len(v.points)) for v in track.views.values()), default=0.0)
+        view_std = max((centre_std(v.noise, len(v.points), self.config.sensor) for v in track.views.values()),
+                       default=0.0)
         rest = self._rest(track)
         click = self.config.articulation.click
-        if rest.n == 0 or (not self.hooks.hand_over(track) and (not track.press.state and top > rest.mean - click / 2)):
+        hand = self.config.on("hand_hides_cap") and self.hooks.hand_over(track)
+        if rest.n == 0 or (not hand and not track.press.state and top > rest.mean - click / 2):
             rest.add(top)
             p = track.parts
             p.update(top=rest.mean, top_n=rest.n, top_m2=rest.m2)
             (p["x0"], p["y0"]), (p["x1"], p["y1"]) = track.box_min[:2], track.box_max[:2]
+        elif hand:
+            return  # the fingers hide the cap: what is seen of it is no evidence (proprioception judges it)
         sigma = math.hypot(view_std, rest.std_of_mean)
-        track.press.add(side_llr(rest.mean - top, click, sigma))
+        beliefs = self.config.beliefs
+        track.press.add(side_llr(rest.mean - top, click, sigma, beliefs.cap), beliefs)
         self._log(node, a, track, t)
 
     def on_hand(self, tcp: np.ndarray, t: int) -> None:
@@ -70,11 +75,11 @@ class Buttons:
             over = bool(np.all(tcp[:2] >= lo) and np.all(tcp[:2] <= hi))
             if over:
                 sigma = math.hypot(cfg.sensor.proprio_sigma, rest.std_of_mean)
-                if track.press.add(side_llr(top - tip, cfg.articulation.click, sigma)) and a["state"] != "pressed":
+                pressed = track.press.add(side_llr(top - tip, cfg.articulation.click, sigma, cfg.beliefs.cap), cfg.beliefs)
+                if pressed and a["state"] != "pressed":
                     self.store.set(node, t, "pressed", {"state": "pressed", "pressed_by": "agent"})
             if a["state"] == "pressed" and a.get("pressed_by") == "agent" and (not over or tip > top):
-                track.press.add(-CAP)
-                track.press.reset(False)
+                track.press.reset(False, cfg.beliefs)
                 self.store.set(node, t, "released", {"state": "released", "pressed_by": ""})
 
     def _log(self, node: str, a: dict, track, t: int) -> None:

@@ -21,6 +21,44 @@ from embodied.memory.affordances import ARTICULATED_CLASSES, HOUSING_CLASSES, SI
 
 DETECTORS = ("masks", "learned", "geometric")
 
+# The named rules: mechanisms for one kind of evidence a general one does not cover. Each can be switched
+# off (``MemoryConfig.off``) to show what it does; tests/test_memory_rules.py holds one ablation per rule.
+RULES = {
+    # association
+    "lit_face": "a view of another class centred over an emissive node is its lit face (class votes)",
+    "unmoved_elsewhere": "a node another camera sees unmoved this frame is taken by no view's nearness",
+    "standing_still": "a container lost at rest takes a view off its footprint after passing look-alikes",
+    "patch_not_hidden": "a patch (a size class with no height) never takes a thing hidden in a container",
+    "slide_gate": "a part on a slide is taken only by views along its slide",
+    "anchored_footprint": "an anchored thing is taken only by views centred over it",
+    "looked_at_ground": "a node is found again only on ground a camera looked at before",
+    "no_lines": "a line (thin along two axes) finds no node again",
+    "handoff": "a node lost a moment ago close by is the better explanation of a look-alike view",
+    # spawn
+    "patch_piece": "a patch beside a view of its colour that found a node is a piece of it",
+    "steady_edge": "an emissive thing seen still at the image's edge makes a node (where edge views wait)",
+    "in_hand": "a view of the held object's class and colour beside it is a sliver between the fingers",
+    "beside_pressable": "a pressable view centred by a remembered one is a sliver of its base",
+    # measurement update
+    "one_face": "a view flat along an axis on which the object is thick shows one face",
+    "reaches_out": "a smaller view reaching out of the camera's last one shows the object elsewhere",
+    "nested": "a view nested in the camera's last (or holding it) shows the same still thing",
+    "shape_reference": "a size-class node's last view of another size class is no reference",
+    "lit_face_partial": "a pressable part's view of another class is its lit face: part of it",
+    "height": "a rigid object seen from above keeps the height it showed at rest",
+    "hue_edge": "a hue at its name's edge, or nudged by a brighter look, is no change of colour",
+    # lifecycle and identity
+    "glimpse": "an object seen a moment after leaving a container, then lost, is still in it",
+    "sink": "an object lost into a container above its floor sank to it",
+    "uncover": "a cup lifted clear of what it covered holds it no longer",
+    "rejoin": "a node renamed by its votes joins the node of its new class known gone",
+    # parts and the hand
+    "reaching_in": "a drawer the fingers reach into is not judged (the arm hides its front)",
+    "across_is_partial": "a drawer view shifted across its slide shows part of it (it slides along it only)",
+    "hand_hides_cap": "a cap under the hand is judged from proprioception alone",
+    "grasp_takes_out": "an object grasped is in no container any more",
+}
+
 
 @dataclass
 class DetectorProfile:
@@ -66,6 +104,17 @@ class SensorPrior:
     calibration_shift: float = 0.003  # m RMS: two cameras' calibrations disagree by this much ...
     calibration_tilt: float = 0.3  # degrees RMS ... and this much rotation (a good hand-eye calibration)
     proprio_sigma: float = 0.001  # m: the TCP from joint readings (kinematic offsets of a fraction of a mrad)
+    face_share: float = 4.0  # a box face rests on about a quarter of a view's points (its std: the points' over sqrt)
+
+
+@dataclass
+class BeliefConfig:
+    """Evidence accumulated as log-odds (embodied.memory.beliefs)."""
+
+    cap: float = 6.0  # the most one frame adds: a measurement 3 noise stds past the threshold (log-odds 6.6)
+    limit: float = 4.0  # beliefs stay within +-limit, so one clear frame (cap) turns them past enter
+    enter: float = 2.0  # log-odds 2 (88 %) decides "yes", -2 "no"
+    single_frame: bool = False  # the ablation: each decision on one frame's evidence alone, as thresholds made them
 
 
 @dataclass
@@ -123,7 +172,9 @@ class TrackConfig:
     face_thin: float = 0.005  # m: a view this thin along an axis ...
     solid: float = 0.02  # m ... on which the object is this thick shows one face of it
     nest_slack: float = 0.01  # m: a view within this of another's box lies inside it
+    reference_blend: float = 0.5  # a camera's reference look moves this far toward each look showing no change
     log_tol: float = 0.01  # m: a position change written to the event log
+    face_tol: float = 0.003  # m: a box face moving this far is written too (a touch or a grasp aims at faces)
     max_points: int = 256  # points a node's fused cloud keeps
     moving: float = 0.003  # m per step: a smoothed speed above this is motion
     furniture_width: float = 0.5  # m: a first view wider than this is furniture whatever it is called
@@ -139,7 +190,13 @@ class LifecycleConfig:
     min_projected: int = 3  # a camera with fewer of a node's points in its image gives no verdict
     missing_fraction: float = 0.5  # share of a node's points seen through for a frame's "absent" evidence
     occluded_fraction: float = 0.5  # share hidden behind something nearer: occluded
-    missing_evidence: float = 2.0  # log-odds of absence for "missing" (one clear frame: 2.2; noise needs two)
+    misread: float = 0.05  # share of a node's points a depth image misreads either way (each is log(19) of evidence)
+    frame_evidence: float = 3.0  # most one frame adds to absence: one frame (a glitch, a hand passing) is no missing
+    samples: int = 32  # points of a node tested against the depth
+    ground_band: float = 0.015  # m: depth cannot tell an object's bottom this thick from its support: no samples
+    look_cell: float = 0.25  # m: cells of the ground the cameras have looked at
+    look_move: float = 0.02  # m a camera moves (or look_turn degrees it turns) before its ground cells are read again
+    look_turn: float = 0.5  # degrees
     glimpse: int = 5  # steps: an object seen again this briefly after leaving a container is still in it
     floating: float = 0.015  # m: an object shut in a container this far above its floor sank to it
     contain_margin: float = 0.01  # m: a container's box grows by this for what is in it
@@ -153,6 +210,7 @@ class ArticulationConfig:
     """Buttons and drawers (embodied.memory.buttons, embodied.memory.drawers)."""
 
     click: float = 0.006  # m of cap travel where a button clicks (the tasks' press)
+    slide_floor: float = 0.002  # m: a drawer's travel std on a noiseless renderer (an edge moves a fraction of a pixel)
     fingertip_below_tcp: float = 0.012  # m: Panda fingertips reach this far below the TCP
     reach_slack: float = 0.02  # m: fingers over a part's footprint grown by this are over it ...
     reach_above: float = 0.2  # m ... up to this high over its top
@@ -160,6 +218,7 @@ class ArticulationConfig:
     housing_margin: float = 0.03  # m: a shut drawer's front sits this far outside its housing
     front_min: float = 0.08  # m: a drawer view this wide shows its front, which is across the slide
     narrower: float = 0.7  # a drawer view this much narrower across its slide than the camera's last is partial
+    across_shift: float = 0.01  # m: a drawer view centred this far across its slide from the last shows part of it
     row_reach: float = 1.0  # m: drawers this close are one row, which faces one way
     pull_reach: float = 0.25  # m: a drawer pulled this far out still slides out of its housing
     piece_across: float = 0.015  # m: a drawer's piece lies across its slide within its width and this
@@ -212,6 +271,7 @@ class MemoryConfig:
 
     detector: DetectorProfile = field(default_factory=DetectorProfile)
     sensor: SensorPrior = field(default_factory=SensorPrior)
+    beliefs: BeliefConfig = field(default_factory=BeliefConfig)
     association: AssociationConfig = field(default_factory=AssociationConfig)
     track: TrackConfig = field(default_factory=TrackConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
@@ -219,6 +279,11 @@ class MemoryConfig:
     grasp: GraspConfig = field(default_factory=GraspConfig)
     relations: RelationConfig = field(default_factory=RelationConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    off: tuple[str, ...] = ()  # named rules switched off (RULES): ablations
+
+    def on(self, rule: str) -> bool:
+        """Whether the named rule ``rule`` (a RULES key) is on."""
+        return rule not in self.off
 
     @classmethod
     def for_detector(cls, name: str, **profile: Any) -> MemoryConfig:
@@ -228,11 +293,16 @@ class MemoryConfig:
     def validate(self) -> None:
         for part in dataclasses.fields(self):
             section = getattr(self, part.name)
+            if not dataclasses.is_dataclass(section):
+                continue
             for f in dataclasses.fields(section):
                 value = getattr(section, f.name)
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0 \
                         and not f.name.endswith("_cost"):  # costs may be negative (a settled look's bonus)
                     raise ValueError(f"config.{part.name}.{f.name} must be >= 0, got {value}")
+        unknown = sorted(set(self.off) - set(RULES))
+        if unknown:
+            raise ValueError(f"config.off: unknown rule {unknown[0]!r}; rules: {', '.join(RULES)}")
         if self.detector.name not in DETECTORS:
             raise ValueError(f"config.detector.name must be one of {DETECTORS}, got {self.detector.name!r}")
         if not 0 < self.association.min_overlap <= 1:
@@ -255,6 +325,11 @@ class MemoryConfig:
         for name, values in doc.items():
             if name not in sections:
                 raise ValueError(f"config: unknown section {name!r}")
+            if name == "off":
+                if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                    raise ValueError("config.off: expected a list of rule names")
+                built[name] = tuple(values)
+                continue
             kind = sections[name].default_factory
             if not isinstance(values, dict):
                 raise ValueError(f"config.{name}: expected an object, got {type(values).__name__}")

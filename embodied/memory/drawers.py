@@ -20,7 +20,6 @@ from embodied.memory.affordances import affords
 from embodied.memory.beliefs import side_llr
 
 SLIDE_SIDES = ("out_x-", "out_y-", "out_x+", "out_y+")
-SLIDE_FLOOR = 0.002  # m: the travel's std on a noiseless renderer (a view's edge moves by a fraction of a pixel)
 
 
 def side_vector(side: str) -> np.ndarray:
@@ -55,7 +54,7 @@ class Drawers:
         if not aff.prismatic:
             return
         track = self.store.tracks[node]
-        if self.hooks.reaching_in(track):
+        if self.config.on("reaching_in") and self.hooks.reaching_in(track):
             return
         found = self._travel(node, track, aff)
         if found is None:
@@ -73,9 +72,9 @@ class Drawers:
         self.dirty.add(a["cls"])
 
     def _noise(self, track) -> float:
-        """m: the std of a travel measurement: the views' point noise along the slide, or SLIDE_FLOOR."""
+        """m: the std of a travel measurement: the views' point noise along the slide, or ``slide_floor``."""
         noise = max((float(np.max(v.noise[:2])) for v in track.views.values()), default=0.0)
-        return max(SLIDE_FLOOR, self.config.sensor.k * noise / 2)
+        return max(self.config.articulation.slide_floor, self.config.sensor.k * noise / 2)
 
     def end_frame(self, t: int) -> None:
         """Open or shut, for every part of a class measured this frame, against the row's shut travel (the
@@ -93,7 +92,8 @@ class Drawers:
             for n in parts:
                 track = self.store.tracks[n]
                 p = track.parts
-                track.opened.add(side_llr(p["now"], ref + cfg.open_delta / 2, self._noise(track)))
+                beliefs = self.config.beliefs
+                track.opened.add(side_llr(p["now"], ref + cfg.open_delta, self._noise(track), beliefs.cap), beliefs)
                 state = "open" if track.opened.state else "closed"
                 before = self.store._graph.nodes[n]["state"]
                 if state == before:
@@ -190,6 +190,16 @@ class Drawers:
             return False
         k = across(side)
         return abs(float(point[k]) - float(centre[k])) > self.config.association.slide_gate
+
+    def shifted_across(self, node: str, det, prev) -> bool:
+        """Whether a view of a part is centred more than ``across_shift`` (or its noise) across the part's
+        slide from the camera's last view of it; False before its slide is known."""
+        side = self.slide_side(node)
+        if side is None:
+            return False
+        k = across(side)
+        tol = max(self.config.articulation.across_shift, self.config.sensor.k * float(det.noise[k]))
+        return abs(float(det.center[k]) - float(prev.center[k])) > tol
 
     def narrower_across(self, node: str, det, prev) -> bool:
         """Whether a view of a part is under ``narrower`` times as wide across its slide as the camera's

@@ -78,7 +78,7 @@ class Identity:
                     same = same_colour(a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]),
                                        cfg.colour_tolerance) and (
                         overlap(tn.points, to.keys, cfg.voxel) >= 0.5 or overlap(to.points, tn.keys, cfg.voxel) >= 0.5
-                        or self._handoff(old, new, touched))
+                        or (self.config.on("handoff") and self._handoff(old, new, touched)))
                 if same:
                     keep, drop = (old, new) if b["first_seen"] <= a["first_seen"] else (new, old)
                     self.merge(keep, drop, t)
@@ -116,7 +116,7 @@ class Identity:
             tk.grow_surface(td.points, td.box_min, td.box_max, cfg.track.max_points, cfg.association.voxel)
         elif b["last_seen"] >= a["last_seen"]:
             tk.views = td.views  # the newer node has the current look
-        tk.refresh(cfg.association.voxel, cfg.track.max_points, height_slack=cfg.track.height_slack)
+        tk.refresh(cfg)
         for label, count in td.votes.items():
             tk.votes[label] = tk.votes.get(label, 0) + count
         a["n_obs"] += b["n_obs"]

@@ -3,8 +3,8 @@
 A node not matched this frame stays in memory; its remembered points are projected into the depth images
 (``spatial.visibility_many``) and each point with a return is evidence. Seen through (the depth reads
 farther: the object should be there and is not) speaks for absence, any other reading for presence; with
-one in twenty points misread either way, each point is worth log(19) = 2.9 of log-odds. The ``gone``
-belief adds up the frames; ``missing`` is its decision. Otherwise the state says why it was not seen:
+one in twenty points misread either way (``misread``), each point is worth log(19) = 2.9 of log-odds, and a
+frame at most ``frame_evidence``. The ``gone`` belief adds up the frames; ``missing`` is its decision. Otherwise the state says why it was not seen:
 
     visible       matched this frame
     occluded      most of its points are behind something nearer
@@ -27,7 +27,6 @@ import numpy as np
 
 from embodied.memory.update import confidence, vec
 
-POINT_EVIDENCE = math.log(19.0)  # log-odds of one point's reading, with 1 in 20 misread (5 %) either way
 
 
 class _Samples:
@@ -69,11 +68,13 @@ class Lifecycle:
             total, through, occluded = visibility_many(_Samples(rows.tracks, judged_rows.tolist()), views, cfg,
                                                        self.config.sensor.k, boxes)
             holders = self.holders(rows, judged_rows)
+            point = math.log((1.0 - cfg.misread) / cfg.misread)  # one point's reading, misread at that rate
             for k, i in enumerate(judged):
                 track = rows.tracks[lost[i]]
                 other = total[k] - through[k] - occluded[k]
                 if total[k]:
-                    track.gone.add(POINT_EVIDENCE * float(through[k] - other))
+                    track.gone.add(float(np.clip(point * float(through[k] - other), -cfg.frame_evidence,
+                                                 cfg.frame_evidence)), self.config.beliefs)
                 if track.gone.state:
                     status = "missing"
                 elif total[k] == 0:
@@ -92,7 +93,7 @@ class Lifecycle:
             else:
                 status, holder = verdict[i]
                 track = rows.tracks[lost[i]]
-                if not holder and track.left in store._graph and t - track.left_t <= cfg.glimpse:
+                if not holder and self.config.on("glimpse") and track.left in store._graph and t - track.left_t <= cfg.glimpse:
                     holder = track.left  # seen a moment through a shutting drawer's gap: still in it
             changes: dict = {}
             tag = status
@@ -113,7 +114,7 @@ class Lifecycle:
         if parts.get("slid_t") == t:
             shift[:2] = parts["slid_x"], parts["slid_y"]
         above = track.box_min[2] - self.store.tracks[holder].box_min[2]
-        if above > self.config.lifecycle.floating:
+        if above > self.config.lifecycle.floating and self.config.on("sink"):
             shift[2] = -above
         if not shift.any():
             return {}
@@ -171,6 +172,8 @@ class Lifecycle:
         their top), it holds them no longer: they stay, and the next look says whether they are."""
         self.carry_contents(container, delta, t)
         store = self.store
+        if not self.config.on("uncover"):
+            return
         bottom = store.tracks[container].box_min[2]
         for node in store.physical():
             a = store._graph.nodes[node]

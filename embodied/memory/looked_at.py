@@ -1,6 +1,6 @@
 """The ground the cameras have looked at.
 
-A set of ground cells (``LOOK_CELL`` m, xy) is kept in ``cells``: re-identification at any distance
+A set of ground cells (``look_cell`` m, xy) is kept in ``cells``: re-identification at any distance
 (``association``) only takes a view for a known object that moved unseen when it stands on ground a camera
 had looked at before; on new ground it is a discovery. ``cells`` is saved with the memory (the "looked"
 field); ``None`` means every place counts as looked at. ``poses`` holds each camera's pose when its view
@@ -16,13 +16,6 @@ import numpy as np
 
 from embodied.perception.types import CameraView
 
-LOOK_CELL = 0.25  # m, cells of the ground the cameras have looked at (see LookedAt._look)
-# A camera's view is read again for those cells once it moved this far or turned this much (a tenth of a
-# cell at a few metres) since it was last read: a wrist camera creeping a few mm per step is read rarely.
-LOOK_MOVE = 0.02  # m
-LOOK_TURN_COS = float(np.cos(np.radians(0.5)))
-
-
 @functools.lru_cache(maxsize=16)
 def _sparse_rays(shape: tuple[int, int], steps: tuple[int, int], K_bytes: bytes) -> np.ndarray:
     """(N,3) float64 camera-frame rays (x/z, y/z, 1) of every ``steps``-th pixel (rows, columns) of an
@@ -34,31 +27,32 @@ def _sparse_rays(shape: tuple[int, int], steps: tuple[int, int], K_bytes: bytes)
     return rays.reshape(-1, 3)
 
 
-def _barely_moved(before: np.ndarray, now: np.ndarray) -> bool:
-    """Whether a camera pose (4x4 camera-to-world) moved under ``LOOK_MOVE`` and turned under ``LOOK_TURN``."""
-    if np.abs(now[:3, 3] - before[:3, 3]).max() >= LOOK_MOVE:
+def _barely_moved(before: np.ndarray, now: np.ndarray, move: float, turn: float) -> bool:
+    """Whether a camera pose (4x4 camera-to-world) moved under ``move`` m and turned under ``turn`` degrees."""
+    if np.abs(now[:3, 3] - before[:3, 3]).max() >= move:
         return False
     # cos of the rotation angle between the two orientations: (trace(R1^T R2) - 1) / 2
-    return (np.einsum("ij,ij->", before[:3, :3], now[:3, :3]) - 1.0) / 2.0 > LOOK_TURN_COS
+    return (np.einsum("ij,ij->", before[:3, :3], now[:3, :3]) - 1.0) / 2.0 > np.cos(np.radians(turn))
 
 
 class LookedAt:
     """The record of looked-at ground cells."""
 
-    def __init__(self) -> None:
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg  # a LifecycleConfig: look_cell, look_move, look_turn
         self.cells: set[int] | None = set()
         self.poses: dict[str, np.ndarray] = {}  # camera -> its 4x4 pose when last read for cells
 
     def look(self, views: Iterable[CameraView]) -> None:
-        """Note the ground cells (``LOOK_CELL`` m, xy) this frame's cameras see: a sparse grid of depth
-        pixels back-projected. A camera that moved less than ``LOOK_MOVE`` m and ``LOOK_TURN`` since the
+        """Note the ground cells (``look_cell`` m, xy) this frame's cameras see: a sparse grid of depth
+        pixels back-projected. A camera that moved less than ``look_move`` m and ``look_turn`` since the
         last time it was read adds nothing new (its view shifted by a fraction of a cell)."""
         if self.cells is None:
             return
         for view in views:
             pose = np.asarray(view.cam_to_world, dtype=np.float64)
             before = self.poses.get(view.name)
-            if before is not None and _barely_moved(before, pose):
+            if before is not None and _barely_moved(before, pose, self.cfg.look_move, self.cfg.look_turn):
                 continue
             self.poses[view.name] = pose.copy()
             h, w = view.depth.shape
@@ -70,7 +64,7 @@ class LookedAt:
             rays = _sparse_rays((h, w), steps, np.asarray(view.K, dtype=np.float64).tobytes())[hit]
             cam = rays * z[hit, None].astype(np.float64)
             world = cam @ view.cam_to_world[:3, :3].T + view.cam_to_world[:3, 3]
-            cells = np.floor(world[:, :2] / LOOK_CELL).astype(np.int64) + (1 << 20)
+            cells = np.floor(world[:, :2] / self.cfg.look_cell).astype(np.int64) + (1 << 20)
             self.cells.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
 
     def looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
@@ -78,5 +72,5 @@ class LookedAt:
         true for a memory that keeps no such record)."""
         if self.cells is None:
             return True
-        ix, iy = (int(np.floor(float(c) / LOOK_CELL)) + (1 << 20) for c in point[:2])
+        ix, iy = (int(np.floor(float(c) / self.cfg.look_cell)) + (1 << 20) for c in point[:2])
         return any(((ix + dx) << 21) | (iy + dy) in self.cells for dx in (-1, 0, 1) for dy in (-1, 0, 1))

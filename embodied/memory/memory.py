@@ -45,7 +45,7 @@ class SpatialMemory(SceneQueries):
         config.validate()
         super().__init__(config)
         self.frames = 0
-        self.looked = LookedAt()
+        self.looked = LookedAt(config.lifecycle)
         hooks = SimpleNamespace()
         self.drawers = Drawers(self, config, hooks)
         self.buttons = Buttons(self, config, hooks)
@@ -56,7 +56,8 @@ class SpatialMemory(SceneQueries):
         hooks.__dict__.update(
             geometry_changed=self._geometry_changed, container_moved=self.lifecycle.container_moved,
             carry_contents=self.lifecycle.carry_contents, holds_anything=self.lifecycle.holds_anything,
-            narrower_across=self.drawers.narrower_across, off_slide=self.drawers.off_slide,
+            narrower_across=self.drawers.narrower_across, shifted_across=self.drawers.shifted_across,
+            off_slide=self.drawers.off_slide,
             across_slide=self.drawers.across_slide, looked_at=self.looked.looked_at, hand_over=self.body.hand_over,
             reaching_in=self.body.reaching_in)
 

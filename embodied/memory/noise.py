@@ -15,18 +15,21 @@ import numpy as np
 
 from embodied.memory.config import SensorPrior
 
-FACE_SHARE = 4.0  # a box face rests on about a quarter of a view's points
-
-
-def centre_std(noise: np.ndarray, n_points: int) -> float:
+def centre_std(noise: np.ndarray, n_points: int, prior: SensorPrior) -> float:
     """Std (m) of a view's box centre from its per-axis point noise (3,) m and its point count."""
-    return float(np.linalg.norm(noise)) / math.sqrt(max(1.0, n_points / FACE_SHARE))
+    return float(np.linalg.norm(noise)) / math.sqrt(max(1.0, n_points / prior.face_share))
 
 
 def shift_tolerance(noise: np.ndarray, n_points: int, prior: SensorPrior, floor: float) -> float:
     """m: a shift between two views of one camera under this is noise (``prior.k`` stds of the difference
     of two centres), or under ``floor`` (the renderer's own jitter, partial views)."""
-    return max(floor, prior.k * math.sqrt(2.0) * centre_std(noise, n_points))
+    return max(floor, prior.k * math.sqrt(2.0) * centre_std(noise, n_points, prior))
+
+
+def face_std(noise: np.ndarray, n_points: int, distance: float, prior: SensorPrior) -> np.ndarray:
+    """(3,) m: std of a view's box faces along each axis: its point noise over the points near a face, and
+    the calibration of its camera at ``distance`` m."""
+    return np.hypot(noise / math.sqrt(max(1.0, n_points / prior.face_share)), calibration_std(distance, prior))
 
 
 def calibration_std(distance: float, prior: SensorPrior) -> float:

@@ -104,7 +104,7 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
     for u, v, k in doc["edges"]:
         memory._graph.add_edge(u, v, key=k, rel=k)
     memory.log = log_from_json(doc["log"])
-    memory.tracks.update({n: Track.from_json(d, config.association.voxel) for n, d in doc["tracks"].items()})
+    memory.tracks.update({n: Track.from_json(d, config) for n, d in doc["tracks"].items()})
     looked = doc.get("looked")  # None: every place counts as looked at
     memory.looked.cells = None if looked is None else {int(k) for k in looked}
     memory.tracker.spawner.edge_views = _edge_views(doc.get("edge_views", []))

@@ -78,8 +78,8 @@ def visibility_many(
     projection per camera for all of them. Returns per object (K,) int64 counts: points that project
     into some image with a depth return, those the cameras see *through* (the depth reads farther: the
     object should be visible there and is not), and those hidden behind something nearer. A reading
-    differs from a point when it is off by more than ``depth_tol`` + ``depth_tol_rel`` of the range, and
-    ``k_sigma`` stds of the camera's depth noise at that range. A camera with fewer than
+    differs from a point when it is off by more than ``depth_tol`` + ``depth_tol_rel`` of the range (what a
+    remembered cloud's own error allows), or ``k_sigma`` stds of the camera's depth noise there if more. A camera with fewer than
     ``min_projected`` of an object's points in its image gives it no verdict. With ``boxes`` (lo, hi)
     (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image, and only
     those are read from ``clouds`` (any sequence: it may fetch them on demand)."""
@@ -106,7 +106,7 @@ def visibility_many(
         d = view.depth[np.rint(v[inside]).astype(np.int64), np.rint(u[inside]).astype(np.int64)]
         z, who = z[inside], owner[inside]
         ret = d > 0
-        tol = cfg.depth_tol + cfg.depth_tol_rel * z + k_sigma * view.depth_std(z)
+        tol = np.maximum(cfg.depth_tol + cfg.depth_tol_rel * z, k_sigma * view.depth_std(z))
         total += np.bincount(who[ret], minlength=k)
         through += np.bincount(who[ret & (d > z + tol)], minlength=k)
         occluded += np.bincount(who[ret & (d < z - tol)], minlength=k)

@@ -29,13 +29,14 @@ class Spawner:
 
     def allows(self, det, matched: list, t: int) -> bool:
         """Whether the unmatched view ``det`` makes a node; ``matched``: its camera's views that found one."""
-        aff = affords(det.label)
-        if self._piece(det, matched):
+        aff, on = affords(det.label), self.config.on
+        if on("patch_piece") and self._piece(det, matched):
             return False
         if det.truncated and not self.config.detector.new_from_truncated and aff.kind != "surface" \
-                and not (aff.emissive and self._steady_at_edge(det, t)):
+                and not (aff.emissive and on("steady_edge") and self._steady_at_edge(det, t)):
             return False
-        return not (self._in_hand(det) or (aff.pressable and self._beside_pressable(det)))
+        return not ((on("in_hand") and self._in_hand(det))
+                    or (aff.pressable and on("beside_pressable") and self._beside_pressable(det)))
 
     def _piece(self, det, matched: list) -> bool:
         cfg = self.config.association

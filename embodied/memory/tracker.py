@@ -52,6 +52,6 @@ class Tracker:
             self.identity.note_together(here, self.updater.changed)
             seen |= here
         self.identity.merge_duplicates(t, seen, self.updater.changed)
-        if self.updater.renamed:
+        if self.updater.renamed and self.config.on("rejoin"):
             self.identity.rejoin(self.updater.renamed, t)
         return seen & set(self.store._graph.nodes)

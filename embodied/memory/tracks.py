@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embodied.memory.beliefs import Belief
+from embodied.memory.noise import face_std
 from embodied.memory.spatial import voxel_keys
 from embodied.perception.geometry import stride_subsample
 
-SAMPLES = 32  # visibility samples per track
-GROUND_BAND = 0.015  # m: depth cannot tell an object's bottom this thick from its support: no samples there
 
 
 def _floats(a) -> list[float]:
@@ -38,13 +37,14 @@ class View:
     rgb: np.ndarray | None = None  # (3,) this camera's colour reference for the object, [0, 1]; None: unknown
     noise: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, std of one point per axis
     pending: float = 0.0  # log-odds that the colour this camera sees changed from ``rgb`` (update._colour)
+    range: float = 0.0  # m from the camera when taken
 
     def to_json(self) -> dict:
         return {"points": self.points.astype(np.float64).tolist(), "center": _floats(self.center),
                 "box_min": _floats(self.box_min), "box_max": _floats(self.box_max), "n_points": int(self.n_points),
                 "t": int(self.t), "eye_z": None if not np.isfinite(self.eye_z) else float(self.eye_z),
                 "rgb": None if self.rgb is None else _floats(self.rgb), "noise": _floats(self.noise),
-                "pending": float(self.pending)}
+                "pending": float(self.pending), "range": float(self.range)}
 
     @classmethod
     def from_json(cls, d: dict) -> View:
@@ -52,7 +52,7 @@ class View:
                    np.asarray(d["box_min"], np.float64), np.asarray(d["box_max"], np.float64), int(d["n_points"]),
                    int(d["t"]), np.inf if d.get("eye_z") is None else float(d["eye_z"]),
                    None if d.get("rgb") is None else np.asarray(d["rgb"], dtype=np.float64),
-                   np.asarray(d["noise"], dtype=np.float64), float(d["pending"]))
+                   np.asarray(d["noise"], dtype=np.float64), float(d["pending"]), float(d["range"]))
 
 
 _WATCHED = frozenset(("box_min", "box_max", "velocity", "prev_box"))  # what NodeRows keeps as arrays
@@ -106,19 +106,20 @@ class Track:
             return best
         return None
 
-    def refresh(self, voxel: float, cap: int, at_rest: bool = True, height_slack: float = 0.003) -> None:
+    def refresh(self, config, at_rest: bool = True) -> None:
         """Fused points, keys, samples and box from the views (or the accumulated surface); ``at_rest``:
-        the views show the object still, so a rigid one may learn its height from them."""
+        the views show the object still, so a rigid one may learn its height from them. ``config``: the
+        memory's (voxel, point cap, height slack, the sensor prior for fusing the views' faces)."""
         if not self.surface:
             views = list(self.views.values())
             pts = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views])
-            self.box_min = np.min([v.box_min for v in views], axis=0)
-            self.box_max = np.max([v.box_max for v in views], axis=0)
+            self.box_min, self.box_max = fused_box(views, config.sensor)
+            cap = config.track.max_points
             self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
             if self.rigid:
-                self._complete_height(views, at_rest, height_slack)
-        self.keys = voxel_keys(self.points, voxel)
-        self.samples = visibility_samples(self.points, self.box_min[2], self.box_max[2])
+                self._complete_height(views, at_rest, config.track.height_slack)
+        self.keys = voxel_keys(self.points, config.association.voxel)
+        self.samples = visibility_samples(self.points, self.box_min[2], self.box_max[2], config.lifecycle)
 
     def learn_height(self, view: View) -> None:
         """A rigid object is at least as tall as ``view``, taken at rest, shows it."""
@@ -175,7 +176,7 @@ class Track:
                 "press": self.press.to_json(), "opened": self.opened.to_json()}
 
     @classmethod
-    def from_json(cls, d: dict, voxel: float) -> Track:
+    def from_json(cls, d: dict, config) -> Track:
         track = cls(surface=bool(d["surface"]))
         track.views = {cam: View.from_json(v) for cam, v in d["views"].items()}
         track.points = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
@@ -196,12 +197,38 @@ class Track:
                                                   for v in parts.values()):
             raise ValueError("track parts: expected an object of name -> number")
         track.parts = {str(k): float(v) for k, v in parts.items()}
-        track.keys = voxel_keys(track.points, voxel)
-        track.samples = visibility_samples(track.points, track.box_min[2], track.box_max[2])
+        track.keys = voxel_keys(track.points, config.association.voxel)
+        track.samples = visibility_samples(track.points, track.box_min[2], track.box_max[2], config.lifecycle)
         return track
 
 
-def visibility_samples(points: np.ndarray, bottom: float, top: float, n: int = SAMPLES) -> np.ndarray:
-    """Points to test visibility with: not the bottom GROUND_BAND, which depth cannot tell from the support."""
-    upper = points[points[:, 2] >= bottom + min(GROUND_BAND, 0.4 * (top - bottom))]
-    return stride_subsample(upper if len(upper) >= 3 else points, n)
+def fused_box(views: list[View], prior) -> tuple[np.ndarray, np.ndarray]:
+    """The box of an object from its cameras' views: each face where the views reach farthest, save that
+    views whose face agrees with the farthest within ``prior.k`` stds of both (the view's noise over its face
+    points, and the cameras' calibration at its range) are averaged, the nearer camera weighing more. Views
+    that disagree show different parts of the object (their union is the object); views that agree show one
+    face, which no camera's calibration error should push out. A noiseless camera's views agree only where
+    they are equal, so the box is their union."""
+    lo = np.array([v.box_min for v in views], dtype=np.float64)
+    hi = np.array([v.box_max for v in views], dtype=np.float64)
+    if len(views) == 1:
+        return lo[0], hi[0]
+    std = np.array([face_std(v.noise, len(v.points), v.range, prior) for v in views])  # (V,3) m
+    measured = np.array([v.noise.any() for v in views])
+    out = []
+    for faces, sign in ((lo, -1.0), (hi, 1.0)):
+        far = np.argmax(sign * faces, axis=0)  # (3,) the view reaching farthest on each axis
+        extreme = faces[far, np.arange(3)]
+        gap = sign * (extreme[None] - faces)  # >= 0
+        agree = (gap <= prior.k * np.hypot(std, std[far, np.arange(3)][None])) & measured[:, None]
+        agree[far, np.arange(3)] = True
+        w = agree / np.maximum(std, 1e-6) ** 2
+        out.append((w * faces).sum(axis=0) / w.sum(axis=0))
+    return out[0], out[1]
+
+
+def visibility_samples(points: np.ndarray, bottom: float, top: float, cfg) -> np.ndarray:
+    """``cfg.samples`` points to test visibility with: not the bottom ``ground_band``, which depth cannot
+    tell from the support (``cfg``: a LifecycleConfig)."""
+    upper = points[points[:, 2] >= bottom + min(cfg.ground_band, 0.4 * (top - bottom))]
+    return stride_subsample(upper if len(upper) >= 3 else points, cfg.samples)

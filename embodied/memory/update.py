@@ -12,14 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.affordances import affords
-from embodied.memory.beliefs import ENTER, LIMIT
 from embodied.memory.noise import shift_tolerance
 from embodied.memory.tracks import Track, View
 from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
 from embodied.perception.geometry import shape_class
 from embodied.perception.types import ObjectObservation
 
-REFERENCE_BLEND = 0.5  # a camera's reference look moves this far toward each look that shows no change
 
 
 def vec(a) -> tuple[float, float, float]:
@@ -59,8 +57,10 @@ class Updater:
         return 0.0 if optics is None else float(np.linalg.norm(point - optics[0])) / max(optics[1], 1e-6)
 
     def _view(self, det: ObjectObservation, t: int) -> View:
+        optics = self.optics.get(det.camera)
+        distance = 0.0 if optics is None else float(np.linalg.norm(det.center - optics[0]))
         return View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera),
-                    np.asarray(det.rgb, dtype=np.float64), np.asarray(det.noise, dtype=np.float64))
+                    np.asarray(det.rgb, dtype=np.float64), np.asarray(det.noise, dtype=np.float64), 0.0, distance)
 
     # --- a new node -------------------------------------------------------------------------
     def add(self, det: ObjectObservation, t: int) -> str:
@@ -70,13 +70,13 @@ class Updater:
         surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > cfg.track.furniture_width)
         if surface and kind == "object":
             kind = "surface"
-        track = Track(surface=surface, t_obs=t, rigid=not surface and not aff.jointed,
+        track = Track(surface=surface, t_obs=t, rigid=not surface and not aff.jointed and cfg.on("height"),
                       votes={det.label: 1} if cfg.detector.class_votes else {})
-        track.gone.reset(False)
+        track.gone.reset(False, cfg.beliefs)
         track.views[det.camera] = self._view(det, t)
         if surface:
             track.grow_surface(det.points, det.box_min, det.box_max, cfg.track.max_points, cfg.association.voxel)
-        track.refresh(cfg.association.voxel, cfg.track.max_points, height_slack=cfg.track.height_slack)
+        track.refresh(cfg)
         store = self.store
         node = store.new_id(det.label)
         store.tracks[node] = track
@@ -106,7 +106,7 @@ class Updater:
         self.changed.add(node)
         view = self._view(det, t)
         old_center = track.center.copy()
-        if a["kind"] == "container":
+        if a["kind"] == "container" and track.t_obs < t:  # its box as the last frame left it (the first camera)
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
         moved = changed = in_motion = nested = False
         shift, creep = 0.0, cfg.track.creep
@@ -115,7 +115,7 @@ class Updater:
         if track.surface:
             track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.track.max_points, cfg.association.voxel):
-                track.refresh(cfg.association.voxel, cfg.track.max_points)
+                track.refresh(cfg)
                 changed = True
         else:
             pixel = cfg.track.move_tol_pixels * self._pixel_size(cam, det.center)
@@ -123,12 +123,12 @@ class Updater:
             tol = max(cfg.track.move_tol, pixel, noise)
             # Below one pixel (far objects) or the view's noise a shift is no motion; up close, a few
             # millimetres a step is a slow push.
-            creep = max(cfg.track.creep, pixel, noise)
+            creep = pixel if pixel > cfg.track.move_tol else max(cfg.track.creep, noise)
             still = max(cfg.track.creep, noise)  # a step under this adds no velocity
             ref_centre, tol = (prev.center, tol) if prev is not None else (track.center, 2.5 * tol)
             shift = float(np.linalg.norm(det.center - ref_centre))
             partial = self.partial_view(node, det, prev, track, a, aff)
-            moved = shift > tol and (not partial or (shift > 3 * tol and overlap < 0.5)) and not aff.pressable
+            moved = shift > tol and (not partial or (shift > 3 * tol and overlap < 0.5)) and not aff.anchored
             if moved:
                 # The other cameras' older views saw it where it no longer is.
                 track.views = {c: v for c, v in track.views.items() if v.t == t and c != cam}
@@ -136,37 +136,41 @@ class Updater:
                 changed = True
             elif prev is None or (not partial and (shift > creep or abs(det.n_points - prev.n_points)
                                                    > cfg.association.settle_size * prev.n_points)):
-                if aff.prismatic and prev is not None and shift > creep:
-                    track.views = {c: v for c, v in track.views.items() if v.t == t}  # it changes shape as it slides
-                view.rgb = reference if reference is not None else view.rgb
+                if prev is not None and shift > creep:
+                    # It shifted (a slow push, a slide) more than noise: the other cameras' older views show it
+                    # where it was (views taken this frame already show it here).
+                    track.views = {c: v for c, v in track.views.items() if v.t == t}
+                if prev is not None:  # the camera's colour reference and its evidence of a change stay
+                    view.rgb, view.pending = prev.rgb, prev.pending
                 track.views[cam] = view
                 changed = True
             else:
                 prev.t = t
             if changed:
                 at_rest = not moved and float(np.abs(track.velocity).max()) <= cfg.track.moving
-                track.refresh(cfg.association.voxel, cfg.track.max_points, at_rest=at_rest,
-                              height_slack=cfg.track.height_slack)
+                track.refresh(cfg, at_rest=at_rest)
             # A view nested in the camera's last (or holding it) with half or twice its points shows less
             # or more of the same still thing (a screen's rim, then its whole lit face): no move of it.
-            nested = prev is not None and not aff.jointed and _nested(det, prev, cfg.track.nest_slack)
-            in_motion = ((moved or shift > tol) and not nested) or a["held"]
+            nested = cfg.on("nested") and prev is not None and not aff.jointed and \
+                _nested(det, prev, cfg.track.nest_slack)
+            in_motion = not aff.anchored and (((moved or shift > tol) and not nested) or a["held"])
         changes: dict = {}
         if not a["visible"]:
             if a["inside"]:
                 track.left, track.left_t = a["inside"], t
             changes.update(visible=True, status="visible", unseen_since=-1, inside="")
-        track.gone.reset(False)
+        track.gone.reset(False, cfg.beliefs)
         centre = track.center
         if not track.surface:
             step = centre - old_center
             dt = max(t - track.t_obs, 1)
             track.velocity = 0.5 * track.velocity + 0.5 * (step / dt if np.abs(step).max() > still else 0.0)
             track.t_obs = t
-        log_tol = cfg.track.log_tol
-        if np.linalg.norm(centre - np.asarray(a["position"])) > log_tol or (track.surface and max(
-                np.abs(track.box_max - np.asarray(a["box_max"])).max(),
-                np.abs(track.box_min - np.asarray(a["box_min"])).max()) > log_tol):
+        # The node's centre moved, or a face (what a grasp or a touch aims at) or a support's edge.
+        face = max(np.abs(track.box_max - np.asarray(a["box_max"])).max(),
+                   np.abs(track.box_min - np.asarray(a["box_min"])).max())
+        if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.track.log_tol or face > (
+                cfg.track.log_tol if track.surface else cfg.track.face_tol):
             changes.update(position=vec(centre), box_min=vec(track.box_min), box_max=vec(track.box_max))
         light = 0 if track.surface or in_motion else self._colour(det, reference, track.views.get(cam), a,
                                                                   changes, aff)
@@ -175,7 +179,7 @@ class Updater:
         if changes:
             # Motion: a big jump, or the same camera saw it shift; a flash seen in a fuller view (or on a
             # thing that never moves) is the light, not a move.
-            motion = moved or (prev is not None and shift > creep and "position" in changes)
+            motion = moved or (prev is not None and shift > creep and "position" in changes and not aff.anchored)
             motion = motion and not ((nested or (aff.emissive and not moved)) and "rgb" in changes)
             tag = ("seen" if "visible" in changes else "moved" if motion
                    else ("brightened" if light > 0 else "dimmed" if light < 0 else "recoloured") if "rgb" in changes
@@ -192,17 +196,20 @@ class Updater:
 
     def _settled(self, node: str, a: dict, track: Track, prev: View, det: ObjectObservation, t: int) -> None:
         """Nothing changed since this camera's last look: the common case, kept cheap."""
+        if a["kind"] == "container" and track.t_obs < t:
+            track.prev_box = (track.box_min.copy(), track.box_max.copy())
         prev.t = t
         a["n_obs"] += 1
         a["last_seen"] = t
-        track.gone.reset(False)
+        track.gone.reset(False, self.config.beliefs)
         if track.velocity.any():
             track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
         if track.rigid and float(np.abs(track.velocity).max()) <= self.config.track.moving:
             track.learn_height(prev)  # a view first taken in motion, now seen at rest
         track.t_obs = t
         if prev.rgb is not None:  # a settled look is the reference's colour: the reference follows it
-            prev.rgb = (1 - REFERENCE_BLEND) * prev.rgb + REFERENCE_BLEND * np.asarray(det.rgb, dtype=np.float64)
+            blend = self.config.track.reference_blend
+            prev.rgb = (1 - blend) * prev.rgb + blend * np.asarray(det.rgb, dtype=np.float64)
         self.store.log.noops += 1
         if a.get("articulated") and not a["state"]:
             self.hooks.geometry_changed(node, t)  # a part not judged yet is judged as soon as it can be
@@ -214,16 +221,21 @@ class Updater:
         view of another class (its lit cap). A view reaching well out of the last one shows the object
         elsewhere; a shape-only node's last view of another size class was merged with a neighbour, so
         no reference."""
-        tc = self.config.track
+        tc, on = self.config.track, self.config.on
         partial = (det.truncated or (prev is not None and det.n_points < tc.partial_points * prev.n_points)
-                   or _one_face(det, track, tc.face_thin, tc.solid)) and not (a["held"] or aff.prismatic)
+                   or (on("one_face") and _one_face(det, track, tc.face_thin, tc.solid))) \
+            and not (a["held"] or aff.prismatic)
         if prev is not None:
-            partial = partial and not _reaches_out(det, prev, tc.reach_out)
-            if aff.shape_only:
+            partial = partial and not (on("reaches_out") and _reaches_out(det, prev, tc.reach_out))
+            if aff.shape_only and on("shape_reference"):
                 partial = partial and shape_class(prev.box_max - prev.box_min) == a["cls"]
-        partial = partial or (aff.pressable and det.label != a["cls"])
-        if self.config.detector.drawer_narrow_views and prev is not None and aff.prismatic:
-            partial = partial or self.hooks.narrower_across(node, det, prev)
+        partial = partial or (on("lit_face_partial") and aff.pressable and det.label != a["cls"])
+        if aff.prismatic and prev is not None:
+            # A part slides along its slide only: a view shifted across it shows part of it (the arm pulling
+            # it hides its middle), as (for a learned detector) does one much narrower across it.
+            partial = partial or (on("across_is_partial") and self.hooks.shifted_across(node, det, prev))
+            if self.config.detector.drawer_narrow_views:
+                partial = partial or self.hooks.narrower_across(node, det, prev)
         return bool(partial)
 
     def _colour(self, det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict,
@@ -232,7 +244,8 @@ class Updater:
         ``changes`` and return +1 (brightened), -1 (dimmed) or 0. A step of the brightest channel by
         ``brightness_ratio`` or more is a light going on or off (the name kept: a white block in a drawer
         is still white), a firm change of colour name a recolouring; either holds once its evidence
-        reaches ENTER (``ColourEvidence``): a clear change at once, a weaker one over two frames."""
+        reaches ``beliefs.enter`` (the view's ``pending`` log-odds): a change twice past its threshold at once,
+        a weaker one over two frames."""
         if reference is None or view is None:
             return 0
         cfg = self.config.association
@@ -240,13 +253,15 @@ class Updater:
         ratio = np.log(brightness(rgb) / brightness(reference))
         step = abs(ratio) / np.log(cfg.brightness_ratio)
         far = colour_distance(rgb, reference) / cfg.colour_tolerance
-        renamed = (det.colour != colour_name(reference) and named_firmly(rgb) and det.colour != a["colour"]
-                   and not (step > 1 and ratio > 0 and hue_nudged(rgb, reference)))
+        edge = self.config.on("hue_edge")
+        renamed = (det.colour != colour_name(reference) and (named_firmly(rgb) or not edge) and det.colour != a["colour"]
+                   and not (edge and step > 1 and ratio > 0 and hue_nudged(rgb, reference)))
         strength = max(step, far if renamed else 0.0)
-        view.pending = evidence = min(LIMIT, max(0.0, view.pending) + ENTER * (strength - 1.0)) if strength > 1 else 0.0
-        if evidence < ENTER:
+        b, blend = self.config.beliefs, self.config.track.reference_blend
+        view.pending = evidence = min(b.limit, max(0.0, view.pending) + b.enter * (strength - 1.0)) if strength > 1 else 0.0
+        if evidence < b.enter and not (b.single_frame and strength > 1):
             if strength <= 1:
-                view.rgb = (1 - REFERENCE_BLEND) * reference + REFERENCE_BLEND * rgb
+                view.rgb = (1 - blend) * reference + blend * rgb
             return 0
         view.rgb, view.pending = rgb, 0.0
         if renamed and far > 1:

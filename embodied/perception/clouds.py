@@ -87,7 +87,8 @@ def voxel_down_sample(points: np.ndarray, size: float = 1.0) -> np.ndarray:
     return sums / counts[:, None]
 
 
-FACE_BAND = 3.0  # a box face is the mean of the points within this many noise stds of the outermost one
+FACE_BAND = 3.0  # a box face is first the mean of the points within this many noise stds of the outermost one,
+FACE_KEEP = 2.0  # ... then the mean of the points beyond it less this many stds (the face's own points)
 
 
 def point_noise(centres: np.ndarray, eye: np.ndarray | None, depth_sigma: float) -> np.ndarray:
@@ -104,21 +105,23 @@ def point_noise(centres: np.ndarray, eye: np.ndarray | None, depth_sigma: float)
 def robust_faces(world: np.ndarray, owner: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarray,
                  noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Box faces (K,3), (K,3) that depth noise does not push outwards: each face is the mean of the points
-    within FACE_BAND noise stds of the outermost point along its axis (the outermost point itself of a
-    noiseless cloud). The outermost of n noisy points lies about sqrt(2 ln n) stds out (2 stds for ten
-    points, a touch of 2-3 mm off at the table); the band's mean lies about a third of a std out."""
+    within FACE_BAND noise stds of the outermost point along its axis, then the mean of the points beyond
+    that less FACE_KEEP stds (the outermost point itself of a noiseless cloud). The outermost of n noisy
+    points lies about sqrt(2 ln n) stds out (2 stds for ten points, a touch of 2-3 mm off at the table);
+    the first mean lies a third of a std out but takes in the sides' points near the face, the second
+    the face's own points: within a tenth of a std of the face."""
     if not noise.any() or not len(world):
         return lo, hi
     lo, hi = lo.copy(), hi.copy()
-    band = FACE_BAND * noise[owner]
-    count = np.maximum(np.bincount(owner, minlength=n), 1)
+    std = noise[owner]
     for axis in range(3):
         x = world[:, axis]
         for face, sign in ((hi, 1.0), (lo, -1.0)):
-            near = sign * (face[owner, axis] - x) <= band[:, axis]
-            taken = np.bincount(owner, near, n)
-            mean = np.bincount(owner, x * near, n) / np.maximum(taken, 1)
-            face[:, axis] = np.where((taken > 0) & (count > 0), mean, face[:, axis])
+            for band in (FACE_BAND, FACE_KEEP):
+                near = sign * (face[owner, axis] - x) <= band * std[:, axis]
+                taken = np.bincount(owner, near, n)
+                mean = np.bincount(owner, x * near, n) / np.maximum(taken, 1)
+                face[:, axis] = np.where(taken > 0, mean, face[:, axis])
     return lo, hi
 
 

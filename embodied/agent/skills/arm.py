@@ -32,8 +32,12 @@ HOOK_BELOW_TOP = 0.034  # m: closed fingertips between a drawer's handle bar and
 HOOK_INSIDE = 0.026  # m: from the handle's outer edge back toward the front
 PULL = 0.15  # m: how far a drawer is pulled open
 KNOB_BELOW_TOP = 0.015  # m: a cup's knob is grasped just under the cup's top
-PRESS_BELOW_TOP = 0.002  # m: the arm settles a few mm short, so this pushes the cap ~9 mm
-TOUCH_ABOVE_TOP = 0.002  # m: fingertips reach 12 mm below the TCP: 1 cm into the top
+# m: the arm settles about 7 mm short of a low target, so this pushes a cap about 11 mm: past its 6 mm click by
+# more than a camera's calibration can misplace its top (3-4 mm), short of its 12 mm stop
+PRESS_BELOW_TOP = 0.006
+# m: the fingertips reach 12 mm below the TCP, so this aims them 16 mm into the top: settled short, they still
+# meet a top a camera's calibration misplaced by 4 mm
+TOUCH_ABOVE_TOP = -0.004
 EMPTY_WIDTH = 0.006  # m: a gripper closed this far holds nothing
 STILL = 0.0007  # m per step: the TCP has stopped
 SETTLED_NEAR = 0.012  # m: a stopped TCP this close to its waypoint has reached it
