@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embodied.memory.config import DetectorProfile, MemoryConfig
 from embodied.perception.colour import colour_name
 from embodied.perception.types import CameraView, Frame, ObjectObservation
 
@@ -113,3 +114,9 @@ def cabinet_frame(t: int, out: float, noise=None, seed: int = 0) -> Frame:
             det.box_min, det.box_max, det.centroid = det.box_min + delta, det.box_max + delta, det.centroid + delta
             det.noise = np.asarray(noise, dtype=np.float64)
     return frame(t, [cab, drawer])
+
+
+def profile(off: tuple[str, ...] = (), **detector) -> MemoryConfig:
+    """A memory config with the detector profile's fields ``detector`` (over the renderer's masks) and the
+    named rules ``off`` switched off: ``profile(("lit_face",), class_votes=True)``."""
+    return MemoryConfig(detector=DetectorProfile(**detector), off=tuple(off))

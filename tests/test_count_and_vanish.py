@@ -139,7 +139,7 @@ def test_what_disappeared_is_what_memory_found_missing_on_most_separate_looks():
 
 
 def test_what_disappeared_is_what_memory_held_missing_longest_on_one_look():
-    """VanishedObject 930019 on learned perception: the lamp, taken while the robot looked away, is seen
+    """On learned perception the lamp, taken while the robot looked away, is seen
     through for the 25 steps the robot faces its spot; a dumbbell (the segmenter's weakest class) is
     missed now and then on a later look, 217 steps after its last sighting, flickering between missing and
     unseen (5 steps in all). The steady miss is the object that went; by the time since the last sighting
@@ -161,11 +161,11 @@ def test_what_disappeared_is_what_memory_held_missing_longest_on_one_look():
 
 @pytest.mark.parametrize("rule", [True, False])
 def test_an_object_still_seen_as_its_twin_did_not_disappear(rule, monkeypatch):
-    """VanishedObject 930081 on learned perception: the segmenter showed a purple dumbbell as two or three
+    """On learned perception the segmenter showed a purple dumbbell as two or three
     objects (nodes 10 cm apart); one of them, last seen at step 150, was missed on two looks while its twin at
     the same spot was seen again (step 357), and outranked the red teddy truly taken (missed on one look
     before the plan). A miss whose twin, an object of its colour within 30 cm, was seen after it is no
-    vanishing, whatever the twin is called (930084: a weight named "bottle"). Without the rule the dumbbell
+    vanishing, whatever the twin is called (a weight named "bottle"). Without the rule the dumbbell
     is taken; a twin seen before the miss, of another colour, 40 cm off or furniture leaves the rule out."""
     from embodied.planner import gone
     from embodied.planner.resolver import Resolver

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from embodied.eval.evaluate import run_episode
-from embodied.memory import MemoryConfig
+from embodied.memory import DetectorProfile, MemoryConfig
 from embodied.perception import PerceptionConfig
 
 
 def _geometric(task: str, seed: int, **knobs):
     config = PerceptionConfig(mode="geometric", seed=seed, **knobs)
-    return run_episode(task, seed, config, MemoryConfig(strict_class=False), accuracy=False, stop_at_recall=True)
+    memory = MemoryConfig(detector=DetectorProfile(strict_class=False))
+    return run_episode(task, seed, config, memory, accuracy=False, stop_at_recall=True)
 
 
 @pytest.mark.parametrize("task", ["ReopenDrawer-v0", "HiddenObject-v0"])
@@ -190,7 +191,7 @@ def test_rearranged_things_each_one_node_where_the_scene_left_them(monkeypatch):
     remembered as the flat thing the wrist camera sees; without the last (scraps of a drawer's front
     dropped, bits of a drawer in its colour, views in a drawer's space in its colour) the opened drawer
     leaves things behind."""
-    from embodied.memory import SpatialMemory
+    from embodied.memory.filters import ViewFilters
     from embodied.perception import geometric, geometric_shapes
 
     memory, truth = _memory_at_recall("Rearrange-v0", 3)
@@ -214,7 +215,7 @@ def test_rearranged_things_each_one_node_where_the_scene_left_them(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(geometric_shapes, "FRONT_RAISED", 1.0)
     monkeypatch.setattr(geometric_shapes, "drawer_bits", lambda pts, cols, drawers, pieces: [False] * len(pieces))
-    monkeypatch.setattr(SpatialMemory, "_drop_drawer_lookalikes", lambda self, dets: dets)
+    monkeypatch.setattr(ViewFilters, "drop_lookalikes", lambda self, dets: dets)
     memory, truth = _memory_at_recall("Rearrange-v0", 3)
     assert len(_things(memory)) > len(truth["objects"])
 

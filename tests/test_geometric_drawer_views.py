@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from embodied.memory import MemoryConfig, SpatialMemory
-from embodied.memory import memory as memory_module
+from embodied.memory.config import DetectorProfile, RelationConfig
+from embodied.memory.filters import ViewFilters
 from embodied.perception import geometric_shapes
 from embodied.perception.geometric_colour import join_cut_pieces
-from tests.memory_helpers import box_points, detection, frame, proprio
+from tests.memory_helpers import box_points, detection, frame, profile, proprio
 
 OPEN = 0.12  # m the drawer sticks out of its housing
 
@@ -39,8 +40,10 @@ def _block():
     return detection((0.50, 0.0, 0.036), "small", "blue", bottom=0.016)
 
 
-def _stocked_open_drawer() -> SpatialMemory:
-    memory = SpatialMemory(MemoryConfig(strict_class=False))
+def _stocked_open_drawer(off: tuple[str, ...] = ()) -> SpatialMemory:
+    """Geometric mode's memory (the named rules ``off`` switched off) of a row whose drawer is open with a
+    block in it."""
+    memory = SpatialMemory(profile(off, strict_class=False))
     for t in range(4):
         memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _block()], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     return memory
@@ -58,15 +61,15 @@ def _reach_in(memory: SpatialMemory, width: float) -> tuple[str, str]:
     return drawer, block
 
 
-def test_a_drawer_the_fingers_reach_into_keeps_its_travel_and_what_it_holds(monkeypatch):
+def test_a_drawer_the_fingers_reach_into_keeps_its_travel_and_what_it_holds():
     memory = _stocked_open_drawer()
     drawer, block = _reach_in(memory, 0.08)
     assert memory.graph.nodes[drawer]["state"] == "open"
     assert memory.tracks[block].center[0] == pytest.approx(0.50, abs=0.005)
 
-    # Without the rule the cut-short view reads as the drawer sliding 6 cm in, and the block with it.
-    monkeypatch.setattr(SpatialMemory, "_reaching_in", lambda self, track: False)
-    memory = _stocked_open_drawer()
+    # Without the rule (``reaching_in``) the cut-short view reads as the drawer sliding 6 cm in, and the
+    # block with it.
+    memory = _stocked_open_drawer(("reaching_in",))
     drawer, block = _reach_in(memory, 0.08)
     assert memory.tracks[block].center[0] > 0.53
 
@@ -102,11 +105,10 @@ def test_a_housings_top_plate_seen_alone_is_no_thing(monkeypatch):
     memory.update(frame(8, _neighbours() + [_cab(), _drawer(OPEN), on_top], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     assert any(memory.tracks[n].center[2] > 0.09 for n in memory.graph if n.startswith("small"))
 
-    # The ablation. The plate also lies beside this frame's view of the grey housing, so the patch rule
-    # (gating.piece_of_view) drops it too: both are taken away.
-    monkeypatch.setattr(SpatialMemory, "_drop_furniture_views", lambda self, dets: dets)
-    monkeypatch.setattr(memory_module, "piece_of_view", lambda det, views, tolerance: False)
-    memory = _stocked_open_drawer()
+    # The ablation (``ViewFilters.drop_lookalikes`` taken out). The plate also lies beside this frame's
+    # view of the grey housing, so the patch rule (``patch_piece``) drops it too: both are taken away.
+    monkeypatch.setattr(ViewFilters, "drop_lookalikes", lambda self, dets: dets)
+    memory = _stocked_open_drawer(("patch_piece",))
     (block,) = memory.find(cls="small")
     for t in range(4, 8):
         memory.update(frame(t, _neighbours() + [_cab(), _drawer(OPEN), _top_plate()], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
@@ -173,22 +175,21 @@ def test_a_drawer_row_seen_as_one_blob_is_no_thing(monkeypatch):
     memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block(), blob], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     assert memory.find(cls="large") == []
 
-    # The ablation. The plate also lies beside this frame's view of the grey housing, so the patch rule
-    # (gating.piece_of_view) drops it too: both are taken away.
-    monkeypatch.setattr(SpatialMemory, "_drop_furniture_views", lambda self, dets: dets)
-    monkeypatch.setattr(memory_module, "piece_of_view", lambda det, views, tolerance: False)
-    memory = _stocked_open_drawer()
+    # The ablation (``ViewFilters.drop_lookalikes`` taken out). The blob also lies beside this frame's view
+    # of the grey housing, so the patch rule (``patch_piece``) drops it too: both are taken away.
+    monkeypatch.setattr(ViewFilters, "drop_lookalikes", lambda self, dets: dets)
+    memory = _stocked_open_drawer(("patch_piece",))
     memory.update(frame(4, _neighbours() + [_cab(), _drawer(OPEN), _block(), blob], proprio=proprio((0.2, 0.0, 0.3), 0.08)))
     assert memory.find(cls="large")
 
 
-def test_a_block_whose_box_reaches_the_table_in_an_open_tray_is_in_the_drawer(monkeypatch):
+def test_a_block_whose_box_reaches_the_table_in_an_open_tray_is_in_the_drawer():
     """Geometric views of a block set into a tray from above can leave its box reaching down to the table,
-    1.5 cm under the tray: it is in the drawer all the same (so it slides with it when the drawer shuts)."""
-    from embodied.memory import spatial
+    1.5 cm under the tray: it is in the drawer all the same (so it slides with it when the drawer shuts:
+    ``relations.drawer_sink``)."""
 
-    def drawer_contents() -> list[str]:
-        memory = SpatialMemory(MemoryConfig(strict_class=False))
+    def drawer_contents(relations: RelationConfig) -> list[str]:
+        memory = SpatialMemory(MemoryConfig(detector=DetectorProfile(strict_class=False), relations=relations))
         sunk = detection((0.50, 0.0, 0.029), "small", "blue", (0.04, 0.04, 0.056))  # from 1 mm to 5.7 cm
         # The open drawer as seen: its tray's bottom 1.5 cm over the table, its front 8 cm high.
         tray = detection((0.55 - OPEN / 2, 0.0, 0.0), "drawer", "orange", (0.06 + OPEN, 0.17, 0.066), bottom=0.015)
@@ -197,9 +198,8 @@ def test_a_block_whose_box_reaches_the_table_in_an_open_tray_is_in_the_drawer(mo
         drawer = min(memory.find(cls="drawer"), key=lambda n: abs(memory.tracks[n].center[1]))
         return memory.objects_in(drawer)
 
-    assert drawer_contents()
-    monkeypatch.setattr(spatial, "DRAWER_SINK", 0.005)
-    assert not drawer_contents()
+    assert drawer_contents(RelationConfig())
+    assert not drawer_contents(RelationConfig(drawer_sink=0.005))
 
 
 def test_a_drawer_first_seen_pulled_out_apart_from_its_housing_is_open():
@@ -213,7 +213,7 @@ def test_a_drawer_first_seen_pulled_out_apart_from_its_housing_is_open():
     shut = detection((0.55, 0.186, 0.054), "drawer", "blue", (0.052, 0.144, 0.054))
 
     def state(row_slide: bool) -> str:
-        memory = SpatialMemory(MemoryConfig(strict_class=False, row_slide=row_slide))
+        memory = SpatialMemory(profile(strict_class=False, row_slide=row_slide))
         for t in range(4):
             memory.update(frame(t, [detached, housing, shut]))
         node = min(memory.find(cls="drawer"), key=lambda n: memory.tracks[n].center[0])
@@ -279,7 +279,7 @@ def test_two_blocks_side_by_side_are_two_things_not_a_button(monkeypatch):
 def _housing_edge_and_ball() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A housing seen with no front joined to it (grey), the top edge of its shut drawer as a cluster apart
     (purple, 14 cm long), and 17 cm before it the top of a yellow ball: what the scene camera saw after the
-    ball was set down (Rearrange 930069, geometric)."""
+    ball was set down (geometric)."""
     housing = box_points((0.57, -0.27, 0.02), (0.73, 0.28, 0.09), 0.008)
     edge = box_points((0.53, -0.17, 0.075), (0.545, -0.03, 0.081), 0.008)
     ball = box_points((0.372, -0.158, 0.032), (0.39, -0.142, 0.04), 0.006)

@@ -1,14 +1,20 @@
-"""Buttons under a learned detector (``MemoryConfig.class_votes``): pressed in place and lit, never moved.
+"""Buttons under a learned detector (``DetectorProfile.class_votes``): pressed in place and lit, never moved.
 Each rule was read from a failed SequenceRecall episode in the randomized look, and each test has the
-case that must fail without its rule."""
+case that must fail without its rule: a named rule (``MemoryConfig.off``), a knob, a detector profile
+field, or, where the rule is now what a button affords (``affordances.TABLE``: anchored, emissive), the
+button given other affordances."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from embodied.memory import MemoryConfig, SpatialMemory
-from tests.memory_helpers import detection, frame
+from embodied.memory import SpatialMemory
+from embodied.memory import affordances
+from embodied.memory.config import AssociationConfig, DetectorProfile, MemoryConfig
+from tests.memory_helpers import detection, frame, profile
 
 WHOLE = dict(size=(0.05, 0.06, 0.034))
 
@@ -22,16 +28,18 @@ def _row(memory: SpatialMemory, frames: int = 4, camera: str = "top") -> dict[fl
     return {round(float(memory.graph.nodes[n]["position"][1]), 2): n for n in memory.find(cls="button")}
 
 
+def _afford(monkeypatch, **flags) -> None:
+    """Buttons afford ``flags`` instead (an ablation of what the affordance table makes of them)."""
+    monkeypatch.setitem(affordances.TABLE, "button", dataclasses.replace(affordances.TABLE["button"], **flags))
+
+
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_lit_cap_named_a_block_beside_a_sliver_of_the_base_is_the_button_lit(rule, monkeypatch):
-    """SequenceRecall 930041: as a button lit, the scene camera named its cap a yellow block and still named
+def test_a_lit_cap_named_a_block_beside_a_sliver_of_the_base_is_the_button_lit(rule):
+    """As a button lit, the scene camera named its cap a yellow block and still named
     a sliver of its base a button. The sliver, same class and on its points, had taken the node, the cap
     made a block, and the flash went to the block. A view named otherwise centred over a lit thing is the
-    thing lit, whatever else overlaps it; the sliver makes no second button."""
-    if not rule:
-        monkeypatch.setattr("embodied.memory.association.lit_caps", lambda thing, lit, *a: np.zeros(
-            (len(thing), len(lit)), dtype=bool))
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
+    thing lit, whatever else overlaps it (``lit_face``); the sliver makes no second button."""
+    memory = SpatialMemory(profile(() if rule else ("lit_face",), class_votes=True))
     buttons = _row(memory)
     sliver = detection((0.445, -0.023, 0.008), "button", "grey", size=(0.03, 0.004, 0.012), key="top#s")
     cap = detection((0.452, -0.049, 0.029), "block", "yellow", size=(0.038, 0.044, 0.014), key="top#cap")
@@ -44,11 +52,12 @@ def test_a_lit_cap_named_a_block_beside_a_sliver_of_the_base_is_the_button_lit(r
 
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_button_s_lit_cap_that_sits_higher_is_a_flash_not_a_move(rule, monkeypatch):
-    """SequenceRecall 930053: the lit view of a button was its cap alone, 9 mm above the whole button's
-    centre (here 12 mm). Logged as "moved", the flash went uncounted. Lit things never move by themselves."""
+    """The lit view of a button was its cap alone, 9 mm above the whole button's centre (here 12 mm).
+    Logged as "moved", the flash went uncounted. Lit things never move by themselves: a button is emissive
+    (a change of colour is its light, not a move) and anchored (it never moves); without both it moves."""
     if not rule:
-        monkeypatch.setattr("embodied.memory.tracker.LIT", ())
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
+        _afford(monkeypatch, emissive=False, jointed=False)
+    memory = SpatialMemory(profile(class_votes=True))
     buttons = _row(memory)
     cap = detection((0.45, -0.05, 0.031), "button", "yellow", size=(0.05, 0.06, 0.02), key="top#-0.05")
     memory.update(frame(4, [cap, detection((0.45, 0.05, 0.019), "button", "grey", key="top#0.05", **WHOLE)]))
@@ -57,15 +66,15 @@ def test_a_button_s_lit_cap_that_sits_higher_is_a_flash_not_a_move(rule, monkeyp
 
 
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_button_view_centred_off_its_box_neither_moves_it_nor_makes_another(rule, monkeypatch):
-    """SequenceRecall 930053 and 930097: a thin line of the table's pattern named button, beside a lit
-    button, had dragged its node 4 cm aside and judged it pressed, or made a second button that took the
-    first one's views. A button is pressed in place: a view of it centred more than BESIDE_SLACK off its
-    box is not of it, nor is a new button made of it."""
-    if not rule:
-        for where in ("association", "memory"):
-            monkeypatch.setattr(f"embodied.memory.{where}.BESIDE_SLACK", -1.0)
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
+def test_a_button_view_centred_off_its_box_neither_moves_it_nor_makes_another(rule):
+    """A thin line of the table's pattern named button, beside a lit button, had dragged its node 4 cm aside
+    and judged it pressed, or made a second button that took the first one's views. A button is pressed in
+    place: a view of it centred more than ``association.beside`` off its box is not of it, nor is a new
+    button made of it (``anchored_footprint``, ``beside_pressable``); within that slack it is a view of the
+    button, which never moves. With no slack, the line makes a button that merges into the first and
+    drags it."""
+    beside = AssociationConfig() if rule else AssociationConfig(beside=0.0)
+    memory = SpatialMemory(MemoryConfig(detector=DetectorProfile(class_votes=True), association=beside))
     buttons = _row(memory)
     before = np.asarray(memory.graph.nodes[buttons[-0.05]]["position"])
     line = detection((0.45, -0.012, 0.006), "button", "grey", size=(0.06, 0.006, 0.008), key="top#line")
@@ -78,12 +87,14 @@ def test_a_button_view_centred_off_its_box_neither_moves_it_nor_makes_another(ru
 
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_sunk_view_from_one_camera_keeps_the_other_camera_s_look_at_the_button(rule, monkeypatch):
-    """SequenceRecall 930065: as a button lit, the scene camera saw only its base, 6 mm lower. Taken as a
-    move, it dropped the wrist camera's last view, so the wrist's lit view had nothing to compare with and
-    the flash went unlogged. A button never moves: the other cameras' views stay."""
+    """As a button lit, the scene camera saw only its base, 6 mm lower. Taken as a move, it dropped the
+    wrist camera's last view, so the wrist's lit view had nothing to compare with and the flash went
+    unlogged. A button never moves (anchored) and a smaller view of it is part of it: the other cameras'
+    views stay. Without the rule the button is a part that slides (prismatic, as every articulated part
+    but a pressed one was), whose views are never partial."""
     if not rule:
-        monkeypatch.setattr("embodied.memory.tracker.PUSHED", ())
-    memory = SpatialMemory(MemoryConfig(class_votes=True))
+        _afford(monkeypatch, prismatic=True)
+    memory = SpatialMemory(profile(class_votes=True))
     scene = detection((0.45, 0.05, 0.019), "button", "grey", key="scene#b", camera="scene", **WHOLE)
     wrist = detection((0.45, 0.05, 0.019), "button", "grey", key="wrist#b", camera="wrist", **WHOLE)
     for t in range(4):
@@ -97,13 +108,11 @@ def test_a_sunk_view_from_one_camera_keeps_the_other_camera_s_look_at_the_button
 
 
 @pytest.mark.parametrize("rule", [True, False])
-def test_two_buttons_seen_as_one_leave_both_where_they_are(rule, monkeypatch):
-    """SequenceRecall 930097: the moving wrist camera saw two neighbouring buttons as one wide button,
-    which had stretched one node over both. Buttons are rigid: a view of their class covering two settled
-    ones and far wider than either is left out until they are seen apart."""
-    if not rule:
-        monkeypatch.setattr("embodied.memory.association.PUSHED", ())
-    memory = SpatialMemory(MemoryConfig(class_votes=True, object_pieces=True))
+def test_two_buttons_seen_as_one_leave_both_where_they_are(rule):
+    """The moving wrist camera saw two neighbouring buttons as one wide button, which had stretched one node
+    over both. Buttons are rigid: a view of their class covering two settled ones and far wider than either
+    is left out until they are seen apart (the merged-view filter of ``DetectorProfile.object_pieces``)."""
+    memory = SpatialMemory(profile(class_votes=True, object_pieces=rule))
     buttons = _row(memory, frames=12)
     where = {y: np.asarray(memory.graph.nodes[n]["position"]) for y, n in buttons.items()}
     both = detection((0.45, 0.0, 0.019), "button", "grey", size=(0.05, 0.16, 0.034), key="top#both")

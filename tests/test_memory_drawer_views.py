@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 from embodied.memory import SpatialMemory
-from tests.memory_helpers import box_points, detection, frame
+from embodied.memory.config import ArticulationConfig, DetectorProfile, MemoryConfig
+from tests.memory_helpers import box_points, detection, frame, profile
 
 
 def test_a_drawer_seen_half_hidden_does_not_move_sideways():
     """The arm pushing a drawer shut hides half its front: the narrow view that is left is centred 4 cm off
     the drawer's middle, and a drawer only moves along its slide, so the node stays where it was (a learned
     detector's memory: drawer_narrow_views)."""
-    memory = SpatialMemory(drawer_narrow_views=True)
+    memory = SpatialMemory(profile(drawer_narrow_views=True))
     cab = detection((0.70, 0.0, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))
     drawer = detection((0.55, 0.0, 0.04), "drawer", "orange", (0.06, 0.17, 0.07))
     for t in range(3):
@@ -34,7 +35,7 @@ def test_pieces_of_a_drawer_cut_by_the_arm_stay_one_drawer_and_its_neighbour_sta
     far wall, two drawer views in the drawer's slide corridor. With ``drawer_pieces`` (a learned
     detector's memory) they are one view of the drawer; the drawer beside it, across the slide, is never
     joined to it. Without, the far wall becomes a drawer of its own."""
-    memory = SpatialMemory(drawer_pieces=pieces)
+    memory = SpatialMemory(profile(drawer_pieces=pieces))
     cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in (-0.19, 0.0)]
     drawers = [detection((0.55, y, 0.04), "drawer", "yellow", (0.06, 0.16, 0.07)) for y in (-0.19, 0.0)]
     for t in range(3):
@@ -67,33 +68,36 @@ def _row_seen_merged(memory: SpatialMemory, colour: str, merged, keep: int) -> t
     return before, where()
 
 
+@pytest.mark.parametrize("across", [True, False])
 @pytest.mark.parametrize("pieces", [True, False])
-def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces):
+def test_a_view_of_two_drawers_seen_as_one_moves_neither(pieces, across):
     """The wrist camera close over a row of three drawers sees two fronts, a few pixels apart, as one view
-    twice a drawer's width (HiddenObject 920008 on the learned segmenter). With ``drawer_pieces`` that view
-    is several drawers, left out: the middle drawer's node stays where it is, and no node is made of it.
-    Without, it drags a drawer's node between the two."""
+    twice a drawer's width (on the learned segmenter). With ``drawer_pieces`` that view is several drawers,
+    left out: the middle drawer's node stays where it is, and no node is made of it. A drawer slides along
+    its slide only, so a view of it shifted off its slide shows part of it (``off_slide_is_partial``),
+    which keeps it in place as well. Without either, the view drags a drawer's node between the two."""
     merged = detection((0.55, -0.085, 0.04), "drawer", "red", (0.06, 0.32, 0.07))
     merged.truncated = True  # cut by the image's edge, as close up
-    before, after = _row_seen_merged(SpatialMemory(drawer_pieces=pieces), "red", merged, keep=2)
+    memory = SpatialMemory(profile(() if across else ("off_slide_is_partial",), drawer_pieces=pieces))
+    before, after = _row_seen_merged(memory, "red", merged, keep=2)
     assert sorted(before.values()) == pytest.approx([-0.19, 0.0, 0.19], abs=0.01)
-    if pieces:
+    if pieces or across:
         assert after == before
     else:
         assert after != before
 
 
 @pytest.mark.parametrize("span", [True, False])
-def test_a_view_over_one_drawer_and_most_of_the_next_moves_neither(span, monkeypatch):
+def test_a_view_over_one_drawer_and_most_of_the_next_moves_neither(span):
     """In the randomized look a row's drawers share one colour; the scene camera saw one drawer and 12 of
-    its neighbour's 17 cm as one view, 1.73 times a drawer's width, under MERGED_WIDTH (StashAndFetch
-    930019). It covers more than half of two whole drawers, so it is several drawers, left out. Without
-    that rule it drags the cued drawer's node 6 cm towards its neighbour, and the drawer, once opened,
-    became a node of its own."""
-    if not span:
-        monkeypatch.setattr("embodied.memory.articulation.SPAN_SHARE", 2.0)  # no view covers that much
+    its neighbour's 17 cm as one view, 1.73 times a drawer's width, under ``articulation.merged_width``. It
+    covers more than half of two whole drawers (``articulation.span_share``), so it is several drawers,
+    left out. Without that rule it drags the cued drawer's node 6 cm towards its neighbour, and the drawer,
+    once opened, became a node of its own."""
+    articulation = ArticulationConfig() if span else ArticulationConfig(span_share=2.0)  # no view covers that much
+    config = MemoryConfig(detector=DetectorProfile(drawer_pieces=True), articulation=articulation)
     merged = detection((0.55, 0.13, 0.04), "drawer", "orange", (0.06, 0.295, 0.07))  # y -0.0175 .. 0.2775
-    before, after = _row_seen_merged(SpatialMemory(drawer_pieces=True), "orange", merged, keep=0)
+    before, after = _row_seen_merged(SpatialMemory(config), "orange", merged, keep=0)
     if span:
         assert after == before
     else:
@@ -102,15 +106,13 @@ def test_a_view_over_one_drawer_and_most_of_the_next_moves_neither(span, monkeyp
 
 @pytest.mark.parametrize("carve", [True, False])
 def test_a_housing_seen_as_one_with_its_pulled_out_drawer_does_not_swallow_it(carve, monkeypatch):
-    """One wrist frame shows a drawer pulled 12 cm out and its cabinet as one cabinet view (HiddenObject
-    930067 on the learned segmenter). With ``drawer_pieces`` the view is cut clear of the drawer before the
-    housing grows by it, and the drawer, seen pulled on, stays open. Without the cut the housing
-    reaches the drawer's front: the drawer never sticks out of it again and is judged closed."""
-    from embodied.memory.memory import SpatialMemory as Memory
-
+    """One wrist frame shows a drawer pulled 12 cm out and its cabinet as one cabinet view (on the learned
+    segmenter). With ``drawer_pieces`` the view is cut clear of the drawer before the housing grows by it
+    (``ViewFilters.cut_parts_from_housings``), and the drawer, seen pulled on, stays open. Without the cut
+    the housing reaches the drawer's front: the drawer never sticks out of it again and is judged closed."""
+    memory = SpatialMemory(profile(drawer_pieces=True))
     if not carve:
-        monkeypatch.setattr(Memory, "_carve_drawers_from_housings", lambda self, dets: dets)
-    memory = SpatialMemory(drawer_pieces=True)
+        monkeypatch.setattr(memory.tracker.filters, "cut_parts_from_housings", lambda dets: dets)
     ys = (-0.19, 0.0)
     cabs = [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in ys]
     shut = [detection((0.55, y, 0.04), "drawer", "yellow", (0.06, 0.16, 0.07)) for y in ys]
@@ -139,21 +141,20 @@ def test_a_housing_seen_as_one_with_its_pulled_out_drawer_does_not_swallow_it(ca
 @pytest.mark.parametrize("wrist", [True, False])
 def test_a_drawer_seen_as_one_with_the_block_before_it_keeps_its_front(carve, wrist, monkeypatch):
     """A drawer pulled 15 cm out stops 2 cm short of a block on the table; the scene camera's learned
-    segmenter sees the block as part of the drawer, the wrist camera sees both apart (StashAndFetch 930086:
-    a cyan block, a blue drawer). With ``drawer_pieces`` the scene's drawer view is cut clear of the block
-    memory holds there before it grows the drawer: its front stays where it is, so the spot "in the open
-    drawer" stays behind it. Without the cut the front comes 6 cm out to the block's far side. The block is
-    cut out as well when no camera has seen it since the drawer's view swallowed it (``wrist`` False: the
-    wrist camera looks elsewhere; StashAndFetch 930026, randomized look): unseen, not missing, it is still
+    segmenter sees the block as part of the drawer, the wrist camera sees both apart (a cyan block, a blue
+    drawer). With ``drawer_pieces`` the scene's drawer view is cut clear of the block memory holds there
+    before it grows the drawer (``ViewFilters.cut_objects_from_parts``): its front stays where it is, so the
+    spot "in the open drawer" stays behind it. Without the cut the front comes 6 cm out to the block's far
+    side. The block is cut out as well when no camera has seen it since the drawer's view swallowed it
+    (``wrist`` False: the wrist camera looks elsewhere; randomized look): unseen, not missing, it is still
     there."""
     import dataclasses
 
-    from embodied.memory.memory import SpatialMemory as Memory
     from tests.memory_helpers import Frame, down_camera, view
 
+    memory = SpatialMemory(profile(drawer_pieces=True))
     if not carve:
-        monkeypatch.setattr(Memory, "_carve_objects_from_drawers", lambda self, dets: dets)
-    memory = SpatialMemory(drawer_pieces=True)
+        monkeypatch.setattr(memory.tracker.filters, "cut_objects_from_parts", lambda dets: dets)
 
     def both_cameras(t, scene, wrist):
         for d in wrist:
@@ -190,8 +191,8 @@ def test_a_drawer_seen_as_one_with_the_block_before_it_keeps_its_front(carve, wr
 
 def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
     """The wrist camera close over a row shows a 20-pixel sliver of a drawer's edge, cut by the image's
-    border, 13 cm across the middle drawer's slide, while that drawer is hidden by the arm (HiddenObject
-    920008 on the learned segmenter). It is no view of the middle drawer: neither as a cut view (it lies
+    border, 13 cm across the middle drawer's slide, while that drawer is hidden by the arm (on the learned
+    segmenter). It is no view of the middle drawer: neither as a cut view (it lies
     wholly beside the drawer's lane) nor re-identified at a distance (a drawer never leaves its slide)."""
     memory = SpatialMemory()
     ys = (-0.19, 0.0, 0.19)

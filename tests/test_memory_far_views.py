@@ -8,21 +8,18 @@ import numpy as np
 import pytest
 
 from embodied.memory import MemoryConfig, SpatialMemory
-from tests.memory_helpers import detection, down_camera, frame
+from embodied.memory.config import DetectorProfile, TrackConfig
+from tests.memory_helpers import detection, down_camera, frame, profile
 
 
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
+def test_a_line_far_off_does_not_take_a_missing_block(rule):
     """A view under 5 mm along two axes is a line (a table edge's sliver that a learned detector, on a
     table of the block's colour, called a block), no view of a solid thing: it does not re-identify a
-    block gone from view 22 cm away (Rearrange 930002, visual=randomized, had fetched the block there
-    for the rest of the episode); without the rule it does. (A whole view there re-identifies it:
+    block gone from view 22 cm away (visual=randomized: the agent had fetched the block there for the rest
+    of the episode); without the rule (``no_lines``) it does. (A whole view there re-identifies it:
     test_permanence_missing_occluded_and_out_of_view.)"""
-    from embodied.memory import reidentify
-
-    if not rule:
-        monkeypatch.setattr(reidentify, "LINE", 0.0)
-    memory = SpatialMemory()
+    memory = SpatialMemory(MemoryConfig(off=() if rule else ("no_lines",)))
     for t in range(3):
         memory.update(frame(t, [detection((0.40, 0.0, 0.02))]))
     node = memory.find(cls="block")[0]
@@ -39,16 +36,13 @@ def test_a_line_far_off_does_not_take_a_missing_block(rule, monkeypatch):
 
 
 @pytest.mark.parametrize("rule", [True, False])
-def test_a_view_of_an_object_class_wider_than_furniture_is_left_out(rule, monkeypatch):
+def test_a_view_of_an_object_class_wider_than_furniture_is_left_out(rule):
     """A learned detector's region joining a pink dumbbell with 50 cm of the bed under it, named a
     dumbbell, 78 cm wide: no plain object is that wide, so the view is left out and the dumbbell's own
-    views make its node (GoAsTold 930020: the 78 cm node sent the agent 26 cm off the dumbbell). Furniture
-    that wide is kept; without the rule the wide view makes the dumbbell's node."""
-    from embodied.memory import MemoryConfig, association
-
-    if not rule:
-        monkeypatch.setattr(association, "FURNITURE_WIDTH", np.inf)
-    memory = SpatialMemory(MemoryConfig(class_votes=True, object_pieces=True))
+    views make its node (the 78 cm node had sent the agent 26 cm off the dumbbell). Furniture that wide is
+    kept; without the rule (no ``track.furniture_width``) the wide view makes the dumbbell's node."""
+    track = TrackConfig() if rule else TrackConfig(furniture_width=np.inf)
+    memory = SpatialMemory(MemoryConfig(detector=DetectorProfile(class_votes=True, object_pieces=True), track=track))
     joined = detection((0.30, 0.0, 0.06), "dumbbell", "red", size=(0.78, 0.2, 0.12))
     shelf = detection((0.30, 0.4, 0.2), "shelf", "brown", size=(1.2, 0.35, 0.4), bottom=0.0)
     memory.update(frame(0, [joined, shelf]))
@@ -67,11 +61,11 @@ def test_a_view_of_an_object_class_wider_than_furniture_is_left_out(rule, monkey
 def test_a_stray_view_far_off_does_not_take_an_object_out_of_view(case):
     """A learned detector's one-frame "lamp" on furniture 4.8 m from the lamp, out of view (not found
     missing): with ``reid_out_of_view_reach`` it makes a node of its own, tentative, and the lamp's
-    node stays where the lamp is (ObjectRevisit 930043, where the agent drove to the stray view). A
-    lamp found missing is still picked up at any distance, as is one lost from view while carried (no
-    place to stay near: ChangedObject 930042's bottle); without the reach the stray view takes it."""
+    node stays where the lamp is (the agent had driven to the stray view). A lamp found missing is still
+    picked up at any distance, as is one lost from view while carried (no place to stay near: a bottle
+    carried off); without the reach the stray view takes it."""
     reach = None if case == "no reach" else 1.5
-    memory = SpatialMemory(MemoryConfig(class_votes=True, min_sightings=3, reid_out_of_view_reach=reach))
+    memory = SpatialMemory(profile(class_votes=True, min_sightings=3, reid_out_of_view_reach=reach))
     lamp = lambda x: detection((x, 0.0, 0.13), "lamp", "brown", size=(0.12, 0.12, 0.26))  # noqa: E731
     far = down_camera(5.2, 0.0)
     memory.update(frame(0, [], pose=far))  # the ground there looked at: a later view there is no discovery
@@ -86,7 +80,7 @@ def test_a_stray_view_far_off_does_not_take_an_object_out_of_view(case):
     x = memory.graph.nodes[node]["position"][0]
     if case == "reach":
         assert x == pytest.approx(0.4, abs=0.01) and memory.find(cls="lamp") == [node]
-        assert len(memory._find(cls="lamp")) == 2, "the stray view is a node of its own, tentative"
+        assert len(memory.nodes_of(cls="lamp")) == 2, "the stray view is a node of its own, tentative"
         for k in range(t + 2, t + 19):  # the lamp's place seen through: found missing
             memory.update(frame(k, []))
         assert memory.graph.nodes[node]["status"] == "missing"
@@ -99,14 +93,14 @@ def test_a_stray_view_far_off_does_not_take_an_object_out_of_view(case):
 def test_the_reach_is_kept_in_a_saved_memory_and_a_bad_one_is_named(tmp_path):
     import json
 
-    memory = SpatialMemory(MemoryConfig(class_votes=True, reid_out_of_view_reach=1.5))
+    memory = SpatialMemory(profile(class_votes=True, reid_out_of_view_reach=1.5))
     memory.update(frame(0, [detection((0.4, 0.0, 0.02))]))
     path = memory.save(tmp_path / "mem.json")
-    assert SpatialMemory.load(path).config.reid_out_of_view_reach == 1.5
+    assert SpatialMemory.load(path).config.detector.reid_out_of_view_reach == 1.5
     doc = json.loads(path.read_text())
-    doc["config"]["reid_out_of_view_reach"] = -1.0
+    doc["config"]["detector"]["reid_out_of_view_reach"] = -1.0
     path.write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match="config.reid_out_of_view_reach"):
+    with pytest.raises(ValueError, match="config.detector.reid_out_of_view_reach"):
         SpatialMemory.load(path)
     with pytest.raises(ValueError, match="reid_out_of_view_reach"):
-        SpatialMemory(MemoryConfig(reid_out_of_view_reach=-1.0))
+        SpatialMemory(profile(reid_out_of_view_reach=-1.0))

@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embodied.memory import MemoryConfig, SpatialMemory
-from embodied.memory import association, reidentify
-from tests.memory_helpers import detection, frame
+from embodied.memory import SpatialMemory
+from tests.memory_helpers import detection, frame, profile
 
 CUP = (0.08, 0.08, 0.08)
 
@@ -26,9 +25,10 @@ def _cups() -> list:
     return [detection((0.4, 0.0, 0.0), "cup", "orange", CUP, bottom=0.0), _twin()]
 
 
-def _ball_hidden() -> tuple[SpatialMemory, str, str, int]:
-    """Geometric mode's memory (size classes continue one another) with a small yellow ball shut under a cup."""
-    memory = SpatialMemory(MemoryConfig(strict_class=False))
+def _ball_hidden(off: tuple[str, ...] = ()) -> tuple[SpatialMemory, str, str, int]:
+    """Geometric mode's memory (size classes continue one another), the named rules ``off`` switched off,
+    with a small yellow ball shut under a cup."""
+    memory = SpatialMemory(profile(off, strict_class=False))
     for t in range(3):
         ball = detection((0.4, 0.0, 0.016), "small", "yellow", size=(0.032,) * 3)
         memory.update(frame(t, [ball, _twin()]))
@@ -58,12 +58,10 @@ def test_glare_on_a_cup_does_not_take_the_ball_hidden_in_another(glare):
     assert memory.last_seen(ball) < t  # the glare is another node, or none
 
 
-def test_without_the_rule_a_speck_of_glare_takes_the_hidden_ball(monkeypatch):
-    """The ablation: with every view counted a solid, the speck on the twin cup re-identifies the ball
-    there, as it did on geometric perception before (ShellGame 930069)."""
-    for module in (association, reidentify):
-        monkeypatch.setattr(module, "surface_patch", lambda dets: np.zeros(len(dets), dtype=bool))
-    memory, ball, cup, t = _ball_hidden()
+def test_without_the_rule_a_speck_of_glare_takes_the_hidden_ball():
+    """The ablation (``patch_not_hidden`` off): with every view counted a solid, the speck on the twin cup
+    re-identifies the ball there, as it did on geometric perception before."""
+    memory, ball, cup, t = _ball_hidden(("patch_not_hidden",))
     memory.update(frame(t, _cups() + [detection((0.4, 0.13, 0.08), "small", "yellow", (0.02, 0.02, 0.0))]))
     assert memory.last_seen(ball) == t
     assert memory.tracks[ball].center[1] > 0.1

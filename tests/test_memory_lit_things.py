@@ -9,13 +9,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from embodied.memory import MemoryConfig, SpatialMemory
-from tests.memory_helpers import detection, frame
+from embodied.memory import SpatialMemory, affordances
+from tests.memory_helpers import detection, frame, profile
 
 
-def _learned() -> SpatialMemory:
-    """The memory the agent keeps on the learned detector (class votes, edge pieces wait)."""
-    return SpatialMemory(MemoryConfig(class_votes=True, new_from_truncated=False))
+def _learned(off: tuple[str, ...] = ()) -> SpatialMemory:
+    """The memory the agent keeps on the learned detector (class votes, edge pieces wait), the named rules
+    ``off`` switched off."""
+    return SpatialMemory(profile(off, class_votes=True, new_from_truncated=False))
 
 
 def _screen(label: str, colour: str, truncated: bool = False, dx: float = 0.0, z: float = 0.10):
@@ -26,13 +27,13 @@ def _screen(label: str, colour: str, truncated: bool = False, dx: float = 0.0, z
 
 @pytest.mark.parametrize("rule", [True, False])
 def test_a_lit_screen_named_a_cup_is_still_the_screen(rule, monkeypatch):
-    """RememberColor 930007 (randomized look): the screen, lit red, was named a red cup on every frame of the
-    cue. A screen lights up, so a view of another class on its points continues it, and no vote renames it:
-    one node, which shows red. Without the rule the red view made a cup (or, voted, turned the screen into
-    one), and memory never saw the screen show a colour."""
+    """In the randomized look the screen, lit red, was named a red cup on every frame of the cue. A screen
+    lights up (emissive), so a view of another class on its points continues it, and no vote renames it:
+    one node, which shows red. Without the rule (a screen that is not emissive) the red view made a cup
+    (or, voted, turned the screen into one), and memory never saw the screen show a colour."""
     if not rule:
-        monkeypatch.setattr("embodied.memory.association.LIT", ("button", "switch"))
-        monkeypatch.setattr("embodied.memory.tracker.LIT", ("button", "switch"))
+        monkeypatch.setitem(affordances.TABLE, "cue_panel",
+                            dataclasses.replace(affordances.TABLE["cue_panel"], emissive=False))
     memory = _learned()
     looks = [("cue_panel", "grey")] * 4 + [("cup", "red")] * 6 + [("cue_panel", "grey")] * 4
     for t, (label, colour) in enumerate(looks):
@@ -43,17 +44,15 @@ def test_a_lit_screen_named_a_cup_is_still_the_screen(rule, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["steady", "jumping", "not lit", "known", "rule off"])
-def test_a_screen_only_ever_seen_at_the_image_edge_enters_memory_when_steady(case, monkeypatch):
-    """RememberColor 930007 and CountFlashes 930007 (randomized look): the jittered scene camera saw the screen
+def test_a_screen_only_ever_seen_at_the_image_edge_enters_memory_when_steady(case):
+    """In the randomized look the jittered scene camera saw the screen
     only at its image's edge, and a learned detector's view cut by the edge waits for a whole view, so the
     screen never entered memory. Seen in one place three frames running (a still camera), a lit thing's edge
     view makes its node. Pieces that jump from frame to frame (a moving wrist camera) still wait, as do edge
     views of things that do not light up, and a steady sliver of a screen memory already holds (the wrist
-    camera's view of its base, in another colour, had made a second screen that took the first one's views:
-    CountFlashes 930091)."""
-    if case == "rule off":
-        monkeypatch.setattr("embodied.memory.memory.STEADY_FRAMES", 10 ** 6)
-    memory = _learned()
+    camera's view of its base, in another colour, had made a second screen that took the first one's
+    views). The rule: ``steady_edge``."""
+    memory = _learned(("steady_edge",) if case == "rule off" else ())
     known = detection((0.185, -0.414, 0.10), "cue_panel", "orange", size=(0.02, 0.10, 0.08), key="side#screen")
     for t in range(4):
         label = "block" if case == "not lit" else "cue_panel"

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.memory import MemoryConfig, SpatialMemory
-from embodied.memory import memory as memory_module
-from tests.memory_helpers import detection, frame
+from embodied.memory import SpatialMemory
+from tests.memory_helpers import detection, frame, profile
 
 BLOCK = (0.04, 0.04, 0.04)
 SLIVER = ((0.46, 0.05, 0.10), "flat", "red", (0.03, 0.01, 0.0))
@@ -29,7 +28,7 @@ def _carry(memory: SpatialMemory) -> None:
 
 
 def test_a_sliver_beside_a_carried_block_is_no_second_thing():
-    memory = SpatialMemory(MemoryConfig(strict_class=False, min_sightings=3))
+    memory = SpatialMemory(profile(strict_class=False, min_sightings=3))
     _carry(memory)
     red = [n for n, a in memory.graph.nodes(data=True) if a.get("colour") == "red"]
     assert len(red) == 1, red
@@ -39,7 +38,7 @@ def test_a_sliver_beside_a_carried_block_is_no_second_thing():
 
 def test_a_patch_of_another_colour_or_far_away_is_still_a_thing():
     """The rule asks for the view's colour and nearness: a grey patch there, or a red one 10 cm off, is kept."""
-    memory = SpatialMemory(MemoryConfig(strict_class=False))
+    memory = SpatialMemory(profile(strict_class=False))
     block = detection((0.46, 0.07, 0.12), "small", "red", BLOCK)
     grey = detection((0.46, 0.05, 0.10), "flat", "grey", (0.03, 0.01, 0.0))
     far = detection((0.46, -0.08, 0.10), "flat", "red", (0.03, 0.01, 0.0))
@@ -47,11 +46,10 @@ def test_a_patch_of_another_colour_or_far_away_is_still_a_thing():
     assert sorted(a["colour"] for _, a in memory.graph.nodes(data=True) if a.get("cls") == "flat") == ["grey", "red"]
 
 
-def test_without_the_rule_the_sliver_becomes_a_second_red_thing(monkeypatch):
-    """The ablation: every unmatched view a new node, the sliver is a second red node, as it was on geometric
-    perception (PutBlockBack 930016, where it then took the block's views and the plan fetched the other)."""
-    monkeypatch.setattr(memory_module, "piece_of_view", lambda det, views, tolerance: False)
-    memory = SpatialMemory(MemoryConfig(strict_class=False, min_sightings=3))
+def test_without_the_rule_the_sliver_becomes_a_second_red_thing():
+    """The ablation (``patch_piece`` off): every unmatched view a new node, the sliver is a second red node, as
+    it was on geometric perception (where it then took the block's views and the plan fetched the other)."""
+    memory = SpatialMemory(profile(("patch_piece",), strict_class=False, min_sightings=3))
     _carry(memory)
     red = [n for n, a in memory.graph.nodes(data=True) if a.get("colour") == "red"]
     assert len(red) == 2, red

@@ -11,8 +11,8 @@ from embodied.planner.grammar import parse
 
 def test_the_object_that_was_moved_is_not_one_that_came_back(monkeypatch):
     """"The object that was moved" is the one away from where it was first seen: a block that memory saw
-    carried 40 cm off and then back home (a detector's misreading elsewhere taken for it, ChangedObject
-    930015 on learned perception) ranks after one moved 12 cm that stays moved, though it went farther."""
+    carried 40 cm off and then back home (a detector's misreading elsewhere taken for it, on learned
+    perception) ranks after one moved 12 cm that stays moved, though it went farther."""
     from embodied.memory import SpatialMemory
     from embodied.planner import resolver
     from embodied.planner.resolver import Resolver
@@ -35,9 +35,8 @@ def test_the_object_that_was_moved_is_not_one_that_came_back(monkeypatch):
 def test_a_glimpse_far_off_does_not_make_the_object_that_was_moved(rule, hidden, monkeypatch):
     """A red block carried 12 cm in view is "the object that was moved", not the blue block whose node a
     one-frame look-alike 2.7 m off re-identified while it was out of view (a learned detector's "cyan
-    book" on cyan furniture, ChangedObject 930007 in the randomized look), nor when memory then holds it
-    hidden in the box there, sunk to the box's floor (an "orange book" over a box 6 m off, ChangedObject
-    930057, learned). Without the glimpse rule the blue block, "moved" farthest, is taken."""
+    book" on cyan furniture in the randomized look), nor when memory then holds it hidden in the box
+    there, sunk to the box's floor (an "orange book" over a box 6 m off, learned). Without the glimpse rule the blue block, "moved" farthest, is taken."""
     from embodied.memory import SpatialMemory
     from embodied.planner.resolver import Resolver
     from tests.memory_helpers import detection, down_camera, frame
@@ -72,7 +71,7 @@ def test_a_glimpse_far_off_does_not_make_the_object_that_was_moved(rule, hidden,
 def test_the_drawer_holding_a_block_is_the_one_it_went_into_when_two_boxes_take_it_in(rule, monkeypatch):
     """A drawer seen merged with its neighbour reaches over the next drawer's tray, so both drawers' boxes
     take in the block stashed in the second: "the drawer that holds the red block" is the one memory saw it
-    go into, else the nearest (StashAndFetch 930056 on learned perception opened the first, which ends the
+    go into, else the nearest (on learned perception the agent had opened the first, which ends the
     episode). Without the rule (the first listed) the merged drawer is opened."""
     from embodied.memory import SpatialMemory
     from embodied.planner.planner import Planner

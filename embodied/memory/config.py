@@ -54,7 +54,7 @@ RULES = {
     "rejoin": "a node renamed by its votes joins the node of its new class known gone",
     # parts and the hand
     "reaching_in": "a drawer the fingers reach into is not judged (the arm hides its front)",
-    "across_is_partial": "a drawer view shifted across its slide shows part of it (it slides along it only)",
+    "off_slide_is_partial": "a drawer view shifted off its slide shows part of it (it slides along it only)",
     "hand_hides_cap": "a cap under the hand is judged from proprioception alone",
     "grasp_takes_out": "an object grasped is in no container any more",
 }
@@ -218,7 +218,7 @@ class ArticulationConfig:
     housing_margin: float = 0.03  # m: a shut drawer's front sits this far outside its housing
     front_min: float = 0.08  # m: a drawer view this wide shows its front, which is across the slide
     narrower: float = 0.7  # a drawer view this much narrower across its slide than the camera's last is partial
-    across_shift: float = 0.01  # m: a drawer view centred this far across its slide from the last shows part of it
+    across_shift: float = 0.01  # m: a drawer view centred this far off its slide from the last shows part of it
     row_reach: float = 1.0  # m: drawers this close are one row, which faces one way
     pull_reach: float = 0.25  # m: a drawer pulled this far out still slides out of its housing
     piece_across: float = 0.015  # m: a drawer's piece lies across its slide within its width and this

@@ -191,15 +191,6 @@ class Drawers:
         k = across(side)
         return abs(float(point[k]) - float(centre[k])) > self.config.association.slide_gate
 
-    def shifted_across(self, node: str, det, prev) -> bool:
-        """Whether a view of a part is centred more than ``across_shift`` (or its noise) across the part's
-        slide from the camera's last view of it; False before its slide is known."""
-        side = self.slide_side(node)
-        if side is None:
-            return False
-        k = across(side)
-        tol = max(self.config.articulation.across_shift, self.config.sensor.k * float(det.noise[k]))
-        return abs(float(det.center[k]) - float(prev.center[k])) > tol
 
     def narrower_across(self, node: str, det, prev) -> bool:
         """Whether a view of a part is under ``narrower`` times as wide across its slide as the camera's

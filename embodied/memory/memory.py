@@ -56,7 +56,7 @@ class SpatialMemory(SceneQueries):
         hooks.__dict__.update(
             geometry_changed=self._geometry_changed, container_moved=self.lifecycle.container_moved,
             carry_contents=self.lifecycle.carry_contents, holds_anything=self.lifecycle.holds_anything,
-            narrower_across=self.drawers.narrower_across, shifted_across=self.drawers.shifted_across,
+            narrower_across=self.drawers.narrower_across, slide_of=self.drawers.slide_direction,
             off_slide=self.drawers.off_slide,
             across_slide=self.drawers.across_slide, looked_at=self.looked.looked_at, hand_over=self.body.hand_over,
             reaching_in=self.body.reaching_in)

@@ -206,21 +206,24 @@ def fused_box(views: list[View], prior) -> tuple[np.ndarray, np.ndarray]:
     """The box of an object from its cameras' views: each face where the views reach farthest, save that
     views whose face agrees with the farthest within ``prior.k`` stds of both (the view's noise over its face
     points, and the cameras' calibration at its range) are averaged, the nearer camera weighing more. Views
-    that disagree show different parts of the object (their union is the object); views that agree show one
-    face, which no camera's calibration error should push out. A noiseless camera's views agree only where
-    they are equal, so the box is their union."""
+    that disagree, or are half as long along an axis as another (one face, an occluded part), show different
+    parts of the object (their union is the object); views that agree show one face, which no camera's
+    calibration error should push out. A noiseless camera's views agree only where they are equal, so the
+    box is their union."""
     lo = np.array([v.box_min for v in views], dtype=np.float64)
     hi = np.array([v.box_max for v in views], dtype=np.float64)
     if len(views) == 1:
         return lo[0], hi[0]
     std = np.array([face_std(v.noise, len(v.points), v.range, prior) for v in views])  # (V,3) m
     measured = np.array([v.noise.any() for v in views])
+    extent = hi - lo
+    whole = extent >= 0.5 * extent.max(axis=0)  # (V,3) a view half as long as another shows part of it only
     out = []
     for faces, sign in ((lo, -1.0), (hi, 1.0)):
         far = np.argmax(sign * faces, axis=0)  # (3,) the view reaching farthest on each axis
         extreme = faces[far, np.arange(3)]
         gap = sign * (extreme[None] - faces)  # >= 0
-        agree = (gap <= prior.k * np.hypot(std, std[far, np.arange(3)][None])) & measured[:, None]
+        agree = (gap <= prior.k * np.hypot(std, std[far, np.arange(3)][None])) & measured[:, None] & whole
         agree[far, np.arange(3)] = True
         w = agree / np.maximum(std, 1e-6) ** 2
         out.append((w * faces).sum(axis=0) / w.sum(axis=0))

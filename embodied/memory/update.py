@@ -128,6 +128,16 @@ class Updater:
             ref_centre, tol = (prev.center, tol) if prev is not None else (track.center, 2.5 * tol)
             shift = float(np.linalg.norm(det.center - ref_centre))
             partial = self.partial_view(node, det, prev, track, a, aff)
+            slide = self.hooks.slide_of(node) if aff.prismatic else None
+            if slide is not None and prev is not None:
+                # A part moves along its slide only: that is its shift; a shift off it (across, up or down)
+                # beyond the view's noise shows part of it (the arm pulling it hides its middle).
+                delta = det.center - ref_centre
+                along = float(np.dot(delta[:2], slide))
+                off = float(np.linalg.norm(delta - np.array([slide[0], slide[1], 0.0]) * along))
+                shift = abs(along)
+                partial = partial or (cfg.on("off_slide_is_partial") and off > max(cfg.articulation.across_shift,
+                                                                                   noise))
             moved = shift > tol and (not partial or (shift > 3 * tol and overlap < 0.5)) and not aff.anchored
             if moved:
                 # The other cameras' older views saw it where it no longer is.
@@ -137,9 +147,10 @@ class Updater:
             elif prev is None or (not partial and (shift > creep or abs(det.n_points - prev.n_points)
                                                    > cfg.association.settle_size * prev.n_points)):
                 if prev is not None and shift > creep:
-                    # It shifted (a slow push, a slide) more than noise: the other cameras' older views show it
-                    # where it was (views taken this frame already show it here).
-                    track.views = {c: v for c, v in track.views.items() if v.t == t}
+                    # It shifted (a slow push, a slide) more than noise: the other cameras' older views that no
+                    # longer meet this one show it where it was.
+                    track.views = {c: v for c, v in track.views.items()
+                                   if v.t == t or not _apart(v, view, tol)}
                 if prev is not None:  # the camera's colour reference and its evidence of a change stay
                     view.rgb, view.pending = prev.rgb, prev.pending
                 track.views[cam] = view
@@ -230,12 +241,8 @@ class Updater:
             if aff.shape_only and on("shape_reference"):
                 partial = partial and shape_class(prev.box_max - prev.box_min) == a["cls"]
         partial = partial or (on("lit_face_partial") and aff.pressable and det.label != a["cls"])
-        if aff.prismatic and prev is not None:
-            # A part slides along its slide only: a view shifted across it shows part of it (the arm pulling
-            # it hides its middle), as (for a learned detector) does one much narrower across it.
-            partial = partial or (on("across_is_partial") and self.hooks.shifted_across(node, det, prev))
-            if self.config.detector.drawer_narrow_views:
-                partial = partial or self.hooks.narrower_across(node, det, prev)
+        if aff.prismatic and prev is not None and self.config.detector.drawer_narrow_views:
+            partial = partial or self.hooks.narrower_across(node, det, prev)  # part of it hidden
         return bool(partial)
 
     def _colour(self, det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict,
@@ -287,6 +294,11 @@ class Updater:
         else:
             return
         self.renamed.add(node)
+
+
+def _apart(a: View, b: View, slack: float) -> bool:
+    """Whether two views' boxes are more than ``slack`` m apart along some axis."""
+    return bool(np.any(a.box_max < b.box_min - slack) or np.any(a.box_min > b.box_max + slack))
 
 
 def _one_face(det: ObjectObservation, track: Track, thin: float, solid: float) -> bool:
