@@ -46,8 +46,6 @@ def test_a_colour_seen_while_moving_is_no_change_of_colour(moving):
     assert [e["tag"] for e in memory.history(block)].count("recoloured") == (0 if moving else 1)
 
 
-@pytest.mark.xfail(strict=True, reason="regression? update.Updater._colour adds beliefs.enter * (strength - 1) a "
-                   "frame, so a change under 1.5 times its threshold needs three or more frames, not two")
 def test_a_weaker_change_of_colour_holds_after_two_frames():
     """A still block seen yellow in place, 1.45 times the colour tolerance from its orange: not a change on
     one frame's evidence, a change on two (a clear change, twice the tolerance, holds at once)."""

@@ -356,9 +356,6 @@ def _swap_with_merged_views(covered: bool = False, off: tuple[str, ...] = ()) ->
     return memory, nodes
 
 
-@pytest.mark.xfail(strict=True, reason="regression: AssociationConfig.still_cost (2.0) is too low beside motion_cost "
-                   "(2.0): the still cup's overlap pair (1 - ov + near + still_cost = 2.61) undercuts the passing cup's "
-                   "motion pair (2 + d / gate = 2.79); with still_cost 3.0 both cases pass and the ablation still fails")
 @pytest.mark.parametrize("covered", [False, True])
 def test_a_cup_standing_still_keeps_its_place_when_views_come_back_after_a_merge(covered):
     """The view at (0.37, 0.0) is the passing cup's: the cup standing still (its place still filled in the

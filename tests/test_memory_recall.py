@@ -15,12 +15,6 @@ from embodied.perception import PerceptionConfig
 from embodied.tasks import TASKS
 
 FAMILY_TASKS = [name for name, e in TASKS.items() if e.env_class().family in QUESTIONS]
-REFINE_DROPS_VIEWS = pytest.mark.xfail(
-    strict=True, reason="regression: update.Updater.observe drops the other cameras' views whenever one camera's view "
-    "of any object shifts more than creep (3 mm; before, only a sliding part's did): the scene camera's view of the "
-    "block, shrinking 6 mm as the gripper covers it, drops the wrist camera's whole view, whose next (one-face) view "
-    "becomes its reference; the block's box keeps 2.5 mm of its 4 cm in x (PutBlockBack seed 4: median error 13.9 mm, "
-    "1.2 mm with the drop kept to prismatic parts)")
 
 
 @pytest.mark.parametrize("task", FAMILY_TASKS)
@@ -30,7 +24,6 @@ def test_memory_answers_the_recall_question(task, seed):
     assert report.correct, f"{task} seed {seed}: {report.answer}"
 
 
-@REFINE_DROPS_VIEWS
 def test_put_block_back_start_pose_within_2cm_with_shuffled_ids():
     report = run_episode("PutBlockBack-v0", 4, PerceptionConfig(shuffle_ids=True, seed=4), stop_at_recall=False)
     memory = report.memory
@@ -65,7 +58,6 @@ def test_geometric_mode_recalls_without_masks_or_classes(task):
         assert not buttons, buttons
 
 
-@REFINE_DROPS_VIEWS
 def test_eval_memory_reports_success_and_accuracy():
     result = eval_memory(["PutBlockBack-v0"], episodes=1, seed=5)
     row = result["tasks"][0]

@@ -30,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--split", choices=list(SPLITS), default="test",
                    help="test: the protocol's seeds; dev: seeds for tuning")
     p.add_argument("--head", metavar="KIND:RUN", help="learned skills for the agent policies")
+    p.add_argument("--perception", choices=("masks", "learned", "geometric"),
+                   help="the agent policies' detector (default: the renderer's masks)")
     p.add_argument("--image-size", type=int, help="camera size in px (default: the task's, 128)")
     p.add_argument("--out", default="runs/benchmark", help="results.json, leaderboard.md, difficulty.png "
                    "(a rerun into the same folder resumes)")
@@ -43,7 +45,7 @@ def register(sub) -> None:
 def benchmark(args: argparse.Namespace) -> dict | None:
     config = BenchmarkConfig(policies=tuple(args.policy or ["agent"]), presets=tuple(args.preset or PRESET_NAMES),
                              suite=args.suite, tasks=tuple(args.task), episodes=args.episodes, split=args.split,
-                             head=args.head, image_size=args.image_size)
+                             head=args.head, image_size=args.image_size, perception=args.perception)
     config.validate()
     parallel = Parallel.from_args(args)
     config.options = task_knobs(args.option, config.task_names(), reserved={"preset": "--preset"})

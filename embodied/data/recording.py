@@ -53,13 +53,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from embodied.atomic import atomic_write as write_atomically
 from embodied.data.commit import sigint_held
 from embodied.data.images import encode_depth_png, encode_jpeg, shared_file_mode
 from embodied.data.recording_checks import check_meta, listed_keyframes, read_events, read_json_object, read_plan
@@ -80,19 +80,8 @@ class EpisodeOutcome(Protocol):
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync, rename into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        os.fchmod(fd, shared_file_mode())  # mkstemp makes 0600; a recording is meant to be shared
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``embodied.atomic.atomic_write``, the file readable by all: a recording is meant to be shared."""
+    write_atomically(path, data, shared_file_mode())
 
 
 def _dumps(doc) -> str:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from embodied.envs.env_knobs import SENSORS, check_env_knob
+from embodied.envs.env_knobs import check_env_knob
 
 
 

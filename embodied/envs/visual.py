@@ -15,7 +15,7 @@ import colorsys
 import mujoco
 import numpy as np
 
-from embodied.envs.env_knobs import VISUALS, check_env_knob
+from embodied.envs.env_knobs import check_env_knob
 TEXTURES = (  # builtin, first colour, second colour, mark: drawn into extra materials at build time
     ("checker", (0.8, 0.8, 0.8), (0.35, 0.35, 0.35), "none"),
     ("checker", (0.9, 0.85, 0.7), (0.6, 0.5, 0.4), "none"),

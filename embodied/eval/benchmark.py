@@ -49,6 +49,7 @@ class BenchmarkConfig:
     episodes: int = 50
     split: str = "test"
     head: str | None = None  # learned skills for agent / learned policies (KIND:RUN)
+    perception: str | None = None  # the agent policies' detector (masks, learned, geometric; None: masks)
     image_size: int | None = None  # None: the task's own (128)
     # Task knobs on top of every preset's (the env's ``visual`` and ``sensor`` too). Any at all: not the standard protocol, and
     # the results, their resume key and the leaderboard say so.
@@ -85,6 +86,8 @@ class BenchmarkConfig:
         """What a saved result must match to be resumed."""
         key = {"protocol": PROTOCOL, "split": self.split, "episodes": self.episodes, "head": self.head,
                "image_size": self.image_size}
+        if self.perception not in (None, "masks"):  # only when given: earlier results (masks) still resume
+            key["perception"] = self.perception
         # Only when given: results of the standard protocol saved before options existed still resume.
         return key | ({"options": dict(self.options)} if self.options else {})
 
@@ -120,7 +123,8 @@ def cell_batch(policy: str, task: str, preset: str, config: BenchmarkConfig) -> 
     needs_images = policy != "expert" and policy != "memoryless"
     size = {} if config.image_size is None else {"image_size": config.image_size}
     make = dict(images=needs_images, **size, **env_knobs, **dataclasses.asdict(options))
-    return Batch(entry.env_id, make, policy, tuple(config.seeds()), head=config.head), options
+    perception = config.perception if policy.startswith(("agent", "learned:")) else None  # the expert's is the truth
+    return Batch(entry.env_id, make, policy, tuple(config.seeds()), head=config.head, perception=perception), options
 
 
 def make_cell(policy: str, task: str, preset: str, options, results: list, seconds: float) -> Cell:

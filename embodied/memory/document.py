@@ -79,7 +79,7 @@ def check_document(doc: dict) -> None:
         if edge[0] not in nodes or edge[1] not in nodes:
             raise ValueError(f"edges[{k}]: {edge[0]!r} -> {edge[1]!r} joins a node that is not in nodes")
     _log(doc.get("log"), doc["t"])
-    for where, node, cls in _added(doc["log"]):
+    for where, node, cls in added_in_columns(doc["log"]):
         # Ids are <class>_<n> with n from the class's counter: a counter behind an id would hand it out again.
         if isinstance(cls, str) and node.startswith(cls + "_") and node[len(cls) + 1:].isdecimal() and \
                 int(node[len(cls) + 1:]) >= counters.get(cls, 0):
@@ -99,29 +99,7 @@ def _log(log: Any, t: int) -> None:
     check_fields(log, {"keyframe_every": "count", "noops": "count"}, "log")
     if log["keyframe_every"] < 1:
         raise ValueError(f"log.keyframe_every: {log['keyframe_every']} is not >= 1")
-    if "events" not in log:
-        check_log_columns(log, t)
-        return
-    events = log["events"]
-    if not isinstance(events, list):
-        raise ValueError(f"log.events: expected a list, got {show(events)}")
-    for k, event in enumerate(events):
-        where = f"log.events[{k}]"
-        if not (isinstance(event, list) and len(event) == 5):
-            raise ValueError(f"{where}: expected [t, op, node, tag, data], got {show(event)}")
-        check_event(*event, where)
-        if event[0] > t:
-            raise ValueError(f"{where}.t: {event[0]} is after the memory's time {t}")
-
-
-def _added(log: dict):
-    """(where, node, class) of every ADD event of a checked log, in either layout."""
-    if "events" in log:
-        for k, (_, op, node, _, data) in enumerate(log["events"]):
-            if op == ADD:
-                yield f"log.events[{k}]", node, data.get("cls")
-        return
-    yield from added_in_columns(log)
+    check_log_columns(log, t)
 
 
 def check_event(t: Any, op: Any, node: Any, tag: Any, data: Any, where: str = "event") -> None:

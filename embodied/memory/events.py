@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from math import isnan
 from typing import Any
 
-import numpy as np
 
-from embodied.memory.columns import groups, row_builder, thawed
+from embodied.memory.columns import row_builder
 from embodied.memory.fold import Fold, derive_box
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
@@ -272,53 +271,6 @@ class EventLog:
         ``tag`` and ``keys`` (indexes into those names) and ``values`` (tuples, in the order of its schema)."""
         return {"nodes": self._node_names, "tags": self._tag_names, "schemas": self._schemas, "t": self.times,
                 "op": self._ops, "node": self._nodes, "tag": self._tags, "keys": self._keys, "values": self._values}
-
-    @classmethod
-    def from_columns(cls, keyframe_every: int, noops: int, nodes: list[str], tags: list[str],
-                     schemas: list[tuple[str, ...]], t: list[int], op: list[int], node: list[int], tag: list[int],
-                     keys: list[int], values: list[list[list]]) -> EventLog:
-        """A log holding these events, in the layout of ``columns`` but with the values as one list of
-        columns per schema (``values[s][m]``: attribute m of schema s's events, in event order; see
-        ``events_json``), every index and length in range (as ``document.check_document`` makes sure;
-        JSON lists among the values become tuples). The indexes
-        and trajectories are built a column at a time, the events folded into the state a keyframe at a
-        time (``Fold``). Raises ValueError at the first event out of time order, ADD of a node that
-        exists, or change of one that does not."""
-        log = cls(keyframe_every)
-        log.noops = int(noops)
-        log._node_names, log._tag_names, log._schemas = list(nodes), list(tags), [tuple(s) for s in schemas]
-        log._node_code = {n: k for k, n in enumerate(log._node_names)}
-        log._tag_code = {n: k for k, n in enumerate(log._tag_names)}
-        log._schema_code = {s: k for k, s in enumerate(log._schemas)}
-        log._ops, log._nodes, log._tags, log._keys = array("b", op), array("i", node), array("i", tag), array("i", keys)
-        shared: dict[int, int] = {}  # one int object per step
-        times = [shared.setdefault(x, x) for x in t]
-        log.times = array("q", times)
-        log._last_t = times[-1] if times else 0
-        late = np.flatnonzero(np.diff(np.asarray(t, dtype=np.int64)) < 0)
-        if len(late):
-            i = int(late[0]) + 1
-            raise ValueError(
-                f"event {i}: time {t[i]} is before the last logged time {t[i - 1]}: the log is append-only"
-            )
-        log._values = thawed(values, log._keys, log._schemas, log._floats)
-        codes = np.asarray(node, dtype=np.int64)
-        log.by_node = {log._node_names[c]: array("q", rows.tobytes()) for c, rows in groups(codes).items()}
-        by_tag = groups(np.asarray(tag, dtype=np.int64))
-        log.by_tag = {log._tag_names[c]: array("q", rows.tobytes()) for c, rows in by_tag.items()}
-        log.tag_times = {log._tag_names[c]: [times[i] for i in rows.tolist()] for c, rows in by_tag.items()}
-        # Trajectories: the events whose schema holds a position, node by node in time order.
-        where = {k: s.index("position") for k, s in enumerate(log._schemas) if "position" in s}
-        moved = np.flatnonzero(np.isin(np.asarray(keys, dtype=np.int64), list(where)))
-        for c, rows in groups(codes[moved]).items():
-            rows = moved[rows].tolist()
-            name = log._node_names[c]
-            log.traj_t[name] = array("q", [times[i] for i in rows])
-            log.traj_xyz[name] = array("d", [x for i in rows for x in log._values[i][where[keys[i]]]])
-        fold = Fold(log.state)
-        fold.events(log, 0, len(times), keyframes=True)
-        fold.finish()
-        return log
 
     def replay(self, events: Iterable[Event]) -> None:
         for e in events:

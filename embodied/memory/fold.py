@@ -1,5 +1,5 @@
 """Folding logged events into a state (node -> attribute dict): what ``EventLog`` builds its
-keyframes with and rebuilds a past state from (``EventLog.state_at``, ``EventLog.from_columns``).
+keyframes with and rebuilds a past state from (``EventLog.state_at``, ``events_json.log_from_columns``).
 
 A state's dicts may be shared between keyframes, which never change: a fold copies a node's dict at
 its first event (copy-on-write) and derives its box once, at the end.

@@ -103,6 +103,8 @@ class Identity:
     def _handoff(self, old: str, new: str, touched: set) -> bool:
         """``old`` stopped being seen just before ``new`` first was, close by: one track picked up again."""
         cfg, g = self.config.association, self.store._graph.nodes
+        if affords(g[old]["cls"]).anchored:
+            return False  # an anchored thing is picked up again where it stands (on its points), never nearby
         gap = g[new]["first_seen"] - g[old]["last_seen"]
         near = np.linalg.norm(self.store.tracks[new].center - self.store.tracks[old].center) < cfg.handoff_gate
         return old not in touched and 0 < gap <= cfg.handoff_steps and bool(near)

@@ -75,10 +75,10 @@ class Lifecycle:
                 if total[k]:
                     track.gone.add(float(np.clip(point * float(through[k] - other), -cfg.frame_evidence,
                                                  cfg.frame_evidence)), self.config.beliefs)
-                if track.gone.state:
+                if total[k] == 0:
+                    status = "out_of_view"  # its absence is still believed: seen again, it is missing again
+                elif track.gone.state:
                     status = "missing"
-                elif total[k] == 0:
-                    status = "out_of_view"
                 elif occluded[k] >= cfg.occluded_fraction * total[k]:
                     status = "occluded"
                 else:

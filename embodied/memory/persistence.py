@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
+from embodied.atomic import atomic_write
 from embodied.memory.columns import frozen
 from embodied.memory.config import MemoryConfig
 from embodied.memory.document import check_built, check_document
@@ -31,21 +31,6 @@ if TYPE_CHECKING:
 
 FORMAT = "embodied.memory"
 VERSION = 2  # 2: the rebuilt memory (configuration by component, beliefs in the tracks); 1 is not read
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _jsonable(value):
@@ -183,7 +168,7 @@ def _array(arrays: dict, key: str, dtype, shape: tuple) -> np.ndarray:
 def save(memory: SpatialMemory, path: str | os.PathLike) -> Path:
     """Write the memory to ``path`` as JSON, atomically. Returns the path."""
     path = Path(path)
-    _atomic_write(path, json.dumps(to_json(memory), separators=(",", ":")))
+    atomic_write(path, json.dumps(to_json(memory), separators=(",", ":")))
     return path
 
 
@@ -223,5 +208,5 @@ def export_graphml(memory: SpatialMemory, path: str | os.PathLike, t: int | None
     for u, v, k in graph.edges(keys=True):
         flat.add_edge(u, v, key=k, rel=k)
     path = Path(path)
-    _atomic_write(path, "\n".join(nx.generate_graphml(flat)) + "\n")
+    atomic_write(path, "\n".join(nx.generate_graphml(flat)) + "\n")
     return path

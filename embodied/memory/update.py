@@ -3,8 +3,8 @@
 A matched view is one of: the same look as the camera's last (settled: only the counters move), a part
 of the object (cut by the image's edge, occluded, one face: its centre shifts with no motion), a move
 (its shift exceeds the tolerance the view's noise allows), or a refinement. Its colour is judged against
-the camera's own reference look: a change strong enough (``ColourEvidence``) is logged as the object
-lighting up (``brightened``), going dark (``dimmed``) or changing colour (``recoloured``).
+the camera's own reference look (looks.py): a change strong enough is logged as the object lighting up
+(``brightened``), going dark (``dimmed``) or changing colour (``recoloured``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from embodied.memory.affordances import affords
+from embodied.memory.looks import judge_colour
 from embodied.memory.noise import shift_tolerance
 from embodied.memory.tracks import Track, View
-from embodied.perception.colour import colour_distance, colour_name, hue_nudged, named_firmly
 from embodied.perception.geometry import shape_class
 from embodied.perception.types import ObjectObservation
 
@@ -28,10 +28,6 @@ def confidence(n_obs: int, status: str) -> float:
     """Grows with observations; halves while the object is missing from where it should be."""
     c = n_obs / (n_obs + 2.0)
     return round(c * (0.5 if status == "missing" else 1.0), 4)
-
-
-def brightness(rgb: np.ndarray) -> float:
-    return max(float(np.max(rgb)), 1e-3)
 
 
 class Updater:
@@ -183,8 +179,7 @@ class Updater:
         if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.track.log_tol or face > (
                 cfg.track.log_tol if track.surface else cfg.track.face_tol):
             changes.update(position=vec(centre), box_min=vec(track.box_min), box_max=vec(track.box_max))
-        light = 0 if track.surface or in_motion else self._colour(det, reference, track.views.get(cam), a,
-                                                                  changes, aff)
+        light = 0 if track.surface or in_motion else judge_colour(det, reference, track.views.get(cam), a, changes, cfg)
         a["n_obs"] += 1
         a["last_seen"] = t
         if changes:
@@ -244,40 +239,6 @@ class Updater:
         if aff.prismatic and prev is not None and self.config.detector.drawer_narrow_views:
             partial = partial or self.hooks.narrower_across(node, det, prev)  # part of it hidden
         return bool(partial)
-
-    def _colour(self, det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict,
-                changes: dict, aff) -> int:
-        """Judge the view's colour against the camera's reference look; write a logged change into
-        ``changes`` and return +1 (brightened), -1 (dimmed) or 0. A step of the brightest channel by
-        ``brightness_ratio`` or more is a light going on or off (the name kept: a white block in a drawer
-        is still white), a firm change of colour name a recolouring; either holds once its evidence
-        reaches ``beliefs.enter`` (the view's ``pending`` log-odds): a change twice past its threshold at once,
-        a weaker one over two frames."""
-        if reference is None or view is None:
-            return 0
-        cfg = self.config.association
-        rgb = np.asarray(det.rgb, dtype=np.float64)
-        ratio = np.log(brightness(rgb) / brightness(reference))
-        step = abs(ratio) / np.log(cfg.brightness_ratio)
-        far = colour_distance(rgb, reference) / cfg.colour_tolerance
-        edge = self.config.on("hue_edge")
-        renamed = (det.colour != colour_name(reference) and (named_firmly(rgb) or not edge) and det.colour != a["colour"]
-                   and not (edge and step > 1 and ratio > 0 and hue_nudged(rgb, reference)))
-        strength = max(step, far if renamed else 0.0)
-        b, blend = self.config.beliefs, self.config.track.reference_blend
-        view.pending = evidence = min(b.limit, max(0.0, view.pending) + b.enter * (strength - 1.0)) if strength > 1 else 0.0
-        if evidence < b.enter and not (b.single_frame and strength > 1):
-            if strength <= 1:
-                view.rgb = (1 - blend) * reference + blend * rgb
-            return 0
-        view.rgb, view.pending = rgb, 0.0
-        if renamed and far > 1:
-            changes.update(colour=det.colour, rgb=vec(np.round(rgb, 4)))
-        elif step > 1:
-            changes.update(rgb=vec(np.round(rgb, 4)))
-        else:
-            return 0
-        return (1 if ratio > 0 else -1) if step > 1 else 0
 
     def _vote(self, node: str, a: dict, track: Track, label: str, t: int) -> None:
         """Count the view's class; the node is renamed when its votes say so, unless its affordances were

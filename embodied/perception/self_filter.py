@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from embodied.perception.geometry import back_project
 
 WORKCELL_PROPRIO_DIM = 22  # qpos 7, qvel 7, TCP pos 3, TCP quat (w,x,y,z) 4, gripper width 1
 FINGERTIP_BELOW = 0.012  # m past the TCP along the tool axis
