@@ -124,6 +124,9 @@ def dataset_info(root: str | Path) -> dict:
     """Episodes, frames, features, tasks, size on disk and success rate."""
     root = Path(root)
     info, episodes, tasks = _open(root)
+    problems = episode_problems(root, info, episodes, tasks)  # a malformed episode table is named, not counted
+    if problems:
+        raise problems[0]
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     per_task: dict[str, dict] = {}
     for r in episodes:
