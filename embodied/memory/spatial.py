@@ -198,7 +198,7 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
     # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
     # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
     # A drawer's tray stands 1.5 cm over the table, and a block seen set into it from above may keep
-    # a box reaching the table (Rearrange 930002, geometric): a drawer's bottom gives 2 cm.
+    # a box reaching the table (as geometric perception's view of one did): a drawer's bottom gives 2 cm.
     smaller = volume[i] < volume[j]
     sink = np.where(np.array(articulated_of)[j], cfg.drawer_sink, cfg.sink)
     inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - sink) & smaller

@@ -1,9 +1,9 @@
 """Patches of a surface read as things (learned mode).
 
 In the randomized look a table can take a task object's colour; the segmenter then reads a patch of that
-table as, say, the pink block (Rearrange 930002: five pixels of table seen between the arm and a cup, a
-flat view at the table's height, which memory took for the block's top face and completed 4 cm down, into
-the table). A thing's flat view is its top face, and a top face stands above the surface it rests on (a
+table as, say, the pink block (a few pixels of table seen between the arm and a cup give a flat view at
+the table's height, which memory would take for the block's top face and complete 4 cm down, into the
+table). A thing's flat view is its top face, and a top face stands above the surface it rests on (a
 block's 4 cm, a pad's 2 mm); a flat view level with a surface seen in the same image is a piece of it.
 
     drop = surface_patches(objects, flat=0.005, tol=0.001, kept=("pad", "button", "drawer"))

@@ -33,8 +33,8 @@ _RAISED = 0.015  # m: a flat view this far above the support is an object's top 
 _TOP_ONLY = 0.06  # m ... up to this high: a block's (4 cm), or one's in an open drawer's tray (1.6 cm up)
 _BLOCK = 0.04  # m: such a face's box reaches this far down (a block's height), at most to the support
 # m: a cluster whose lowest point is this far above the support is a bit of the arm (things the env
-# carries hang at most 12 cm up, a cue panel's screen 6 cm): a white link 27 cm up had re-identified
-# the white block hidden under the hand (HiddenObject 930008)
+# carries hang at most 12 cm up, a cue panel's screen 6 cm): a white link of the arm high over the table
+# can otherwise re-identify a white block hidden under the hand
 _FLOATING = 0.2
 
 
@@ -178,8 +178,8 @@ def fit_plane(cloud, distance: float, iterations: int = 100) -> tuple[np.ndarray
     """open3d's RANSAC plane ((4,) a, b, c, d with ax + by + cz + d = 0, and the inliers' indices) over
     every one of ``iterations`` samples, the seed set by the caller. Its default stops early once the best
     plane so far is probably found, and when depends on its threads' timing: one frame gave two planes a
-    point apart from run to run, and the whole agent's episode another outcome (StashAndFetch 930030,
-    geometric, passed in two runs of eight). All samples drawn, the best is always the same."""
+    point apart from run to run, and a whole agent's episode another outcome from run to run. All samples
+    drawn, the best is always the same."""
     plane, inliers = cloud.segment_plane(distance, 3, iterations, probability=1.0)
     return np.asarray(plane), inliers
 
@@ -188,8 +188,8 @@ def _top_only(obs: ObjectObservation, support: float, eye_z: float) -> bool:
     """Whether a flat view is the top face of a small object standing on the support, seen from above:
     a camera looking down on a block sees that face alone, at a small object's height (on the table or
     in an open drawer's tray). Its box then reaches a block's height down, at most to the support (else
-    the wrist camera's top face and the scene camera's block were two objects: Rearrange 930000; a block
-    in a tray stands on the tray's floor). Higher up it is something carried, which is left as seen."""
+    the wrist camera's top face and the scene camera's block are two objects; a block in a tray stands
+    on the tray's floor). Higher up it is something carried, which is left as seen."""
     top = float(obs.box_max[2]) - support
     return bool(obs.box_min[2] > support + _RAISED and top <= _TOP_ONLY and eye_z > obs.box_max[2])
 
@@ -202,8 +202,7 @@ def _small_things(
     bigger cluster (not a sliver of one) and of the open fingers' tips (within ``_FINGERTIPS`` of the
     TCP ``tcp`` (3,) m): a small object far from the camera (a 3 cm ball a metre away is about 3
     pixels across). None reaches within ``robot_base_radius`` of the arm's base: bits of the arm's foot
-    had been two "small" things there in every workcell episode, which a plan then tried to pick
-    (Rearrange 930030, geometric)."""
+    had been two "small" things there in every workcell episode, which a plan could then try to pick."""
     o3d = open3d()
     if len(noise) < cfg.small_min_points:
         return []

@@ -120,8 +120,8 @@ def split_by_colour(pts: np.ndarray, cols: np.ndarray, idx: np.ndarray, min_poin
 def join_cut_pieces(pts: np.ndarray, cols: np.ndarray, pieces: list[np.ndarray]) -> list[np.ndarray]:
     """``pieces`` (index arrays into ``pts`` (N,3) m and ``cols``, of no recognised shape) with those of one
     chroma that fit together in a box ``PIECE_SPAN`` wide joined: one thing the hand cut apart (its points
-    under the fingers go), whose near face and far side had been two blocks; memory kept the old node on
-    one and the grasp went there (HiddenObject 930002). Two blocks never fit in one such box."""
+    under the fingers go), whose near face and far side would be two blocks, memory keeping the old node
+    on one and the grasp going there. Two blocks never fit in one such box."""
     pieces = list(pieces)
     hues = [np.median(chroma(cols[p]), axis=0) for p in pieces]
     k = 0

@@ -127,9 +127,9 @@ def is_button(cp: np.ndarray, support: float) -> bool:
     """Whether a cluster (N,3) m has a push button's size: a 5-8.5 cm square footprint (its 7 cm base;
     a 4 cm block is narrower, seen from any side, turned or not: ``footprint_sides``) and a top at most
     4.5 cm above the support, at least 1.5 cm of it showing (a cup stands 6 cm tall, a pad lies in the
-    support plane). Measured along x and y, a yellow block turned on the table spanned 5 cm: the scene camera
-    named it a button, its node kept a view of the block from in flight, 2 cm too tall, and the touch meant
-    for it stopped above it (MoveOrder 930075, geometric)."""
+    support plane). Measured along x and y, a 4 cm block turned on the table spans up to 5.7 cm: named a
+    button, its node can keep a view of the block from in flight, too tall, and a touch meant for it then
+    stops above it."""
     sides = footprint_sides(cp[:, :2])
     return bool(
         np.all((BUTTON_SIDE[0] <= sides) & (sides <= BUTTON_SIDE[1]))
@@ -142,8 +142,8 @@ def _side_by_side(pts: np.ndarray, pieces: list[np.ndarray]) -> bool:
     """Whether a button-sized cluster's colour pieces (``split_by_colour``) are two or more things each no
     wider than a block (``MIXED_NARROWEST``): two blocks 2 cm apart (Rearrange's neighbouring spots), whose
     joint footprint is a button's. A button's 7 cm base is one piece wider than a block, whatever its cap's
-    colour. Taken for a button, the pair was never split: the block just placed there went missing and its
-    place was judged failed (Rearrange 930044, geometric)."""
+    colour. Taken for a button, the pair is never split: the block just placed there goes missing and its
+    place is judged failed."""
     return len(pieces) >= 2 and all(np.ptp(pts[p, :2], axis=0).max() <= MIXED_NARROWEST for p in pieces)
 
 
@@ -312,9 +312,9 @@ def _long_parts_hue(pts: np.ndarray, cols: np.ndarray, clusters: list[np.ndarray
     """The median chroma of the clusters that are a drawer's part by their length alone (wholly outside the
     housing's footprint ``lo``..``hi`` on one side, within NEAR_OUT, no higher than its top ``top``, at least
     LONG_PART along its edge), or None where there are none. Where the housing's own cluster shows no front,
-    this is its row's colour: the scene camera saw only a shut drawer's top edge as a cluster apart, and a
-    ball set down 17 cm before it, its top as raised as a front and no row colour to refuse it, joined that
-    edge into one drawer view reaching out to the ball (Rearrange 930069, geometric)."""
+    this is its row's colour: where the scene camera sees only a shut drawer's top edge as a cluster apart,
+    a ball set down before it, its top as raised as a front and no row colour to refuse it, would join that
+    edge into one drawer view reaching out to the ball."""
     long_parts = []
     for idx in clusters:
         d, side = _outside(pts[idx, :2], lo, hi)
@@ -330,7 +330,7 @@ def _long_parts_hue(pts: np.ndarray, cols: np.ndarray, clusters: list[np.ndarray
 def _row_coloured(cols: np.ndarray | None, idx: np.ndarray, row_hue: np.ndarray | None) -> bool:
     """Whether a short piece off the table is in its drawer row's chroma (within TRAY_COLOUR_STEP), or no
     row colour is known. A block's top face, all the wrist camera sees of it from high up, is as raised
-    as a drawer's front; taken for one it stretched a shut drawer 15 cm out (HiddenObject 930003)."""
+    as a drawer's front; taken for one it stretches a shut drawer out to the block."""
     return row_hue is None or bool(np.linalg.norm(np.median(chroma(cols[idx]), axis=0) - row_hue) <= TRAY_COLOUR_STEP)
 
 

@@ -28,8 +28,8 @@ FINGER_HALF_X = 0.010  # m, the fingers' half-thickness across the slot's plane
 FINGER_DEPTH = 0.018  # m of finger beyond the slot on each side
 PALM_HALF = (0.025, 0.09)  # m, the palm box's half-sizes (x, y)
 # m past the fingers' root that the palm's two broad side faces (|x| = PALM_HALF[0]) reach: a wrist camera
-# shifted on its mount sees their lower edge (Rearrange 930000, visual=randomized: a 3 mm strip of it
-# joined the cup under the hand, whose box rose to 15 cm). Only the faces: a held block fills the slot
+# shifted on its mount sees their lower edge (a strip a few mm wide, which joins a cup under the hand
+# and raises its box far over a cup's height). Only the faces: a held block fills the slot
 # between them below the root.
 PALM_SIDE_BELOW = 0.005
 WRIST_RADIUS = 0.045  # m, link 7 above the palm

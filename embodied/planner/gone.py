@@ -13,7 +13,7 @@ import numpy as np
 LOOK_GAP = 100  # steps between two misses of a node that make them two looks, not one
 # m: another object node of a node's colour this near where memory holds it is the same object seen as a
 # second node: a detector that shows a dumbbell's two weights (20 cm apart) as two objects, named dumbbell,
-# bottle or mug (nodes 10-21 cm apart in VanishedObject 930081, 930084 and 930097 on learned perception).
+# bottle or mug (the learned segmenter's twin nodes lay 10-21 cm apart).
 # The apartment's object spots are 60 cm or more apart.
 TWIN_NEAR = 0.3
 
@@ -26,7 +26,7 @@ def rank_gone(memory, nodes: list[str]) -> list[str]:
     apart; one look flickers between missing and occluded, and a flat or far object can seem seen through
     once), then the one held missing the most steps (a look that stays on the emptied spot sees through it
     frame after frame; a detector that only now and then misses an object flickers between missing and
-    unseen: VanishedObject 930019, learned), then the one whose first miss came longest after its last
+    unseen), then the one whose first miss came longest after its last
     sighting (the robot came back to look; a miss on the very next frame is weaker evidence, an object
     slipping out at the view's edge), then the latest. A node missed once and seen later (a glance through a
     gap) does not count: none missed gives []."""

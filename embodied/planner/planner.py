@@ -174,8 +174,7 @@ class Planner:
         shut the drawers this opened (an open drawer's handle reaches over the table). With ``told``
         (the memory time the instruction came), only objects first seen before it: what was watched
         has a place it was; a node first seen since (geometric perception's bits of an open drawer's
-        insides, a cup set aside taken for a block) has none, and plans for it had run into dead
-        ends (Rearrange 930030, 930044, 930046, geometric)."""
+        insides, a cup set aside taken for a block) has none, and plans for it run into dead ends."""
         objects = r.candidates(Ref("everything"))
         watched = [n for n in objects if told is None or r.attrs(n)["first_seen"] < told]
         moved = [n for n in watched if _displaced(r, n)]
@@ -271,7 +270,7 @@ class Planner:
         if inside:
             return inside[0]
         # Seen first as a drawer slid open: the drawer whose box held it then, reaching back into the housing
-        # (a block at the back of a tray sliding out lies behind what is seen of it: Rearrange 930007).
+        # (a block at the back of a tray sliding out lies behind what is seen of it).
         p = r.position(node, "first")
         for d in r.memory.find(kind="container"):
             if d in then and d in now and _is_drawer(r, d):

@@ -111,8 +111,8 @@ class Resolver:
         recorded = self.attrs(node).get("inside", "") or ""
         if inside:
             # Two containers' boxes may both take it in (a drawer seen merged with its neighbour reaches
-            # over the next one's tray): the one memory saw it go into, else the nearest (StashAndFetch
-            # 930056, learned: the neighbour was opened, which ends the episode).
+            # over the next one's tray): the one memory saw it go into, else the nearest (opening the
+            # neighbour instead ends the episode).
             if recorded in inside:
                 return recorded
             p = self.position(node)[:2]
@@ -228,7 +228,7 @@ class Resolver:
         the order their first displacement was logged ("first"), the latest first ("last"), or the
         farthest displaced first ("any": a re-estimate of where a still object is never wins), those back
         where they were first seen last (a round trip: a detector's misreading elsewhere taken for the
-        object, then the object seen at home again: ChangedObject 930015, learned)."""
+        object, then the object seen at home again, is no move)."""
         began, farthest, back = {}, {}, {}
         for n in nodes:
             stay = self.first_stay(n)
@@ -252,10 +252,9 @@ class Resolver:
     def _glimpses(self, node: str) -> list[tuple[int, int]]:
         """[first, past-last) steps of each sighting after time unseen, at a new place, that lasted under
         ``SETTLED`` steps, up to the next sighting: a glimpse, and where memory put the object unseen after
-        it, are no place the object went. (A learned detector's one-frame "cyan book" 5.7 m from the cyan
-        book, out of view, had taken its node there, and the book outranked the ball the hand had carried:
-        ChangedObject 930007, visual=randomized; a one-frame "orange book" 6 m off, then held hidden in the
-        box under it, outranked the lamp carried 2.4 m: ChangedObject 930057, learned.)"""
+        it, are no place the object went. (A learned detector's one-frame look-alike metres away takes the
+        node of an object out of view there; counted as a move, that jump, or where memory then holds the
+        object hidden, outranks the object the hand really carried.)"""
         spans, start, glimpse = [], None, None
         for e in self.memory.history(node):
             status = e["data"].get("status")
@@ -304,8 +303,8 @@ class Resolver:
             best = min(near.values())
             return sorted((n for n in nodes if near[n] <= best + COLOUR_SLACK), key=lambda n: (near[n], n))
         named = [n for n in nodes if self.attrs(n).get("colour") == COLOUR_WORDS.get(colour)]
-        if named:  # without the goal's colour, the namer's name for the word (GoAsTold 930037, learned: a
-            return named  # "lime bottle" and a blue piece of a dumbbell named bottle)
+        if named:  # without the goal's colour, the namer's name for the word (a "lime bottle" asked for,
+            return named  # no node named lime, a blue piece of a dumbbell named bottle among them)
         if len({self.attrs(n).get("colour") for n in nodes}) <= 1:
             return nodes
         raise ResolutionError(f"no {colour} one among {nodes}")
