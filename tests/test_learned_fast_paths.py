@@ -199,7 +199,7 @@ def test_stage_times_cover_each_stage_once_a_frame_and_add_up_to_the_call(frames
         calls.append((time.perf_counter() - start) * 1e3)
     stages = segment.stage_times
     segment.stage_times = None
-    assert list(stages) == ["network", "regions", "graph", "grouper", "assemble"]
+    assert list(stages) == ["clean", "network", "regions", "graph", "grouper", "assemble"]
     assert all(len(ms) == 4 and min(ms) > 0 for ms in stages.values())
     summed = [sum(ms[i] for ms in stages.values()) for i in range(4)]
     assert all(s <= call for s, call in zip(summed, calls))  # the stages lie inside the call
@@ -217,5 +217,5 @@ def test_the_perception_bench_reports_the_learned_modes_stages(capsys):
     rows = {r["mode"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["masks"]["stages_ms"] is None
     stages = rows["learned"]["stages_ms"]
-    assert list(stages) == ["network", "regions", "graph", "grouper", "assemble"]
+    assert list(stages) == ["clean", "network", "regions", "graph", "grouper", "assemble"]
     assert 0 < sum(stages.values()) <= rows["learned"]["segment_ms"] * 1.5

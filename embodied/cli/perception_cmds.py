@@ -4,7 +4,8 @@
                                   [--policy expert|agent|agent:learned] [--segmenter FILE]
     embodied perception train --data DIR [--data DIR ...] --out RUN [--steps N] [--resume]
     embodied perception train-classifier --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
-    embodied perception train-grouper --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--resume]
+    embodied perception train-grouper --data DIR [--data DIR ...] --out RUN [--segmenter RUN|FILE] [--init-from RUN|FILE]
+                                      [--resume]
     embodied perception eval [--weights RUN|FILE] [--classifier RUN|FILE] [--grouper RUN|FILE] --data DIR [--json]
     embodied perception export --run RUN [--classifier RUN] [--grouper RUN] --out FILE.safetensors
 """
@@ -95,6 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--resume", action="store_true")
     g.add_argument("--model", action="append", default=[], metavar="KEY=JSON",
                    help="GrouperConfig field, e.g. hidden=64")
+    g.add_argument("--init-from", metavar="RUN|FILE", help="start from this grouper (a grouper run or a weights "
+                   "file holding one): its weights, shape and feature normaliser")
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=train_grouper)
 
@@ -106,9 +109,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--weights, if any)")
     e.add_argument("--data", required=True, help="held-out frames folder")
     e.add_argument("--without", action="append", default=[],
-                   choices=("grouper", "snap", "classifier", "proposals"),
+                   choices=("grouper", "snap", "classifier", "proposals", "denoise"),
                    help="leave a step out (repeatable): the region grouper (then the older pipeline runs), and in "
-                   "that pipeline snapping to regions, the crop classifier, its proposals")
+                   "that pipeline snapping to regions, the crop classifier, its proposals; denoise: read a noisy "
+                   "camera's frames as they come (no cleaning, embodied/perception/learned/denoise.py)")
     e.add_argument("--min-pixels", type=int, default=20, help="smaller true instances are not scored")
     e.add_argument("--max-frames", type=int, default=0, help="score only the first N frames (0: all)")
     e.add_argument("--json", action="store_true")
@@ -194,7 +198,7 @@ def train_grouper(args) -> dict:
     cfg = GrouperTrainConfig(data=args.data, out=args.out, segmenter=args.segmenter, steps=args.steps,
                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, threads=args.threads,
                              device=args.device, checkpoint_every=args.checkpoint_every, resume=args.resume,
-                             progress=not args.json, model=_model_options(args.model))
+                             progress=not args.json, model=_model_options(args.model), init_from=args.init_from)
     result = fit(cfg)
     if not args.json:
         print(f"{result['run']}: {result['regions']} regions, {result['pairs']} pairs, steps {result['start_step']}.."
@@ -210,7 +214,8 @@ def evaluate(args) -> dict:
     segment = LearnedSegmenter(args.weights or None, threads=1, classifier=args.classifier or None,
                                snap="snap" not in args.without, classify="classifier" not in args.without,
                                propose="proposals" not in args.without and "snap" not in args.without,
-                               grouper=args.grouper or None, group="grouper" not in args.without)
+                               grouper=args.grouper or None, group="grouper" not in args.without,
+                               denoise="denoise" not in args.without)
     frames = load_frames(args.data, segment.classes)
     if args.max_frames:
         frames = frames.head(args.max_frames)

@@ -17,7 +17,10 @@ world z and an (x, y) translation.
 Every ``every``-th frame while the camera moves (and the first frame), the
 depth image is back-projected on a pixel stride with ``C @ T_odom`` and
 thinned to one point per ``voxel``; normals come from the organised pixel
-grid (``registration.grid_cloud``). With a map in place the cloud is
+grid (``registration.grid_cloud``). A noisy camera's grid pixels (the noise
+read from the image, ``registration.image_noise``) take their depth from a
+plane fitted to the block around each (``registration.smooth_grid_depth``).
+With a map in place the cloud is
 registered against it by point-to-plane ICP in (x, y, yaw) about the camera
 (``registration.planar_icp``; ``solver="open3d"`` runs open3d's 6-DoF ICP
 and cuts it to planar instead, an ablation), started from ``C @ T_odom``. A
@@ -26,8 +29,10 @@ at least ``min_structure`` matches lie on vertical surfaces (floor alone
 fixes no x, y or yaw), the point-to-plane RMSE is at most ``max_rmse``, and
 the change is at most ``max_step`` m / ``max_turn`` rad plus ``per_motion``
 of the odometry's motion since the last accepted fit; otherwise ``C`` is
-kept (odometry carries the estimate). The frame's points in voxels the map
-does not have yet are added (first come, first kept) when the fit was
+kept (odometry carries the estimate). An accepted fit whose change is within
+``min_significance`` of its standard errors of none (``Fit.significance``)
+confirms the pose and leaves ``C`` as it was. The frame's points in voxels
+the map does not have yet are added (first come, first kept) when the fit was
 accepted with a point-to-plane RMSE of at most ``map_rmse``, or when there
 was little to judge it by (the first frame; new ground: too little overlap,
 the part that overlaps within ``max_rmse``), so the map grows into new rooms
@@ -51,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embodied.mapping.registration import Fit, VoxelMap, grid_cloud, planar_icp, voxel_thin, wrap, yaw_of
+from embodied.mapping.registration import Fit, VoxelMap, grid_cloud, image_noise, planar_icp, voxel_thin, wrap, yaw_of
 
 
 @dataclass
@@ -88,6 +93,11 @@ class LocaliserConfig:
     # A frame's new points join the map only from a fit at most this tight (or new ground, too little overlap
     # to judge): a frame placed at a wrong pose would leave ghost walls that later fits lock onto.
     map_rmse: float = 0.01
+    # A fit whose change lies within this many of its own standard errors of none (``Fit.significance``) is
+    # noise, not drift: it confirms the pose (accepted, its frame may join the map) but leaves the correction
+    # as it was. Under depth noise the many small noisy changes of a camera turning in place otherwise add up
+    # like visual odometry (several degrees over a tour with exact wheel odometry).
+    min_significance: float = 4.0
 
     def validate(self) -> None:
         if self.every < 1 or self.stride < 1 or self.iterations < 1:
@@ -96,6 +106,8 @@ class LocaliserConfig:
             raise ValueError(f"LocaliserConfig: need 0 < min_depth < max_depth, got {self.min_depth}, {self.max_depth}")
         if min(self.voxel, self.crop, self.max_corr, self.max_rmse, self.map_rmse, self.max_step, self.max_turn) <= 0:
             raise ValueError("LocaliserConfig: voxel, crop, max_corr, max_rmse, map_rmse, max_step, max_turn must be > 0")
+        if not self.min_significance >= 0:
+            raise ValueError(f"LocaliserConfig: min_significance must be >= 0, got {self.min_significance}")
         if self.solver not in ("planar", "open3d"):
             raise ValueError(f"LocaliserConfig: solver must be 'planar' or 'open3d', got {self.solver!r}")
 
@@ -103,7 +115,8 @@ class LocaliserConfig:
 @dataclass
 class Registration:
     """One registration: step ``t``, whether ICP ran / was accepted, fitness, point-to-plane RMSE (m),
-    inliers on vertical surfaces, directions left to odometry, cost (ms) and why it was refused."""
+    inliers on vertical surfaces, directions left to odometry, the change's significance ``z`` (its
+    standard errors, ``Fit.significance``), cost (ms) and why it was refused."""
 
     t: int
     ran: bool
@@ -112,6 +125,7 @@ class Registration:
     rmse: float = 0.0
     structure: int = 0
     weak: int = 0
+    z: float = 0.0
     ms: float = 0.0
     cpu_ms: float = 0.0
     why: str = ""
@@ -242,7 +256,8 @@ class DepthLocaliser:
     def _register(self, depth, K, T_odom, t: int, ignore) -> None:
         cfg = self.config
         start, cpu = time.perf_counter(), time.thread_time()
-        cam_pts, cam_n = grid_cloud(depth, K, cfg.stride, cfg.min_depth, cfg.max_depth, ignore, cfg.crease)
+        sigma = image_noise(depth)  # m: this image's depth std at 1 m (0 for a noiseless camera)
+        cam_pts, cam_n = grid_cloud(depth, K, cfg.stride, cfg.min_depth, cfg.max_depth, ignore, cfg.crease, sigma)
         self._last_reg, self._since = T_odom, 0
         if len(cam_pts) == 0:
             self.log.append(Registration(t, False, False, why="no depth"))
@@ -271,7 +286,8 @@ class DepthLocaliser:
             fit = open3d_icp(pts, self.map, pivot, corr, cfg.iterations, cfg.kernel)
         else:
             fit = planar_icp(pts, normals, self.map, pivot, corr, cfg.iterations, cfg.min_eigen, cfg.kernel)
-        rec = Registration(t, True, False, fit.fitness, fit.rmse, fit.structure, fit.weak)
+        rec = Registration(t, True, False, fit.fitness, fit.rmse, fit.structure, fit.weak,
+                           min(fit.significance, 1e6))
         step, turn = _size(fit, pivot)
         # A tight, well-constrained fit may move as far as after a re-anchor: a burst of wheel slip (large noise)
         # can turn the odometry further in one interval than the motion-scaled gate allows. A fit with one
@@ -292,8 +308,9 @@ class DepthLocaliser:
             rec.why = "jump"
         else:
             rec.accepted = True
-            self.correction = fit.delta @ self.correction
-            self._last_delta = fit.delta
+            delta = fit.delta if fit.significance >= cfg.min_significance else np.eye(4)
+            self.correction = delta @ self.correction
+            self._last_delta = delta
             self._accepted = T_odom
         return rec
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from embodied.perception.geometry import depth_noise
+
 
 def planar(yaw: float, xy) -> np.ndarray:
     """(4,4) rotation by ``yaw`` (rad) about world z, then translation ``(x, y, 0)`` (m)."""
@@ -41,18 +43,77 @@ def wrap(angle: float) -> float:
     return float((angle + np.pi) % (2 * np.pi) - np.pi)
 
 
+# Smoothing of noisy depth before the grid cloud (``grid_cloud``'s ``sigma``):
+NOISELESS = 1e-5  # m at 1 m: a depth noise this small is the float rounding of a noiseless render, not noise
+SMOOTH_RADIUS = 2  # px: each grid pixel's depth is fitted over the (2r+1)^2 pixels around it
+SMOOTH_FILL = 0.6  # share of a block's pixels that must have a return for the fit to count
+# A block whose residual RMS is more than this many of its own standard errors above the noise straddles an edge
+# or a crease: dropped. Pure noise leaves an RMS of sigma within sigma / sqrt(2 dof) or so (a chi test).
+SMOOTH_K = 4.0
+SMOOTH_FLOOR = 1e-4  # 1/m: the residual always allowed (float precision of a noiseless renderer)
+
+
+def image_noise(depth: np.ndarray) -> float:
+    """The depth noise of one image as its std at 1 m (m), read from the image itself
+    (``perception.geometry.depth_noise``); 0 for a noiseless camera (below ``NOISELESS``)."""
+    sigma = depth_noise(depth)
+    return sigma if sigma > NOISELESS else 0.0
+
+
+def smooth_grid_depth(depth: np.ndarray, v: np.ndarray, u: np.ndarray, lo: float, hi: float, sigma: float,
+                      ignore=None, radius: int = SMOOTH_RADIUS) -> np.ndarray:
+    """Depth (m, 0: none) at the grid pixels ``(v, u)`` from a plane fitted to the block of pixels around each.
+
+    A stereo camera's depth noise ``sigma * z^2`` is a constant ``sigma`` (1/m) in inverse depth, and on any
+    plane inverse depth is an affine function of the pixel, so a weighted least-squares affine fit of inverse
+    depth over the ``(2r+1)^2`` block (pixels without a return, outside ``[lo, hi]`` m, or in ``ignore`` left
+    out) gives the centre's depth with the noise cut by about the block's width, and exactly the centre's
+    depth on a noiseless plane. On a plane the fit's residual RMS is ``sigma`` give or take
+    ``sigma / sqrt(2 dof)``; a block whose RMS exceeds that by ``SMOOTH_K`` of these (plus
+    ``SMOOTH_FLOOR``) holds an edge or a crease, where a fit would invent a surface between the two (a
+    point in the gap behind a sofa, a rounded floor-wall corner pulled into the room): 0. So does one with
+    fewer than ``SMOOTH_FILL`` of its pixels valid.
+    """
+    z = depth.astype(np.float64)
+    valid = np.isfinite(z) & (z > lo) & (z < hi)
+    if ignore is not None:
+        valid &= ~np.asarray(ignore, dtype=bool)
+    r = int(radius)
+    inv = np.pad(np.where(valid, 1.0 / np.where(valid, z, 1.0), 0.0), r)
+    wts = np.pad(valid.astype(np.float64), r)
+    offsets = np.arange(-r, r + 1)
+    du, dv = (a.ravel() for a in np.meshgrid(offsets, offsets))
+    rows = v.ravel()[:, None] + r + dv[None, :]
+    cols = u.ravel()[:, None] + r + du[None, :]
+    x, w = inv[rows, cols], wts[rows, cols]  # (N, B) inverse depths and weights of each block
+    A = np.stack([np.ones(len(du)), du, dv], axis=1).astype(np.float64)  # (B, 3): 1, du, dv
+    n = w.sum(axis=1)
+    ok = n >= SMOOTH_FILL * len(du)
+    M = np.einsum("nb,bi,bj->nij", w, A, A)
+    M[~ok] = np.eye(3)
+    coef = np.linalg.solve(M, np.einsum("nb,bi,nb->ni", w, A, x)[..., None])[..., 0]
+    dof = np.maximum(n - 3, 1)
+    res = np.sqrt((w * (x - coef @ A.T) ** 2).sum(axis=1) / dof)
+    ok &= (res <= sigma * (1.0 + SMOOTH_K / np.sqrt(2.0 * dof)) + SMOOTH_FLOOR) & (coef[:, 0] > 1.0 / hi)
+    return np.where(ok, 1.0 / np.where(ok, coef[:, 0], 1.0), 0.0).reshape(v.shape)
+
+
 def grid_cloud(depth: np.ndarray, K: np.ndarray, stride: int, lo: float, hi: float, ignore=None,
-               crease: float = 0.97) -> tuple[np.ndarray, np.ndarray]:
+               crease: float = 0.97, sigma: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Camera-frame points (N,3) and unit normals (N,3), facing the camera, of the pixel grid every ``stride`` px.
 
     Normals: cross products of the grid neighbours' differences; pixels with a
     missing neighbour, a depth step over 10 %, or whose two one-sided normals
     differ by more than ``acos(crease)`` (an edge or a corner) are dropped, as
     are pixels outside ``[lo, hi]`` m and those ``ignore (H,W) bool`` marks.
+    ``sigma`` (m): the image's depth noise, its std at 1 m (``perception.geometry.depth_noise``); above
+    0 each grid pixel's depth is a plane fitted to the block around it (``smooth_grid_depth``): at 2-3 m a
+    4 mm camera's single pixels are 2-4 cm off, and normals from them swing by tens of degrees. 0 (a
+    noiseless camera): the pixels as they are.
     """
     h, w = depth.shape
     v, u = np.mgrid[stride // 2 : h : stride, stride // 2 : w : stride]
-    z = depth[v, u].astype(np.float64)
+    z = smooth_grid_depth(depth, v, u, lo, hi, sigma, ignore) if sigma > 0 else depth[v, u].astype(np.float64)
     ok = np.isfinite(z) & (z > lo) & (z < hi)
     if ignore is not None:
         ok &= ~np.asarray(ignore, dtype=bool)[v, u]
@@ -197,6 +258,9 @@ class Fit:
     rmse: float
     structure: int
     weak: int
+    # How far the change is from none, in standard errors of the fit (the step's Mahalanobis length along the
+    # directions it fixed, its covariance the weighted residual variance over the information); inf: not known.
+    significance: float = float("inf")
 
 
 def planar_icp(pts: np.ndarray, normals: np.ndarray, target: VoxelMap, pivot: np.ndarray, max_corr: float,
@@ -250,4 +314,8 @@ def planar_icp(pts: np.ndarray, normals: np.ndarray, target: VoxelMap, pivot: np
     inlier = np.abs(r) < max_corr
     rmse = float(np.sqrt(np.mean(r[inlier] ** 2))) if inlier.any() else 0.0
     structure = int((np.abs(nt[:, 2]) < 0.5).sum())
-    return Fit(planar_about(step, pivot), float(ok.mean()), rmse, structure, weak)
+    # The step's covariance along the fixed eigen-directions: residual variance / (information per match x matches).
+    var_r = float((w * r**2).sum() / w.sum())
+    along = vecs[:, keep].T @ step
+    z2 = float((along**2 * vals[keep]).sum() * w.sum() / max(var_r, 1e-12))
+    return Fit(planar_about(step, pivot), float(ok.mean()), rmse, structure, weak, float(np.sqrt(z2)))

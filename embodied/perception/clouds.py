@@ -87,8 +87,10 @@ def voxel_down_sample(points: np.ndarray, size: float = 1.0) -> np.ndarray:
     return sums / counts[:, None]
 
 
-FACE_BAND = 3.0  # a box face is first the mean of the points within this many noise stds of the outermost one,
-FACE_KEEP = 2.0  # ... then the mean of the points beyond it less this many stds (the face's own points)
+FACE_BAND = 3.0  # a box face is the mean of the points within this many noise stds of the outermost one ...
+FACE_ANCHOR = 1  # ... but this many (a single outlier does not move the band),
+FACE_NEAR = 2.0  # ... then re-centred on the points within this many stds of it,
+FACE_STEPS = 3  # this many times
 
 
 def point_noise(centres: np.ndarray, eye: np.ndarray | None, depth_sigma: float) -> np.ndarray:
@@ -102,26 +104,47 @@ def point_noise(centres: np.ndarray, eye: np.ndarray | None, depth_sigma: float)
     return depth_sigma * rng**2 * np.abs(ray) / np.maximum(rng, 1e-9)
 
 
+def _second_outermost(x: np.ndarray, owner: np.ndarray, n: int, first: np.ndarray) -> np.ndarray:
+    """(n,) per owner the largest of ``x`` (N,) below its largest ``first`` (n,) (the largest itself where
+    there is none)."""
+    below = np.where(x < first[owner], x, -np.inf)
+    second = np.full(n, -np.inf)
+    np.maximum.at(second, owner, below)
+    return np.where(np.isfinite(second), second, first)
+
+
 def robust_faces(world: np.ndarray, owner: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarray,
                  noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Box faces (K,3), (K,3) that depth noise does not push outwards: each face is the mean of the points
-    within FACE_BAND noise stds of the outermost point along its axis, then the mean of the points beyond
-    that less FACE_KEEP stds (the outermost point itself of a noiseless cloud). The outermost of n noisy
-    points lies about sqrt(2 ln n) stds out (2 stds for ten points, a touch of 2-3 mm off at the table);
-    the first mean lies a third of a std out but takes in the sides' points near the face, the second
-    the face's own points: within a tenth of a std of the face."""
+    within FACE_BAND noise stds of the outermost point but one along its axis (the outermost point itself
+    of a noiseless cloud), re-centred on its own points: FACE_STEPS times the mean of those within FACE_NEAR
+    stds of it (a mean shift). The outermost of n noisy points lies about sqrt(2 ln n) stds out (2 stds for
+    ten points, a touch of 2-3 mm off at the table); the band's mean lies about a third of a std out. The
+    outermost point can also be an outlier of its own, 4 stds out, whose band leaves the face's other
+    points behind (RememberColor's yellow block under the realistic sensor: the scene camera's 27 points put
+    its top 4.9 mm high, and the touch stopped above it); anchored one point in and re-centred, a face lies
+    within a quarter of a std of its points' mean on average, outlier or not (a dozen points; 2.4 stds out
+    with the outlier before). On 80 realistic scene-camera views of blocks on the table the tops read at
+    most 1.7 mm high (4.9 before; median 0.2 mm low)."""
     if not noise.any() or not len(world):
         return lo, hi
     lo, hi = lo.copy(), hi.copy()
-    std = noise[owner]
+    band, near_band = FACE_BAND * noise[owner], FACE_NEAR * noise[owner]
+    count = np.maximum(np.bincount(owner, minlength=n), 1)
     for axis in range(3):
         x = world[:, axis]
         for face, sign in ((hi, 1.0), (lo, -1.0)):
-            for band in (FACE_BAND, FACE_KEEP):
-                near = sign * (face[owner, axis] - x) <= band * std[:, axis]
+            anchor = sign * _second_outermost(sign * x, owner, n, sign * face[:, axis]) if FACE_ANCHOR \
+                else face[:, axis]
+            near = sign * (anchor[owner] - x) <= band[:, axis]
+            taken = np.bincount(owner, near, n)
+            mean = np.bincount(owner, x * near, n) / np.maximum(taken, 1)
+            at = np.where((taken > 0) & (count > 0), mean, face[:, axis])
+            for _ in range(FACE_STEPS):
+                near = np.abs(at[owner] - x) <= near_band[:, axis]
                 taken = np.bincount(owner, near, n)
-                mean = np.bincount(owner, x * near, n) / np.maximum(taken, 1)
-                face[:, axis] = np.where(taken > 0, mean, face[:, axis])
+                at = np.where(taken > 0, np.bincount(owner, x * near, n) / np.maximum(taken, 1), at)
+            face[:, axis] = at
     return lo, hi
 
 

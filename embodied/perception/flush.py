@@ -28,18 +28,24 @@ def surface_levels(objects: list[ObjectObservation], surfaces: tuple[str, ...]
 
 
 def surface_patches(objects: list[ObjectObservation], flat: float, tol: float, kept: tuple[str, ...],
-                    surfaces: tuple[str, ...] = SURFACES) -> set[str]:
+                    surfaces: tuple[str, ...] = SURFACES, noise_stds: float = 0.0) -> set[str]:
     """Keys of one camera's views that are patches of a surface: under ``flat`` m tall, of a class neither
     in ``kept`` nor in ``surfaces``, their centre over a surface view's xy box and their top within ``tol``
-    m of its level (``surface_levels``). ``tol`` 0: none."""
+    m of its level (``surface_levels``). ``tol`` 0: none. With ``noise_stds``, ``flat`` and ``tol`` grow by
+    that many stds of the view's points along z (``ObjectObservation.noise``): under depth noise a patch's
+    top (the mean of its highest points) and its height (between two such means) stray by about one
+    (realistic sensor, a 6-pixel patch of the table seen from 0.9 m: dropped 55 % of the time at 1 mm, 99 %
+    at 1 mm + 2 stds)."""
     levels = surface_levels(objects, surfaces) if tol > 0 else []
     if not levels:
         return set()
     out = set()
     for obs in objects:
-        if obs.label in kept or obs.label in surfaces or float(obs.box_max[2] - obs.box_min[2]) >= flat:
+        slack = noise_stds * float(np.asarray(obs.noise)[2])
+        if obs.label in kept or obs.label in surfaces or float(obs.box_max[2] - obs.box_min[2]) >= flat + slack:
             continue
         xy, top = obs.center[:2], float(obs.box_max[2])
-        if any(np.all(xy >= lo) and np.all(xy <= hi) and abs(top - level) <= tol for lo, hi, level in levels):
+        if any(np.all(xy >= lo) and np.all(xy <= hi) and abs(top - level) <= tol + slack
+               for lo, hi, level in levels):
             out.add(obs.key)
     return out

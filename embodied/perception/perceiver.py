@@ -116,8 +116,10 @@ class Perceiver:
                 found = detect_masks(arrays, cam_labels if learned else labels, cam, t, cfg, view.depth_sigma)
                 if learned:  # pieces an occluder cut apart are one object (the renderer's masks never cut)
                     found = join_pieces(found, cfg.piece_pixels, cfg.piece_gap, self._singular, cfg.singular_gap)
-                    patches = surface_patches(found, cfg.line_width, cfg.flush_tolerance, cfg.flush_kept)
-                    found = [o for o in found if not is_line(o, cfg.line_width) and o.key not in patches]
+                    k = cfg.filter_noise_stds
+                    patches = surface_patches(found, cfg.line_width, cfg.flush_tolerance, cfg.flush_kept,
+                                              noise_stds=k)
+                    found = [o for o in found if not is_line(o, cfg.line_width, k) and o.key not in patches]
                 objects.extend(found)
             else:
                 seen = [h[0] for h in planes.values() if h]

@@ -67,8 +67,11 @@ def join_pieces(objects: list[ObjectObservation], max_pixels: int, gap: float,
     return out
 
 
-def is_line(view: ObjectObservation, width: float) -> bool:
-    """Whether ``view`` is thinner than ``width`` m along two axes: a line, no view of a solid thing."""
+def is_line(view: ObjectObservation, width: float, noise_stds: float = 0.0) -> bool:
+    """Whether ``view`` is thinner than ``width`` m along two axes: a line, no view of a solid thing. With
+    ``noise_stds`` the width along each axis grows by that many stds of one of its points (``view.noise``):
+    depth noise thickens a one-pixel line along the viewing ray (realistic sensor: 2 mm at the table)."""
+    width = width + noise_stds * np.asarray(view.noise, dtype=np.float64)
     return int(np.count_nonzero(view.box_max - view.box_min < width)) >= 2
 
 

@@ -43,6 +43,10 @@ class PerceptionConfig:
     # Classes in flush_kept lie level with their surroundings by design (a pressed button, a shut drawer).
     flush_tolerance: float = 0.001
     flush_kept: tuple[str, ...] = ("pad", "button", "drawer")
+    # Learned mode: line_width and flush_tolerance (and the flat test beside it) grow by this many stds of a
+    # view's point noise (ObjectObservation.noise, from the camera's measured depth noise; 0 for a noiseless
+    # image): a noisy camera thickens a line and lifts a patch's top by about one. 0: the fixed figures.
+    filter_noise_stds: float = 2.0
     cameras: tuple[str, ...] = ()  # empty: every camera found in the observation
     voxel: float = 0.01  # m, finest voxel of the downsampled object clouds
     max_pixels: int = 256  # per instance, taken on a regular stride before back-projection
@@ -88,9 +92,9 @@ class PerceptionConfig:
             raise ValueError(f"outlier_impl must be 'grid' or 'open3d', got {self.outlier_impl!r}")
         if self.depth_noise < 0 or self.mask_erosion < 0:
             raise ValueError("depth_noise and mask_erosion must be >= 0")
-        if self.line_width < 0 or self.flush_tolerance < 0:
-            raise ValueError(f"line_width and flush_tolerance must be >= 0 m, got {self.line_width} and "
-                             f"{self.flush_tolerance}")
+        if self.line_width < 0 or self.flush_tolerance < 0 or self.filter_noise_stds < 0:
+            raise ValueError(f"line_width and flush_tolerance must be >= 0 m and filter_noise_stds >= 0, got "
+                             f"{self.line_width}, {self.flush_tolerance} and {self.filter_noise_stds}")
         if self.piece_pixels < 0 or self.piece_gap < 0 or self.singular_gap < 0:
             raise ValueError(f"piece_pixels, piece_gap and singular_gap must be >= 0, got {self.piece_pixels}, "
                              f"{self.piece_gap} and {self.singular_gap}")

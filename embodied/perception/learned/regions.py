@@ -30,9 +30,21 @@ def _colour_steps_within(a: np.ndarray, b: np.ndarray, step: int) -> np.ndarray:
     return (np.maximum(a, b) - np.minimum(a, b)).max(0) <= step
 
 
+def _depth_steps_within(a: np.ndarray, b: np.ndarray, step: float, slope: float, noise: float) -> np.ndarray:
+    """Whether depths a, b (m) differ by at most ``step + slope z + noise z^2`` (z the nearer depth)."""
+    z = np.minimum(a, b)
+    limit = step + slope * z
+    if noise:
+        limit = limit + np.float32(noise) * z * z
+    return np.abs(a - b) <= limit
+
+
 def colour_depth_regions(rgb: np.ndarray, depth: np.ndarray, colour_step: int = COLOUR_STEP,
-                         depth_step: float = DEPTH_STEP, depth_slope: float = DEPTH_SLOPE) -> tuple[np.ndarray, int]:
-    """rgb (H,W,3) uint8, depth (H,W) m -> (regions (H,W) int64, number of regions)."""
+                         depth_step: float = DEPTH_STEP, depth_slope: float = DEPTH_SLOPE,
+                         depth_noise: float = 0.0) -> tuple[np.ndarray, int]:
+    """rgb (H,W,3) uint8, depth (H,W) m -> (regions (H,W) int64, number of regions). ``depth_noise`` (m at
+    1 m): the depth test also allows this times range^2, what noise puts between two pixels of one surface
+    (``denoise.Cleaned.region_steps``; 0 for a noiseless frame)."""
     h, w = depth.shape
     c = np.ascontiguousarray(np.moveaxis(np.asarray(rgb, np.uint8), -1, 0))  # (3,H,W): channel planes
     d = depth.astype(np.float32)
@@ -40,9 +52,9 @@ def colour_depth_regions(rgb: np.ndarray, depth: np.ndarray, colour_step: int = 
     joined = np.zeros((h, w, 2), bool)
     right, down = joined[:, :-1, 0], joined[:-1, :, 1]
     right[:] = _colour_steps_within(c[:, :, :-1], c[:, :, 1:], colour_step)
-    right &= np.abs(d[:, :-1] - d[:, 1:]) <= depth_step + depth_slope * np.minimum(d[:, :-1], d[:, 1:])
+    right &= _depth_steps_within(d[:, :-1], d[:, 1:], depth_step, depth_slope, depth_noise)
     down[:] = _colour_steps_within(c[:, :-1], c[:, 1:], colour_step)
-    down &= np.abs(d[:-1] - d[1:]) <= depth_step + depth_slope * np.minimum(d[:-1], d[1:])
+    down &= _depth_steps_within(d[:-1], d[1:], depth_step, depth_slope, depth_noise)
     # The joins as a sparse graph, built row by row (pixel order) so no sort is needed.
     flat = joined.reshape(-1, 2)
     pixel = np.arange(h * w, dtype=np.int32)

@@ -19,6 +19,10 @@ classifier, where the weights hold one, names each instance from its crop and
 the pixels' votes (``classifier.classify_instances``). Fragments of one object
 then join (``decode.merge_fragments``).
 
+Before any of it, a frame that shows a real camera's noise is cleaned (``denoise.clean_frame``): its
+no-return pixels filled, its colour and depth smoothed within surfaces, and the region test made to allow
+for the noise left; a noiseless frame passes untouched.
+
 The perception stage then treats the prediction as it treats rendered masks.
 """
 
@@ -32,6 +36,7 @@ import torch
 
 from embodied.perception.learned.classifier import classify_instances, crop_opinion
 from embodied.perception.learned.decode import group_instances, merge_fragments
+from embodied.perception.learned.denoise import Cleaned, clean_frame
 from embodied.perception.learned.grouper import assemble
 from embodied.perception.learned.heap import keep_freed_memory
 from embodied.perception.learned.model import OFFSET_SCALE, fold_batchnorms
@@ -69,7 +74,7 @@ class LearnedSegmenter:
     def __init__(self, source: str | Path | None = None, centre_threshold: float = 0.1, threads: int | None = 1,
                  classifier: str | Path | None = None, snap: bool = True, classify: bool = True,
                  propose: bool = True, grouper: str | Path | None = None, group: bool = True,
-                 keep_heap: bool = True):
+                 keep_heap: bool = True, denoise: bool = True):
         """``source``: a segmenter run or weights file (default: the shipped one). ``grouper``: a region
         grouper run or weights file (default: the one inside ``source``'s file, if any); ``group``: use it
         (frames with a camera). ``classifier``: a crop classifier run or weights file (default: the one
@@ -78,7 +83,8 @@ class LearnedSegmenter:
         may also find objects in small regions the network folded into their surroundings (needs
         ``snap``). ``threads``: torch threads while segmenting (1: the speed target's budget; None:
         torch's). ``keep_heap``: raise glibc's malloc thresholds for the process (``heap.keep_freed_memory``),
-        so a frame's arrays reuse the last frame's memory instead of faulting fresh pages in (2 ms a frame)."""
+        so a frame's arrays reuse the last frame's memory instead of faulting fresh pages in (2 ms a frame).
+        ``denoise``: clean a frame that shows a real camera's noise first (``denoise.clean_frame``)."""
         if keep_heap:
             keep_freed_memory()
         self.source = Path(source) if source else SHIPPED
@@ -102,8 +108,9 @@ class LearnedSegmenter:
         self.threads = threads
         self.snap = snap
         self.propose = propose
-        # Per stage of the grouper path, ms of each frame (network, regions, graph, grouper, assemble: the
-        # last with the crop classifier's opinions) when set to a dict; ``embodied bench perception`` reads it.
+        self.denoise = denoise
+        # Per stage of the grouper path, ms of each frame (clean, network, regions, graph, grouper, assemble:
+        # the last with the crop classifier's opinions) when set to a dict; ``embodied bench perception`` reads it.
         self.stage_times: dict[str, list[float]] | None = None
 
     def _lap(self, stage: str, since: float) -> float:
@@ -134,12 +141,13 @@ class LearnedSegmenter:
         if switch:
             torch.set_num_threads(self.threads)
         try:
-            rgb, depth = np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32)
+            if self.grouper is not None and (intrinsics is None or extrinsics is None):
+                raise ValueError(f"the region grouper of {self.source} reads world heights: pass the frame's "
+                                 "intrinsics and extrinsics (or group=False for the pipeline without it)")
+            frame = self.clean(rgb, depth)
+            rgb, depth = frame.rgb, frame.depth
             if self.grouper is not None:
-                if intrinsics is None or extrinsics is None:
-                    raise ValueError(f"the region grouper of {self.source} reads world heights: pass the frame's "
-                                     "intrinsics and extrinsics (or group=False for the pipeline without it)")
-                graph, regions, _ = self.region_graph(rgb, depth, intrinsics, extrinsics, camera)
+                graph, regions, _ = self._graph(frame, intrinsics, extrinsics, camera)
                 start = time.perf_counter()
                 logp, same = self.grouper.predict(graph)
                 start = self._lap("grouper", start)
@@ -147,7 +155,7 @@ class LearnedSegmenter:
                 found = assemble(graph, logp, same, regions, self.grouper.config, opinion)
                 self._lap("assemble", start)
                 return found
-            ids, labels, sem, regions, n = self._snapped(rgb, depth)
+            ids, labels, sem, regions, n = self._snapped(frame)
             if self.classifier is not None:
                 ids, labels = classify_instances(self.classifier, rgb, depth, ids, labels, sem, STUFF,
                                                  regions=regions if self.propose else None, n_regions=n)
@@ -158,13 +166,30 @@ class LearnedSegmenter:
             if switch:
                 torch.set_num_threads(previous)
 
+    def clean(self, rgb: np.ndarray, depth: np.ndarray) -> Cleaned:
+        """The frame as the detector reads it: with a real camera's noise taken out (``denoise.clean_frame``;
+        untouched when it shows none, or with ``denoise`` off)."""
+        rgb, depth = np.ascontiguousarray(rgb), np.ascontiguousarray(depth, dtype=np.float32)
+        if not self.denoise:
+            return Cleaned(rgb, depth)
+        start = time.perf_counter()
+        frame = clean_frame(rgb, depth)
+        self._lap("clean", start)
+        return frame
+
     def region_graph(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray, extrinsics: np.ndarray,
                      camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
-        """The frame's regions (H,W) int64, their count and their graph with the network's features."""
+        """The frame's regions (H,W) int64, their count and their graph with the network's features (of the
+        frame cleaned first, as at run time)."""
+        return self._graph(self.clean(rgb, depth), intrinsics, extrinsics, camera)
+
+    def _graph(self, frame: Cleaned, intrinsics: np.ndarray, extrinsics: np.ndarray,
+               camera: str = "") -> tuple[RegionGraph, np.ndarray, int]:
+        rgb, depth = frame.rgb, frame.depth
         start = time.perf_counter()
         features = self._runtime.pixel_features(rgb, depth)
         start = self._lap("network", start)
-        regions, n = colour_depth_regions(rgb, depth)
+        regions, n = colour_depth_regions(rgb, depth, **frame.region_steps())
         start = self._lap("regions", start)
         graph = region_graph(rgb, depth, np.asarray(intrinsics, np.float64), np.asarray(extrinsics, np.float64),
                              features, *self._offset, regions, n, camera)
@@ -174,13 +199,14 @@ class LearnedSegmenter:
     def instances(self, rgb: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, dict[int, str], np.ndarray]:
         """The network's instances, snapped to the image's regions, before the classifier and the merge:
         (ids (H,W) int32, {id: class by pixel votes}, class per pixel (H,W), 0 = background)."""
-        return self._snapped(rgb, depth)[:3]
+        return self._snapped(self.clean(rgb, depth))[:3]
 
-    def _snapped(self, rgb: np.ndarray, depth: np.ndarray):
+    def _snapped(self, frame: Cleaned):
+        rgb, depth = frame.rgb, frame.depth
         sem, heat, offset = self.net.maps(rgb, depth)
         ids, labels = group_instances(sem, heat, offset, self.classes, STUFF, self.centre_threshold)
         if not self.snap:
             return ids, labels, sem, None, 0
-        regions, n = colour_depth_regions(rgb, depth)
+        regions, n = colour_depth_regions(rgb, depth, **frame.region_steps())
         ids, labels = snap_to_regions(ids, labels, regions, n, sem, self.classes, STUFF)
         return ids, labels, sem, regions, n

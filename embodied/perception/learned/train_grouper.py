@@ -26,8 +26,8 @@ from embodied.perception.learned.frames import load_frames
 from embodied.perception.learned.grouper import GrouperConfig, RegionGrouper
 from embodied.perception.learned.region_graph import RegionGraph
 from embodied.perception.learned.train import open_run, optimiser, run_summary, shared_loop_config
-from embodied.perception.learned.weights import GROUPER_KIND, grouper_config
-from policies.checkpoint import read_json
+from embodied.perception.learned.weights import GROUPER_KIND, grouper_config, load_grouper
+from policies.checkpoint import CheckpointError, read_json
 from policies.loop import TrainConfig, fit, start_run
 
 
@@ -49,6 +49,10 @@ class GrouperTrainConfig:
     resume: bool = False
     progress: bool = True
     model: dict[str, Any] = field(default_factory=dict)  # GrouperConfig fields, e.g. {"hidden": 64}
+    # A grouper run or weights file whose grouper starts this run: its weights, its configuration and its
+    # feature normaliser (kept, so what it learned reads the same rows), e.g. the shipped one fine-tuned on
+    # frames of a noisy camera.
+    init_from: str | None = None
 
     def loop_config(self) -> TrainConfig:
         return shared_loop_config(self, GROUPER_KIND)
@@ -98,8 +102,19 @@ def train_grouper(cfg: GrouperTrainConfig) -> dict[str, Any]:
 
     loop, out, ckpt = open_run(cfg)
     segment = LearnedSegmenter(cfg.segmenter, threads=cfg.threads, classify=False, group=False)
+    source = None
     if ckpt is not None:
         net_cfg = grouper_config(read_json(out / "config.json")["grouper"], out / "config.json")
+    elif cfg.init_from:
+        source = load_grouper(cfg.init_from)
+        if source is None:
+            raise CheckpointError(Path(cfg.init_from), "holds no region grouper to start from")
+        if cfg.model:
+            raise ValueError(f"--model {sorted(cfg.model)}: a grouper started from {cfg.init_from} keeps its shape")
+        net_cfg = source.config
+        if net_cfg.classes != segment.classes or net_cfg.features != segment.net.config.skip:
+            raise CheckpointError(Path(cfg.init_from), f"its grouper reads other classes or features than the "
+                                  f"segmenter {segment.source}")
     else:
         base = GrouperConfig(classes=segment.classes, features=segment.net.config.skip).to_json()
         net_cfg = grouper_config({**base, **cfg.model}, Path("--model"))
@@ -107,7 +122,10 @@ def train_grouper(cfg: GrouperTrainConfig) -> dict[str, Any]:
     rows = build_rows(frames, segment, cfg.progress)
     torch.manual_seed(cfg.seed)
     model = RegionGrouper(net_cfg)
-    model.set_normaliser(rows["nodes"], rows["edges"])  # restored from the checkpoint on resume
+    if source is not None:
+        model.load_state_dict(source.state_dict())  # its weights and its normaliser
+    else:
+        model.set_normaliser(rows["nodes"], rows["edges"])  # restored from the checkpoint on resume
     opt, ema, start, device = optimiser(model, cfg, ckpt, loop)
     n_nodes, n_edges = len(rows["nodes"]), len(rows["edges"])
     start_run(out, {"head": GROUPER_KIND, "grouper": net_cfg.to_json(),
