@@ -74,7 +74,8 @@ def test_no_code_cites_an_episode_seed():
 def test_every_knob_has_its_unit_and_why():
     """Each knob of each component's dataclass has a comment on its line or the lines before (its unit and
     why), the way config.py writes them."""
-    source = (MEMORY / "config.py").read_text(encoding="utf-8").splitlines()
+    source = [line for name in ("config.py", "profiles.py")
+              for line in (MEMORY / name).read_text(encoding="utf-8").splitlines()]
     sections = [f.default_factory for f in dataclasses.fields(MemoryConfig) if f.name != "off"]
     for section in sections:
         for f in dataclasses.fields(section):
