@@ -25,15 +25,11 @@ by the floor seen between its legs), *free* when it is visited or has
 free evidence and is not occupied, *unknown* otherwise. Unknown cells are
 never planned through.
 
-Planning (``path``) runs networkx A* on a coarser grid (``plan_res``, twice
-the map's cells by default) whose nodes are cells at least ``radius`` (robot
-bumper 0.18 m + margin) from every occupied cell (edge costs: ``grid_graph``;
-paths keep to the middle of doorways): unknown floor (say, right in front of
-furniture no viewpoint looked down at) may be crossed, but known floor is
-preferred, and the driver's depth check stops it if it turns out blocked. Unknown cells count
-only within the bounding box of the known ones (+3 cells).
-``unknown_cost=None`` plans on known free cells only. The graph is rebuilt
-only when the planning grid changed since the last query.
+Planning (``path``) runs networkx A* on a coarser grid (``plan_res``, twice the map's cells by default)
+whose nodes lie at least ``radius`` (bumper 0.18 m + margin) from every occupied cell (edge costs:
+``grid_graph``; paths keep to the middle of doorways). Unknown floor within the known cells' bounding box
+(+3 cells) may be crossed at a higher cost (the driver's depth check stops a blocked one);
+``unknown_cost=None`` plans on known free cells only. The graph is rebuilt only when the grid changed.
 """
 
 from __future__ import annotations
