@@ -7,23 +7,19 @@ Cell ``(i, j)`` is row ``i`` (along y), column ``j`` (along x); its centre is
 
 Evidence per cell, accumulated over frames (``integrate``):
 
-* ``hits``: depth points between ``z_min`` (5 cm, above the floor) and
-  ``z_max`` (1.3 m, above the robot's bumper top of 0.9 m and the head at 1.2 m)
-  that fell in the cell: something the base would bump into stands there.
+* ``hits``: depth points between ``z_min`` (5 cm, above the floor) and ``z_max`` (1.3 m, above the
+  bumper top of 0.9 m and the head at 1.2 m): something the base would bump into stands there.
 * ``free``: samples of camera rays that passed through the cell *below*
   ``free_height`` (0.4 m, under every piece of furniture's top; nothing in
   the apartment is lower) before reaching their end, and the floor points
   themselves (z < ``z_min``). A ray passing higher than that says nothing
   about a low obstacle beneath it (a bed, a coffee table), so it is ignored.
-* ``visited``: cells the robot's own body covered (``mark_visited``): free by
-  construction.
+* ``visited``: cells the robot's own body covered (``mark_visited``).
 
 A cell is *occupied* when ``hits >= min_hits`` and either ``hits >=
-sure_hits`` or ``hits >= occ_ratio * free`` (a few stray hits are outvoted by
-the floor seen there later; a table top seen again and again is not outvoted
-by the floor seen between its legs), *free* when it is visited or has
-free evidence and is not occupied, *unknown* otherwise. Unknown cells are
-never planned through.
+sure_hits`` or ``hits >= occ_ratio * free`` (a few stray hits are outvoted by the floor seen there later;
+a table top seen again and again is not outvoted by the floor between its legs), *free* when it is visited
+or has free evidence and is not occupied, *unknown* otherwise.
 
 Planning (``path``) runs networkx A* on a coarser grid (``plan_res``, twice the map's cells by default)
 whose nodes lie at least ``radius`` (bumper 0.18 m + margin) from every occupied cell (edge costs:
