@@ -1,21 +1,14 @@
 """Which remembered node each of one camera's views is: one cost of named terms, one global assignment.
 
-Every (view, node) pair the gates allow gets a cost (``AssociationConfig``'s ``*_cost`` terms, lower is
-better), every view a spawn option at ``spawn_cost``, and ``scipy.optimize.linear_sum_assignment``
-picks the cheapest one-to-one assignment. The terms:
+Every (view, node) pair the gates allow gets a cost (lower is better), every view a spawn option at
+``spawn_cost``, and ``scipy.optimize.linear_sum_assignment`` picks the cheapest one-to-one assignment. The
+terms (``AssociationConfig``'s ``*_cost`` knobs say what each prices):
 
-  look          ``settled_cost``: the view is the camera's last look of the node (centre within the
-                noise of two views, same size and colour)
-  overlap       1 - the share of the view's points on the node's (ConceptGraphs), for touching boxes
-  near          ``near_weight`` x distance / gate: ties go to the nearer centre
-  colour        ``other_colour_cost``: another colour on the node's points (a screen, a lit button)
-  label         ``other_label_cost``: another class (a detector whose labels flicker)
-  motion        ``motion_cost`` + distance / gate: no point on the node, its class and colour near its
-                predicted centre
-  still         ``still_cost``: a container lost at rest takes a view off its footprint only after others
-  lit cap       ``lit_cap_cost``: a view of another class centred over an emissive node is its lit face
-  found again   ``reid_cost`` + ``reid_rank_cost`` x rank + distance share: an unseen node of the view's
-                class and colour, those known gone (missing, hidden) first, then the nearest
+  on its points   1 - the share of the view's points on the node's (ConceptGraphs) + ``near_weight`` x
+                  distance / gate, plus ``other_colour_cost``, ``other_label_cost`` or ``still_cost``
+  nearness alone  ``motion_cost`` + distance / gate: the node's class and colour near its predicted centre
+  found again     ``reid_cost`` + ``reid_rank_cost`` x rank + distance share: an unseen node, known gone first
+  last look       ``settled_cost`` (the camera's last look of the node), ``lit_cap_cost`` (a lit face)
 
 Gates come from the affordances (a part on a joint moves only along it; a pressable cap never moves), the
 detector profile (class votes, size classes) and the track states.
@@ -29,8 +22,14 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from embodied.memory.affordances import affords
-from embodied.memory.gating import (as_last_seen, brightness_ratio, centred_over, colour_distance_matrix,
-                                    footprint_overlap, looks_as_before)
+from embodied.memory.gating import (
+    as_last_seen,
+    brightness_ratio,
+    centred_over,
+    colour_distance_matrix,
+    footprint_overlap,
+    looks_as_before,
+)
 from embodied.memory.noise import shift_tolerance
 from embodied.memory.spatial import overlap
 from embodied.perception import is_line
@@ -60,8 +59,7 @@ class Associator:
         cfg, rows = self.config.association, self.store.rows()
         nodes = rows.nodes
         costs = np.full((len(dets), len(nodes)), BLOCKED)
-        overlaps = np.zeros(costs.shape)
-        settled = np.zeros(costs.shape, dtype=bool)
+        overlaps, settled = np.zeros(costs.shape), np.zeros(costs.shape, dtype=bool)
         if nodes:
             self._local(dets, rows, frame, t, costs, overlaps, settled)
             if cfg.reid_any_distance:
@@ -88,10 +86,9 @@ class Associator:
         colour = np.array([a["colour"] for a in attrs], dtype=object)
         rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
         surface = np.array([tr.surface for tr in tracks], dtype=bool)
-        fixed = surface | np.array([f.fixed for f in aff], dtype=bool)
-        emissive = np.array([f.emissive for f in aff], dtype=bool)
-        anchored = np.array([f.anchored for f in aff], dtype=bool)
-        shape_only = np.array([f.shape_only for f in aff], dtype=bool)
+        fixed, emissive, anchored, shape_only = (np.array([getattr(f, k) for f in aff], dtype=bool)
+                                                 for k in ("fixed", "emissive", "anchored", "shape_only"))
+        fixed |= surface
         views = [tr.views.get(camera) for tr in tracks]
         last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
         size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
@@ -100,14 +97,12 @@ class Associator:
         ahead = np.array([min(t - tr.t_obs, cfg.lookahead) for tr in tracks], dtype=np.float64)
         centres = (rows.lo + rows.hi) / 2 + rows.velocity * ahead[:, None]
         gate = cfg.move_gate + 1.5 * np.sqrt((rows.velocity ** 2).sum(axis=1))
-        d_lo = np.array([d.box_min for d in dets])
-        d_hi = np.array([d.box_max for d in dets])
+        d_lo, d_hi = np.array([d.box_min for d in dets]), np.array([d.box_max for d in dets])
         d_c = (d_lo + d_hi) / 2
         big = np.max(d_hi[:, :2] - d_lo[:, :2], axis=1) > 0.3
         gap = np.maximum(rows.lo[None] - d_hi[:, None], d_lo[:, None] - rows.hi[None]).max(axis=2)
         dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
-        d_cls = np.array([d.label for d in dets], dtype=object)[:, None]
-        same_cls = d_cls == cls[None]
+        same_cls = np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
         d_aff = [affords(d.label) for d in dets]
         thing = np.array([f.kind in ("object", "container") for f in d_aff], dtype=bool)
         loose = np.array([f.shape_only for f in d_aff], dtype=bool)
@@ -166,14 +161,12 @@ class Associator:
                 costs[i, j], overlaps[i, j] = cost, ov
 
     def _patch(self, det: ObjectObservation) -> bool:
-        """A size class's view with no height: a patch of some surface (glare on a cup), never a view of a
-        thing hidden in a container, which comes back as a solid of its own size."""
+        """A size class's view with no height: a patch of a surface, never a thing hidden in a container."""
         return affords(det.label).shape_only and float(det.box_max[2] - det.box_min[2]) < self.config.association.patch
 
     def _standing_still(self, attrs: list[dict], tracks: list) -> np.ndarray:
-        """(N,) bool: rigid containers lost at rest whose place the depth still shows filled, where merged
-        views are left out (``object_pieces``): such a node takes a view off its footprint only after the
-        others, as a passing look-alike lost in the merge beside it has the better claim."""
+        """(N,) bool: containers lost at rest whose place the depth shows filled, where merged views are left
+        out (``object_pieces``): a passing look-alike lost in the merge beside one has the better claim."""
         if not (self.config.detector.object_pieces and self.config.on("standing_still")):
             return np.zeros(len(attrs), dtype=bool)
         moving = self.config.track.moving
@@ -203,13 +196,11 @@ class Associator:
 
     # --- nodes found again, anywhere -----------------------------------------------------------
     def _found_again(self, dets, rows, t: int, costs) -> None:
-        """Pairs of views with unseen nodes of their class and colour, at any distance. Not for a view on
-        ground no camera looked at before (a discovery, not a known object that moved there unseen), nor a
-        line (no solid thing), nor while a look-alike lost a moment ago is close by (the hand-off merge
-        joins them). Never a part on a joint: it cannot leave its place. A node merely out of view, lost at
+        """Pairs of views with unseen nodes of their class and colour, at any distance; not for a view on
+        ground no camera looked at before (a discovery), nor a line, nor while a look-alike lost a moment ago
+        is close by (the hand-off merges them), nor a part on a joint; a node merely out of view, lost at
         rest, only within the profile's reach."""
-        cfg, profile = self.config.association, self.config.detector
-        on = self.config.on
+        cfg, profile, on = self.config.association, self.config.detector, self.config.on
         todo = [i for i, d in enumerate(dets) if (not on("looked_at_ground") or self.hooks.looked_at(d.center))
                 and not (on("no_lines") and is_line(d, cfg.line))]
         if not todo:

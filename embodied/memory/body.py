@@ -40,8 +40,8 @@ class Body:
         if width is None:
             self._places(tcp, t)
         if AGENT not in store._graph:
-            store.add_node(AGENT, {"kind": "agent", "cls": "agent", "position": vec(tcp), "first_seen": t, "last_seen": t,
-                                   "held": False, "status": "visible", "visible": True}, t, "seen")
+            store.add_node(AGENT, {"kind": "agent", "cls": "agent", "position": vec(tcp), "first_seen": t,
+                                   "last_seen": t, "held": False, "status": "visible", "visible": True}, t, "seen")
         a = store._graph.nodes[AGENT]
         a["last_seen"] = t
         if np.linalg.norm(tcp - np.asarray(a["position"])) > self.config.log.agent_log_tol:
@@ -115,8 +115,7 @@ class Body:
 
     # --- places --------------------------------------------------------------------------------
     def _places(self, pos: np.ndarray, t: int) -> None:
-        """A place node every ``place_spacing`` m of new ground; consecutive places connect (an edge
-        between two places is a stretch the robot has travelled)."""
+        """A place node every ``place_spacing`` m of new ground, connected to the last (a stretch travelled)."""
         store, spacing = self.store, self.config.log.place_spacing
         xy = np.asarray(pos[:2], dtype=np.float64)
         near, near_d = "", np.inf

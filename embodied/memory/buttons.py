@@ -1,12 +1,10 @@
 """The pressable plugin: caps pressed in place (buttons, switches), judged pressed or released.
 
-A cap clicks ``click`` m below its rest. The rest is the mean of the cap's top over the frames it was
-seen released with no hand over it (its spread is the rest's uncertainty); its footprint then is where a
-press must land. Each frame the ``press`` belief takes the evidence that the cap has travelled past the
-click: from vision, the top seen against the rest, with the view's noise; from proprioception, the
-fingertips against the rest while the hand is over the footprint (the fingers hide the cap then), with
-the joint readings' noise. The robot's own press is judged from its proprioception alone until the hand
-leaves.
+A cap clicks ``click`` m below its rest: the mean of its top over the frames it was seen released with no
+hand over it, where its footprint is where a press must land. Each frame the ``press`` belief takes the
+evidence that the cap travelled past the click: the top seen against the rest (with the view's noise), or
+the fingertips while the hand is over the footprint and hides the cap (with the joints' noise). The
+robot's own press is judged from its proprioception alone until the hand leaves.
 
 State per track (``Track.parts``): ``top``, ``top_n``, ``top_m2`` (the rest's running mean, m) and the
 footprint ``x0``, ``y0``, ``x1``, ``y1`` (m).
@@ -34,8 +32,7 @@ class Buttons:
         return RunningMean(p.get("top_n", 0.0), p.get("top", 0.0), p.get("top_m2", 0.0))
 
     def on_update(self, node: str, t: int) -> None:
-        """A cap's view changed: fold the top it shows into its rest (released, no hand over it) or into the
-        evidence of a press."""
+        """A cap's view changed: fold its top into its rest (released, no hand over it) or a press's evidence."""
         a = self.store._graph.nodes[node]
         if not affords(a["cls"]).pressable or a.get("pressed_by") == "agent":
             return
@@ -43,8 +40,7 @@ class Buttons:
         top = float(track.box_max[2])
         view_std = max((centre_std(v.noise, len(v.points), self.config.sensor) for v in track.views.values()),
                        default=0.0)
-        rest = self._rest(track)
-        click = self.config.articulation.click
+        rest, click = self._rest(track), self.config.articulation.click
         hand = self.config.on("hand_hides_cap") and self.hooks.hand_over(track)
         if rest.n == 0 or (not hand and not track.press.state and top > rest.mean - click / 2):
             rest.add(top)
@@ -56,12 +52,13 @@ class Buttons:
         sigma = math.hypot(view_std, rest.std_of_mean)
         beliefs = self.config.beliefs
         track.press.add(side_llr(rest.mean - top, click, sigma, beliefs.cap), beliefs)
-        self._log(node, a, track, t)
+        state = "pressed" if track.press.state else "released"
+        if state != a["state"]:
+            self.store.set(node, t, state, {"state": state})
 
     def on_hand(self, tcp: np.ndarray, t: int) -> None:
-        """The robot's own presses, from proprioception: the fingertips past the click below a cap's rest,
-        over its footprint as last seen with no hand over it; released once the hand leaves or rises above
-        the rest."""
+        """The robot's own presses, from proprioception: the fingertips past the click below a cap's rest over
+        its footprint (as seen with no hand over it); released once the hand leaves or rises above the rest."""
         cfg = self.config
         tip = float(tcp[2]) - cfg.articulation.fingertip_below_tcp
         for node in self.store.nodes_of():
@@ -75,14 +72,10 @@ class Buttons:
             over = bool(np.all(tcp[:2] >= lo) and np.all(tcp[:2] <= hi))
             if over:
                 sigma = math.hypot(cfg.sensor.proprio_sigma, rest.std_of_mean)
-                pressed = track.press.add(side_llr(top - tip, cfg.articulation.click, sigma, cfg.beliefs.cap), cfg.beliefs)
+                pressed = track.press.add(side_llr(top - tip, cfg.articulation.click, sigma, cfg.beliefs.cap),
+                                          cfg.beliefs)
                 if pressed and a["state"] != "pressed":
                     self.store.set(node, t, "pressed", {"state": "pressed", "pressed_by": "agent"})
             if a["state"] == "pressed" and a.get("pressed_by") == "agent" and (not over or tip > top):
                 track.press.reset(False, cfg.beliefs)
                 self.store.set(node, t, "released", {"state": "released", "pressed_by": ""})
-
-    def _log(self, node: str, a: dict, track, t: int) -> None:
-        state = "pressed" if track.press.state else "released"
-        if state != a["state"]:
-            self.store.set(node, t, state, {"state": state})

@@ -20,6 +20,7 @@ from typing import Any
 from embodied.memory.affordances import ARTICULATED_CLASSES, HOUSING_CLASSES, SIZE_CLASSES, kind_of  # noqa: F401
 from embodied.memory.profiles import DETECTORS, RULES, DetectorProfile
 
+
 @dataclass
 class SensorPrior:
     """What memory assumes of its sensors beyond the depth noise perception measures in every image."""
@@ -67,12 +68,8 @@ class AssociationConfig:
     merged_view: float = 1.5  # a view this many times wider than two settled rigid objects it covers is both
     settled_sightings: int = 10  # a rigid object seen this often has its size
     piece_slack: float = 0.01  # m: pieces of a remembered object lie within its box grown by this
-    prefilter_from: int = 48  # nodes from which pairs are first culled by box gap (a house holds hundreds)
-    # The cost terms (embodied.memory.association): a pair on a node's points costs 0-1.1 (1 - overlap,
-    # + near_weight x distance / gate), one matched by nearness alone 2-3, one found again at a distance 5-6.5,
-    # a new node spawn_cost. A view that is the camera's last look of a node (settled) is that node unless ten
-    # ordinary pairs say otherwise: no other view may take its node at the price of leaving it unmatched.
-    settled_cost: float = -10.0
+    # Costs (association.py): on a node's points 0-1.1, by nearness alone 2-3, found again 5-6.5, new spawn_cost.
+    settled_cost: float = -10.0  # the camera's last look of a node is it unless ten ordinary pairs say otherwise
     lit_cap_cost: float = -12.0  # an emissive node's face named otherwise, centred over it: above even a settled look
     near_weight: float = 0.1  # ties between pairs on a node's points go to the nearer centre
     other_colour_cost: float = 1.0  # a view of another colour on the node's points (it lit up)
@@ -112,7 +109,6 @@ class LifecycleConfig:
     depth_tol: float = 0.01  # m: a remembered point is seen through if the depth reads farther by this ...
     depth_tol_rel: float = 0.01  # ... plus this share of the range (and k noise stds at that range)
     min_projected: int = 3  # a camera with fewer of a node's points in its image gives no verdict
-    missing_fraction: float = 0.5  # share of a node's points seen through for a frame's "absent" evidence
     occluded_fraction: float = 0.5  # share hidden behind something nearer: occluded
     misread: float = 0.05  # share of a node's points a depth image misreads either way (each is log(19) of evidence)
     frame_evidence: float = 3.0  # most one frame adds to absence: one frame (a glitch, a hand passing) is no missing
@@ -206,7 +202,6 @@ class MemoryConfig:
     off: tuple[str, ...] = ()  # named rules switched off (RULES): ablations
 
     def on(self, rule: str) -> bool:
-        """Whether the named rule ``rule`` (a RULES key) is on."""
         return rule not in self.off
 
     @classmethod
@@ -217,9 +212,7 @@ class MemoryConfig:
     def validate(self) -> None:
         for part in dataclasses.fields(self):
             section = getattr(self, part.name)
-            if not dataclasses.is_dataclass(section):
-                continue
-            for f in dataclasses.fields(section):
+            for f in dataclasses.fields(section) if dataclasses.is_dataclass(section) else ():
                 value = getattr(section, f.name)
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0 \
                         and not f.name.endswith("_cost"):  # costs may be negative (a settled look's bonus)
@@ -243,7 +236,7 @@ class MemoryConfig:
     def from_json(cls, doc: dict) -> MemoryConfig:
         """The config of a saved document (``to_json``); an unknown section or knob is a ValueError naming it."""
         if not isinstance(doc, dict):
-            raise ValueError(f"config: expected an object, got {type(doc).__name__}")
+            raise ValueError(f"config: expected an object, got {type(doc).__name__}")  # noqa: TRY004
         sections = {f.name: f for f in dataclasses.fields(cls)}
         built = {}
         for name, values in doc.items():
@@ -256,9 +249,8 @@ class MemoryConfig:
                 continue
             kind = sections[name].default_factory
             if not isinstance(values, dict):
-                raise ValueError(f"config.{name}: expected an object, got {type(values).__name__}")
-            fields = {f.name: f for f in dataclasses.fields(kind)}
-            unknown = sorted(set(values) - set(fields))
+                raise ValueError(f"config.{name}: expected an object, got {type(values).__name__}")  # noqa: TRY004
+            unknown = sorted(set(values) - {f.name for f in dataclasses.fields(kind)})
             if unknown:
                 raise ValueError(f"config.{name}: unknown knob {unknown[0]!r}")
             for key, value in values.items():
@@ -272,14 +264,8 @@ class MemoryConfig:
 def _check_knob(value: Any, default: Any, where: str) -> None:
     """``value`` of the type of the knob's ``default`` (an optional distance for a None default), finite."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = number and isinstance(value, int)
-    elif isinstance(default, float) or default is None:
-        ok = number or (default is None and value is None)
-    else:
-        ok = isinstance(value, type(default))
+    ok = {bool: isinstance(value, bool), int: number and isinstance(value, int), float: number,
+          type(None): number or value is None}.get(type(default), isinstance(value, type(default)))
     if not ok:
         raise ValueError(f"{where}: expected {type(default).__name__ if default is not None else 'a number or null'}, "
                          f"got {type(value).__name__}")

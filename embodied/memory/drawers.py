@@ -1,15 +1,13 @@
 """The prismatic plugin: parts that slide out of a housing (drawers), judged open or shut.
 
-A part's travel is how far it sticks out of its housing along the side its row slides out of; which
-side that is, is a vote over the frames and over the parts of the row (one row faces one way), so a
-housing seen merged with its neighbour does not turn a drawer sideways. Shut is the least travel seen on
-the row's parts (they look alike), and ``opened`` is a belief fed each judged frame by the evidence that
-the travel lies ``open_delta`` past it. What is hidden in a part slides with it.
+A part's travel is how far it sticks out of its housing along the side its row slides out of, a vote over
+the frames and the row's parts (one row faces one way: a housing seen merged with its neighbour turns no
+drawer sideways). Shut is the least travel seen on the row's parts, and the ``opened`` belief takes each
+judged frame's evidence that the travel lies ``open_delta`` past it. What is hidden in a part slides with it.
 
-State per track (``Track.parts``): the slide votes (``SLIDE_SIDES`` keys), ``now`` (its travel, m),
-``travel`` (the least seen), ``judged`` (its travel when last judged), ``carried`` (its travel when its
-contents last slid with it), ``slid_x``/``slid_y``/``slid_t`` (its last slide, for what gets shut in
-during that frame).
+State per track (``Track.parts``): the slide votes (``SLIDE_SIDES`` keys) and, in m, ``now`` (its travel),
+``travel`` (the least seen), ``judged`` (when last judged), ``carried`` (when its contents last slid with
+it), ``slid_x``/``slid_y`` at step ``slid_t`` (its last slide, for what gets shut in that frame).
 """
 
 from __future__ import annotations
@@ -67,8 +65,7 @@ class Drawers:
             parts.update(slid_x=float(slide[0]), slid_y=float(slide[1]), slid_t=float(t), carried=travel)
             self.hooks.carry_contents(node, slide, t)
         parts.setdefault("carried", travel)
-        parts["now"] = travel
-        parts["travel"] = min(parts.get("travel", travel), travel)
+        parts.update(now=travel, travel=min(parts.get("travel", travel), travel))
         self.dirty.add(a["cls"])
 
     def _noise(self, track) -> float:
@@ -77,11 +74,10 @@ class Drawers:
         return max(self.config.articulation.slide_floor, self.config.sensor.k * noise / 2)
 
     def end_frame(self, t: int) -> None:
-        """Open or shut, for every part of a class measured this frame, against the row's shut travel (the
-        median of the parts' least travels; parts seen a tenth as often as the best seen do not vote). A
-        change is logged only if the part slid half ``open_delta`` since it was last judged: else the
-        reference moved (a new view of the row), not the part."""
-        cfg = self.config.articulation
+        """Open or shut, for every part of a class measured this frame, against the median least travel of
+        its parts (those seen a tenth as often as the best seen do not vote); logged only if the part slid
+        half ``open_delta`` since last judged (else the reference moved, not the part)."""
+        cfg, beliefs = self.config.articulation, self.config.beliefs
         for cls in sorted(self.dirty):
             parts = [n for n in self.store.nodes_of(cls=cls) if "now" in self.store.tracks[n].parts]
             if not parts:
@@ -92,13 +88,10 @@ class Drawers:
             for n in parts:
                 track = self.store.tracks[n]
                 p = track.parts
-                beliefs = self.config.beliefs
                 track.opened.add(side_llr(p["now"], ref + cfg.open_delta, self._noise(track), beliefs.cap), beliefs)
                 state = "open" if track.opened.state else "closed"
                 before = self.store._graph.nodes[n]["state"]
-                if state == before:
-                    continue
-                if before and abs(p["now"] - p.get("judged", p["now"])) < cfg.open_delta / 2:
+                if state == before or (before and abs(p["now"] - p.get("judged", p["now"])) < cfg.open_delta / 2):
                     continue
                 p["judged"] = p["now"]
                 self.store.set(n, t, "opened" if state == "open" else "closed", {"state": state})
@@ -108,10 +101,9 @@ class Drawers:
         return [n for n in self.store.nodes_of(kind="surface") if affords(self.store._graph.nodes[n]["cls"]).housing]
 
     def _travel(self, node: str, track, aff) -> tuple[float, np.ndarray] | None:
-        """How far a part sticks out of its housing (m) along its slide, and the outward direction (3,).
-        The housing is the one whose footprint, grown by ``housing_margin``, overlaps the part's most (or,
-        pulled far out with its inner half out of view, grown ``pull_reach`` along a known slide). A part
-        that is its own housing (a drawer unit seen as one) grows longer as it opens. None: no housing."""
+        """How far (m) a part sticks out of the housing whose footprint grown by ``housing_margin`` (then also
+        ``pull_reach`` along a known slide) overlaps it most, and the outward direction (3,); a part that is
+        its own housing (a drawer unit seen as one) grows longer as it opens. None: no housing."""
         cfg = self.config.articulation
         lo, hi = track.box_min, track.box_max
         best_area, housing = 0.0, None
@@ -120,30 +112,25 @@ class Drawers:
         for grown in ((0.0, 0.0), (np.minimum(reach, 0), np.maximum(reach, 0))):
             for other in self._housings():
                 h = self.store.tracks[other]
-                g_lo, g_hi = h.box_min[:2] - cfg.housing_margin + grown[0], h.box_max[:2] + cfg.housing_margin + grown[1]
+                g_lo = h.box_min[:2] - cfg.housing_margin + grown[0]
+                g_hi = h.box_max[:2] + cfg.housing_margin + grown[1]
                 area = float(np.prod(np.clip(np.minimum(hi[:2], g_hi) - np.maximum(lo[:2], g_lo), 0, None)))
                 if area > best_area:
                     best_area, housing = area, other
             if housing is not None or side is None:
                 break
         if housing is None:
-            if not aff.housing:
-                return None
-            return float(max(hi[0] - lo[0], hi[1] - lo[1])), np.zeros(3)
+            return (float(max(hi[0] - lo[0], hi[1] - lo[1])), np.zeros(3)) if aff.housing else None
         h = self.store.tracks[housing]
         out = np.array([h.box_min[0] - lo[0], h.box_min[1] - lo[1], hi[0] - h.box_max[0], hi[1] - h.box_max[1]])
         vote = self._slide_vote(track, housing, SLIDE_SIDES[int(np.argmax(out))])
         track.parts[vote] = track.parts.get(vote, 0.0) + 1.0
         side = self.slide_side(node)
-        outward = np.zeros(3)
-        outward[:2] = side_vector(side)
-        return float(out[SLIDE_SIDES.index(side)]), outward
+        return float(out[SLIDE_SIDES.index(side)]), np.append(side_vector(side), 0.0)
 
     def _slide_vote(self, track, housing: str, at: str) -> str:
-        """This frame's vote for the way a part slides out: a view at least ``front_min`` wide shows its
-        front, wider than the part is pulled out, so its short side is the slide's axis, away from the
-        housing's centre (true where a housing merged with its neighbour, too); a narrower view (a
-        fragment) votes for the side ``at`` it sticks out of most."""
+        """This frame's vote for the way a part slides out: a view ``front_min`` wide shows its front (the short
+        side is the slide's axis, away from the housing's centre); a fragment votes for the side ``at``."""
         size = (track.box_max - track.box_min)[:2]
         if size.max() < self.config.articulation.front_min or size.max() < 1.5 * size.min():
             return at
@@ -172,16 +159,14 @@ class Drawers:
         return None if side is None else side_vector(side)
 
     def off_slide(self, node: str, det, centre: np.ndarray) -> bool:
-        """A part moves only along its slide: a whole view centred more than ``slide_gate`` across it from
-        the node is not of it; a view cut by the image's edge only if it lies wholly beside the part's lane
-        (its box across the slide grown by ``lane_slack``)."""
+        """Whether a view is not of a part (which moves only along its slide): centred over ``slide_gate``
+        across it and, if cut by the image's edge, wholly beside its lane grown by ``lane_slack``."""
         if not self.across_slide(node, det.center, centre):
             return False
         if not det.truncated:
             return True
-        k, cfg = across(self.slide_side(node)), self.config.association
-        track = self.store.tracks[node]
-        return bool(det.box_max[k] < track.box_min[k] - cfg.lane_slack or det.box_min[k] > track.box_max[k] + cfg.lane_slack)
+        k, slack, track = across(self.slide_side(node)), self.config.association.lane_slack, self.store.tracks[node]
+        return bool(det.box_max[k] < track.box_min[k] - slack or det.box_min[k] > track.box_max[k] + slack)
 
     def across_slide(self, node: str, point: np.ndarray, centre: np.ndarray) -> bool:
         """Whether ``point`` lies more than ``slide_gate`` across a part's slide from its ``centre``."""
@@ -191,7 +176,6 @@ class Drawers:
         k = across(side)
         return abs(float(point[k]) - float(centre[k])) > self.config.association.slide_gate
 
-
     def narrower_across(self, node: str, det, prev) -> bool:
         """Whether a view of a part is under ``narrower`` times as wide across its slide as the camera's
         last view (part of it hidden, not a move); False before its slide is known."""
@@ -199,11 +183,12 @@ class Drawers:
         if side is None:
             return False
         k = across(side)
-        return float(det.box_max[k] - det.box_min[k]) < self.config.articulation.narrower * float(prev.box_max[k] - prev.box_min[k])
+        width = float(det.box_max[k] - det.box_min[k])
+        return width < self.config.articulation.narrower * float(prev.box_max[k] - prev.box_min[k])
 
     def widths(self) -> tuple[list[tuple[str, str]], list[float]]:
         """The parts whose slide is known, with their slide side, and each one's width (m) across it."""
-        nodes = [(n, self.slide_side(n)) for n in self.parts() if not affords(self.store._graph.nodes[n]["cls"]).housing]
+        g, tracks = self.store._graph.nodes, self.store.tracks
+        nodes = [(n, self.slide_side(n)) for n in self.parts() if not affords(g[n]["cls"]).housing]
         nodes = [(n, side) for n, side in nodes if side is not None]
-        return nodes, [float(np.ptp([self.store.tracks[n].box_min, self.store.tracks[n].box_max], axis=0)[across(side)])
-                       for n, side in nodes]
+        return nodes, [float(np.ptp([tracks[n].box_min, tracks[n].box_max], axis=0)[across(side)]) for n, side in nodes]

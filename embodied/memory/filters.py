@@ -37,16 +37,12 @@ class ViewFilters:
             dets = self.join_object_pieces(self.drop_merged(dets))
         return dets
 
-    def _part_boxes(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [(self.store.tracks[n].box_min, self.store.tracks[n].box_max) for n in self.drawers.parts()
-                if not affords(self.store._graph.nodes[n]["cls"]).housing]
-
-    # --- cut out ------------------------------------------------------------------------------
     def cut_parts_from_housings(self, dets: list) -> list:
-        """A housing's view covering ``blob_cover`` of a smaller part's footprint loses its points in the
-        part's box (grown by ``lookalike_slack``): a pulled-out part seen as one with its housing had grown
-        the housing to its front, and it never seemed to stick out again."""
-        cfg, parts, out = self.config.articulation, self._part_boxes(), []
+        """A housing's view covering ``blob_cover`` of a smaller part's footprint loses its points in the part's
+        box grown by ``lookalike_slack`` (else a part pulled out, seen with its housing, grows the housing)."""
+        cfg, g, tracks, out = self.config.articulation, self.store._graph.nodes, self.store.tracks, []
+        parts = [(tracks[n].box_min, tracks[n].box_max) for n in self.drawers.parts()
+                 if not affords(g[n]["cls"]).housing]
         for d in dets:
             if affords(d.label).housing and parts:
                 view = float(np.prod(np.maximum(d.box_max[:2] - d.box_min[:2], 1e-3)))
@@ -57,14 +53,12 @@ class ViewFilters:
         return out
 
     def cut_objects_from_parts(self, dets: list) -> list:
-        """A part's view overlapping a remembered plain object (not held, in nothing, not found missing)
-        loses the points in the object's box (grown by ``object_slack``): a block before an open drawer had
-        grown its front 5 cm, and a block put in landed on the real front. A stale box costs little: a
-        front is far wider than a block."""
+        """A part's view overlapping a remembered plain object (not held, in nothing, not missing) loses the
+        points in the object's box grown by ``object_slack`` (else a block before a drawer grows its front)."""
         if not any(affords(d.label).prismatic for d in dets):
             return dets
-        g = self.store._graph.nodes
-        objects = [(self.store.tracks[n].box_min, self.store.tracks[n].box_max) for n in self.store.nodes_of(kind="object")
+        g, tracks = self.store._graph.nodes, self.store.tracks
+        objects = [(tracks[n].box_min, tracks[n].box_max) for n in self.store.nodes_of(kind="object")
                    if g[n].get("status") != "missing" and not g[n].get("held") and not g[n].get("inside")]
         out = []
         for d in dets:
@@ -75,11 +69,10 @@ class ViewFilters:
                 out.append(d)
         return out
 
-    # --- join -------------------------------------------------------------------------------------
     def join_part_pieces(self, dets: list) -> list:
         """Views of parts in one remembered part's slide corridor (across the slide within its width and
-        ``piece_across``, at its height, along the slide within ``pull_reach``) are its pieces, joined (the
-        arm pulling it open hides its middle). Views wider than several of the row's parts go first."""
+        ``piece_across``, at its height, along it within ``pull_reach``) are its pieces (the arm hides its
+        middle), joined, once views wider than several of the row's parts are gone."""
         cfg = self.config.articulation
         if not any(affords(d.label).prismatic for d in dets):
             return dets
@@ -104,9 +97,8 @@ class ViewFilters:
         return _joined(dets, groups)
 
     def _drop_merged_parts(self, dets: list, nodes: list, widths: list[float]) -> list:
-        """Views of parts wider across their row's slide than ``merged_width`` times the row's median part,
-        or covering ``span_share`` of two whole parts: several parts seen as one, which would drag one's
-        node over its neighbour's place."""
+        """Drops views of parts wider across their row's slide than ``merged_width`` times the row's median part,
+        or covering ``span_share`` of two whole parts: several parts seen as one."""
         cfg, drop = self.config.articulation, set()
         for i, det in enumerate(dets):
             if not affords(det.label).prismatic:
@@ -144,13 +136,10 @@ class ViewFilters:
                 taken.update(inside)
         return _joined(dets, groups)
 
-    # --- merged -----------------------------------------------------------------------------------
     def drop_merged(self, dets: list) -> list:
-        """Views of two remembered rigid things as one (two cups passing each other): a view of a rigid
-        class wider than ``merged_view`` times the widest of two or more nodes of its class (each seen
-        ``settled_sightings`` times) that it covers or stands within their width of; and a plain object's
-        view wider than furniture (the object and what it stands on). What it covers is seen again when
-        they part; one object alone is never left out (it was first seen in part)."""
+        """Drops views of two remembered rigid things as one (cups passing): a rigid class's view wider than
+        ``merged_view`` times the widest of the two or more settled nodes of its class it covers or stands
+        within their width of, and a plain object's view wider than furniture (with what it stands on)."""
         if not dets:
             return dets
         rows, cfg = self.store.rows(), self.config.association
@@ -166,19 +155,16 @@ class ViewFilters:
             aff = affords(det.label)
             if wide.max() > self.config.track.furniture_width and not aff.shape_only and aff.kind == "object":
                 continue
-            near = [(lo, hi) for lo, hi in boxes.get(det.label, ())
-                    if np.all(det.box_min[:2] - (hi - lo)[:2] <= hi[:2]) and np.all(det.box_max[:2] + (hi - lo)[:2] >= lo[:2])]
+            near = [(lo, hi) for lo, hi in boxes.get(det.label, ()) if np.all(det.box_min[:2] - (hi - lo)[:2] <= hi[:2])
+                    and np.all(det.box_max[:2] + (hi - lo)[:2] >= lo[:2])]
             if not (len(near) >= 2 and np.any(wide > cfg.merged_view * np.max([hi - lo for lo, hi in near], 0)[:2])):
                 keep.append(det)
         return keep
 
-    # --- lookalikes ---------------------------------------------------------------------------------
     def drop_lookalikes(self, dets: list) -> list:
-        """Size-class views (and, where classes are not strict, container views) that are furniture: inside
-        a part's space (its box grown by ``lookalike_slack``, and by ``pull_reach`` along its slide) in its
-        colour name (no tolerance: a pink block in a purple tray is a block), a part's or housing's
-        footprint covered by a blob wider than ``blob_wide``, or a housing's top plate (within
-        ``top_plate`` under its top)."""
+        """Drops size-class views (container views too where classes are not strict) that are furniture: in a
+        part's space (its box grown by ``lookalike_slack``, and ``pull_reach`` along its slide) in its exact
+        colour name, a blob wider than ``blob_wide`` over a fixture's footprint, or a housing's top plate."""
         strict = self.config.detector.strict_class
         looks = [d for d in dets if affords(d.label).shape_only or (not strict and affords(d.label).carries)]
         if not looks:
@@ -212,8 +198,7 @@ class ViewFilters:
 
 
 def _covers(d, lo: np.ndarray, hi: np.ndarray, view_area: float, share: float) -> bool:
-    """Whether view ``d`` covers ``share`` of the footprint of box (lo, hi), that footprint being smaller
-    than ``view_area`` m^2."""
+    """Whether view ``d`` covers ``share`` of box (lo, hi)'s footprint, that being under ``view_area`` m^2."""
     foot = float(np.prod(np.maximum(hi[:2] - lo[:2], 1e-3)))
     inner = np.clip(np.minimum(d.box_max[:2], hi[:2]) - np.maximum(d.box_min[:2], lo[:2]), 0, None)
     return foot < view_area and float(np.prod(inner)) >= share * foot

@@ -8,8 +8,7 @@ from embodied.perception.types import ObjectObservation
 
 
 def brightness_ratio(rgb: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(N,) how many times brighter or dimmer (>= 1) each row of ``others`` (N,3) is than ``rgb`` (3,), by
-    the brightest channel."""
+    """(N,) how many times brighter or dimmer (>= 1) each of ``others`` (N,3) is than ``rgb`` (3,) (top channel)."""
     a = max(float(np.max(rgb)), 1e-3)
     b = np.maximum(np.asarray(others, dtype=np.float64).reshape(-1, 3).max(axis=1), 1e-3)
     return np.maximum(a / b, b / a)

@@ -1,10 +1,9 @@
 """One node per thing: duplicates merged, renamed nodes rejoined, nodes seen together kept apart.
 
 * Seen together, never merged: nodes matched in one camera frame are distinct things.
-* Duplicates: a node changed this frame merges into an older one of its class when both describe one
-  thing: pieces of furniture whose boxes overlap by half the smaller; objects whose points lie on each
-  other's, or a hand-off (the old node lost just before the new one first seen, close by). The older
-  node keeps its history.
+* Duplicates: a node changed this frame merges into an older one of its class (which keeps its history)
+  when both describe one thing: furniture whose boxes overlap by half the smaller; objects on each other's
+  points, or a hand-off (the old node lost just before the new one first seen, close by).
 * Rejoin (class votes): a node its votes renamed may be a known object first misnamed where it came back;
   it joins the nearest node of its new class and colour known gone that the log never shows visible with it.
 """
@@ -46,7 +45,7 @@ class Identity:
                     self.together.add((u, v) if u < v else (v, u))
 
     def merge_duplicates(self, t: int, touched: set, changed: set) -> None:
-        store, cfg = self.store, self.config.association
+        store, cfg, across = self.store, self.config.association, self.hooks.across_slide
         fresh = sorted(touched & changed)
         if not fresh:
             return
@@ -66,14 +65,13 @@ class Identity:
                 if old == new or old not in store._graph or (min(old, new), max(old, new)) in self.together:
                     continue
                 b, to = store._graph.nodes[old], store.tracks[old]
-                if self.hooks.across_slide(old, tn.center, to.center) or self.hooks.across_slide(new, to.center, tn.center):
+                if across(old, tn.center, to.center) or across(new, to.center, tn.center):
                     continue  # a part and a piece across its slide: two things
-                if tn.surface or to.surface:
-                    g = 0.02  # pieces of furniture may only touch
-                    w = np.clip(np.minimum(tn.box_max, to.box_max) - np.maximum(tn.box_min, to.box_min) + 2 * g, 0, None)
+                if tn.surface or to.surface:  # pieces of furniture may only touch (within 2 cm)
+                    w = np.minimum(tn.box_max, to.box_max) - np.maximum(tn.box_min, to.box_min) + 2 * 0.02
                     small = min(np.prod(np.maximum(tn.box_max - tn.box_min, 0.005)),
                                 np.prod(np.maximum(to.box_max - to.box_min, 0.005)))
-                    same = np.prod(w) >= 0.5 * small
+                    same = np.prod(np.clip(w, 0, None)) >= 0.5 * small
                 else:  # either node's points on the other's: a far glimpse of one piece, or the whole seen later
                     same = same_colour(a["colour"], np.asarray(a["rgb"]), b["colour"], np.asarray(b["rgb"]),
                                        cfg.colour_tolerance) and (
@@ -88,8 +86,7 @@ class Identity:
                     olds, k = self._within_reach(tn, same_cls[same_cls.index(old) + 1:]), 0
 
     def _within_reach(self, track, nodes: list[str]) -> list[str]:
-        """The nodes (in order) a merge with ``track`` could join: boxes within two association voxels or
-        centres within the hand-off gate."""
+        """The nodes (in order) within two voxels of ``track``'s box or the hand-off gate of its centre."""
         nodes = [n for n in nodes if n in self.store.tracks]
         if not nodes:
             return nodes
@@ -122,7 +119,8 @@ class Identity:
         for label, count in td.votes.items():
             tk.votes[label] = tk.votes.get(label, 0) + count
         a["n_obs"] += b["n_obs"]
-        changes = {"position": vec(tk.center), "box_min": vec(tk.box_min), "box_max": vec(tk.box_max), "n_obs": a["n_obs"]}
+        changes = {"position": vec(tk.center), "box_min": vec(tk.box_min), "box_max": vec(tk.box_max),
+                   "n_obs": a["n_obs"]}
         if b["last_seen"] >= a["last_seen"]:
             changes.update({k: b[k] for k in ("visible", "status", "unseen_since", "last_seen")})
             tk.gone = td.gone
@@ -132,9 +130,8 @@ class Identity:
 
     # --- rejoin ------------------------------------------------------------------------------------
     def rejoin(self, renamed: set, t: int) -> None:
-        """A node renamed by its votes this frame joins the nearest node of its new class and colour known
-        gone (missing or hidden; out of view only if a ``missing`` was logged since last seen) that never
-        shows visible with it in the log; the older node keeps its history and takes the new place."""
+        """Renamed nodes rejoin (see the module docstring); a node merely out of view is known gone only if a
+        ``missing`` was logged since last seen. The older node keeps its history and takes the new place."""
         store, tol = self.store, self.config.association.colour_tolerance
         for node in sorted(renamed):
             if node not in store._graph or node not in store.tracks:

@@ -1,10 +1,10 @@
 """Track states from the evidence of each frame: why an unmatched node was not seen, and where it is.
 
 A node not matched this frame stays in memory; its remembered points are projected into the depth images
-(``spatial.visibility_many``) and each point with a return is evidence. Seen through (the depth reads
-farther: the object should be there and is not) speaks for absence, any other reading for presence; with
-one in twenty points misread either way (``misread``), each point is worth log(19) = 2.9 of log-odds, and a
-frame at most ``frame_evidence``. The ``gone`` belief adds up the frames; ``missing`` is its decision. Otherwise the state says why it was not seen:
+(``spatial.visibility_many``). A point seen through (the depth reads farther) speaks for absence, any other
+return for presence, each worth log(19) = 2.9 of log-odds (``misread``: one in twenty misread), a frame at
+most ``frame_evidence``. The ``gone`` belief adds up the frames and decides ``missing``; else the state says
+why it was not seen:
 
     visible       matched this frame
     occluded      most of its points are behind something nearer
@@ -14,9 +14,8 @@ frame at most ``frame_evidence``. The ``gone`` belief adds up the frames; ``miss
     hidden        it vanished within a container's box: inside it (carried with it, slid with a drawer)
     held          in the hand
 
-Containment: an object lost within a container's box (now or a frame ago) is inside it; it travels with a
-rigid container, slides with a drawer, sinks to the floor of what it was shut in, and is left behind when
-a cup is lifted clear of it. Seen again for a moment and lost, it is still inside (a glimpse).
+An object lost within a container's box (now or a frame ago) is inside it: it moves with the container,
+sinks to its floor, and is left behind by a cup lifted clear of it.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ import math
 
 import numpy as np
 
+from embodied.memory.spatial import visibility_many
 from embodied.memory.update import confidence, vec
-
 
 
 class _Samples:
@@ -52,8 +51,6 @@ class Lifecycle:
 
     def update(self, views, seen: set, t: int) -> None:
         """The state of every physical node not matched this frame (see the module docstring)."""
-        from embodied.memory.spatial import visibility_many  # noqa: PLC0415 (spatial imports config only)
-
         store, cfg = self.store, self.config.lifecycle
         rows = store.rows()
         lost = [r for r, n in enumerate(rows.nodes) if n not in seen]
@@ -75,25 +72,19 @@ class Lifecycle:
                 if total[k]:
                     track.gone.add(float(np.clip(point * float(through[k] - other), -cfg.frame_evidence,
                                                  cfg.frame_evidence)), self.config.beliefs)
-                if total[k] == 0:
-                    status = "out_of_view"  # its absence is still believed: seen again, it is missing again
-                elif track.gone.state:
-                    status = "missing"
-                elif occluded[k] >= cfg.occluded_fraction * total[k]:
-                    status = "occluded"
-                else:
-                    status = "unseen"
+                # Out of view, its absence is still believed: seen again, it is missing again.
+                status = ("out_of_view" if total[k] == 0 else "missing" if track.gone.state
+                          else "occluded" if occluded[k] >= cfg.occluded_fraction * total[k] else "unseen")
                 verdict[i] = (status, holders[k])
         for i, a in enumerate(attrs):
             node = rows.nodes[lost[i]]
-            if a["held"]:
-                status, holder = "held", ""
-            elif a["inside"]:
-                status, holder = "hidden", ""
+            if a["held"] or a["inside"]:
+                status, holder = "held" if a["held"] else "hidden", ""
             else:
                 status, holder = verdict[i]
                 track = rows.tracks[lost[i]]
-                if not holder and self.config.on("glimpse") and track.left in store._graph and t - track.left_t <= cfg.glimpse:
+                glimpse = self.config.on("glimpse") and track.left in store._graph and t - track.left_t <= cfg.glimpse
+                if not holder and glimpse:
                     holder = track.left  # seen a moment through a shutting drawer's gap: still in it
             changes: dict = {}
             tag = status
@@ -122,10 +113,9 @@ class Lifecycle:
         return {"position": vec(track.center), "box_min": vec(track.box_min), "box_max": vec(track.box_max)}
 
     def holders(self, rows, nodes: np.ndarray) -> list[str]:
-        """The container each of the rows ``nodes`` (K,) lies in ("" for none): the smallest container whose
-        box, now or a frame ago, grown by ``contain_margin``, holds the object's centre and footprint, with
-        the object's bottom no lower than the container's (less ``relations.sink``) and its volume smaller.
-        Plain objects only."""
+        """The container each plain object of the rows ``nodes`` (K,) lies in (""): the smallest whose box, now
+        or a frame ago, grown by ``contain_margin``, holds its centre and footprint, its bottom no lower than
+        the container's (less ``relations.sink``)."""
         out = [""] * len(nodes)
         objects = np.flatnonzero(rows.kind[nodes] == "object")
         containers = np.flatnonzero(rows.kind == "container")

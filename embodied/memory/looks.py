@@ -23,10 +23,8 @@ def brightness(rgb: np.ndarray) -> float:
 
 def judge_colour(det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict, changes: dict,
                  config) -> int:
-    """Judge ``det``'s colour against the camera's ``reference`` look (its ``view`` keeps the reference and
-    the evidence); write a change into ``changes`` and return +1 (brightened), -1 (dimmed) or 0. ``a``: the
-    node's attributes; ``config``: the memory's. A hue at its name's edge, or one a brighter look nudged,
-    is no change of colour (rule ``hue_edge``)."""
+    """Judge ``det``'s colour against the camera's ``reference`` look (``view`` keeps it and the evidence);
+    write a change into ``changes`` (``a``: the node's attributes); +1 brightened, -1 dimmed, else 0."""
     if reference is None or view is None:
         return 0
     cfg = config.association
@@ -46,10 +44,11 @@ def judge_colour(det: ObjectObservation, reference: np.ndarray | None, view: Vie
             view.rgb = (1 - blend) * reference + blend * rgb
         return 0
     view.rgb, view.pending = rgb, 0.0
+    rounded = tuple(round(float(x), 4) for x in rgb[:3])
     if renamed and far > 1:
-        changes.update(colour=det.colour, rgb=(round(float(rgb[0]), 4), round(float(rgb[1]), 4), round(float(rgb[2]), 4)))
+        changes.update(colour=det.colour, rgb=rounded)
     elif step > 1:
-        changes.update(rgb=(round(float(rgb[0]), 4), round(float(rgb[1]), 4), round(float(rgb[2]), 4)))
+        changes.update(rgb=rounded)
     else:
         return 0
     return (1 if ratio > 0 else -1) if step > 1 else 0

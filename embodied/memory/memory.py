@@ -57,9 +57,8 @@ class SpatialMemory(SceneQueries):
             geometry_changed=self._geometry_changed, container_moved=self.lifecycle.container_moved,
             carry_contents=self.lifecycle.carry_contents, holds_anything=self.lifecycle.holds_anything,
             narrower_across=self.drawers.narrower_across, slide_of=self.drawers.slide_direction,
-            off_slide=self.drawers.off_slide,
-            across_slide=self.drawers.across_slide, looked_at=self.looked.looked_at, hand_over=self.body.hand_over,
-            reaching_in=self.body.reaching_in)
+            off_slide=self.drawers.off_slide, across_slide=self.drawers.across_slide, looked_at=self.looked.looked_at,
+            hand_over=self.body.hand_over, reaching_in=self.body.reaching_in)
 
     def _geometry_changed(self, node: str, t: int) -> None:
         self.drawers.on_update(node, t)
@@ -109,12 +108,10 @@ class SpatialMemory(SceneQueries):
         super().delete(node, t, tag)
         self.together.difference_update({p for p in self.together if node in p})
 
-    # --- a new day ------------------------------------------------------------------------------
     def start_episode(self, gap: int) -> int:
-        """Carry this memory into a new episode in the same place (the next day: same rooms, objects may
-        have moved): its clock jumps ``gap`` steps past the last frame, so events stay in time order and
-        nothing of the last episode counts as a few steps ago; the robot was moved and holds nothing;
-        tracks stand still. Returns the memory time of the new episode's first step."""
+        """Carry this memory into the next day in the same place: its clock jumps ``gap`` steps past the last
+        frame (events stay in order, nothing of yesterday is a few steps ago), the robot holds nothing, tracks
+        stand still. Returns the memory time of the new episode's first step."""
         if gap < 1:
             raise ValueError(f"gap must be >= 1, got {gap}")
         start = max(self.t, self.log.last_t, -1) + int(gap)

@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 DETECTORS = ("masks", "learned", "geometric")
-
-# The named rules: mechanisms for one kind of evidence a general one does not cover. Each can be switched
-# off (``MemoryConfig.off``) to show what it does; tests/test_memory_rules.py holds one ablation per rule.
 RULES = {
     # association
     "lit_face": "a view of another class centred over an emissive node is its lit face (class votes)",
@@ -56,16 +53,12 @@ class DetectorProfile:
     """What a detector gets wrong, so what memory must allow for. Each field switches one mechanism."""
 
     name: str = "masks"  # the detector: masks (the renderer's, exact), learned (an RGB-D segmenter), geometric
-    # Labels flicker (a plate read as a book now and then): a view of another class may continue a node it
-    # lies on, and a node takes the class most of its views gave.
+    # Labels flicker (a plate read as a book): another class's view may continue a node; nodes take the majority class.
     class_votes: bool = False
-    # Labels are exact classes; off for size classes (geometric), which may continue any movable node.
-    strict_class: bool = True
+    strict_class: bool = True  # labels are exact classes; off: size classes (geometric) may continue any movable node
     min_sightings: int = 1  # a node seen fewer times is tentative: no plan uses it (ConceptGraphs keeps after 3)
-    # A view cut by the image's edge that matches nothing makes a node (off: it waits for a whole view).
-    new_from_truncated: bool = True
-    # An emissive thing seen only at the image's edge makes a node once seen there, still, this many frames.
-    steady_frames: int = 3
+    new_from_truncated: bool = True  # an unmatched view cut by the image's edge makes a node (off: only whole views do)
+    steady_frames: int = 3  # frames an emissive thing seen still only at the image's edge takes to make a node
     # m: an object merely out of view (not found missing) is picked up again only this near where it was
     # (None: anywhere); stray far views of a learned detector take objects' names.
     reid_out_of_view_reach: float | None = None
@@ -76,12 +69,11 @@ class DetectorProfile:
 
     @classmethod
     def of(cls, name: str, **overrides: Any) -> DetectorProfile:
-        """The profile of detector ``name`` (masks, learned, geometric), with ``overrides``."""
         if name not in DETECTORS:
             raise ValueError(f"unknown detector {name!r}; detectors: {', '.join(DETECTORS)}")
         learned, geometric = name == "learned", name == "geometric"
-        base = dict(name=name, class_votes=learned, strict_class=not geometric,
-                    min_sightings=1 if name == "masks" else 3, new_from_truncated=not learned,
-                    reid_out_of_view_reach=1.5 if learned else None, object_pieces=learned, drawer_pieces=learned,
-                    drawer_narrow_views=learned, row_slide=geometric)
+        base = {"name": name, "class_votes": learned, "strict_class": not geometric,
+                "min_sightings": 1 if name == "masks" else 3, "new_from_truncated": not learned,
+                "reid_out_of_view_reach": 1.5 if learned else None, "object_pieces": learned, "drawer_pieces": learned,
+                "drawer_narrow_views": learned, "row_slide": geometric}
         return cls(**{**base, **overrides})

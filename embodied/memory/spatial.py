@@ -1,10 +1,8 @@
 """Geometry of the memory: voxel-hash overlap, visibility by re-projection, relations.
 
-Overlap (ConceptGraphs' geometric similarity): the fraction of a detection's
-points that have a remembered point of the object within one voxel. Points
-are hashed to 2.5 cm voxels; a detection point counts if any of the 27 voxels
-around it holds an object point. Sorted int64 keys and ``searchsorted``
-replace KD-trees, so nothing is rebuilt per frame.
+Overlap (ConceptGraphs' geometric similarity): the fraction of a detection's points with a remembered point
+of the object in one of the 27 voxels around it. Sorted int64 voxel keys and ``searchsorted`` replace
+KD-trees, so nothing is rebuilt per frame.
 """
 
 from __future__ import annotations
@@ -21,11 +19,9 @@ from embodied.perception.types import CameraView
 
 _BITS = 21
 _OFF = 1 << (_BITS - 1)
-_D = np.array([-1, 0, 1])
+_D = np.array([-1, 0, 1], dtype=np.int64)
 # Key deltas of the 27-neighbourhood: keys are linear in the voxel indices.
-NEIGHBOURS = (
-    ((_D[:, None, None] << (2 * _BITS)) + (_D[None, :, None] << _BITS) + _D[None, None, :]).ravel().astype(np.int64)
-)
+NEIGHBOURS = ((_D[:, None, None] << (2 * _BITS)) + (_D[None, :, None] << _BITS) + _D[None, None, :]).ravel()
 
 
 def voxel_keys(points: np.ndarray, voxel: float, unique: bool = True) -> np.ndarray:
@@ -51,17 +47,16 @@ def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float
     """(K,) bool: boxes (K,3) no point of which can project into the image with z > 5 cm (every corner
     behind that, or every corner in front and past one image edge: a box is convex and the
     projection keeps that side of an edge). Conservative: False means it may be seen."""
-    rot, shift = view.world_to_cam[:3, :3], view.world_to_cam[:3, 3]
+    m = view.world_to_cam[:3]  # (3,4): rotation | shift
     fx, fy, cx, cy = view.K[0, 0], view.K[1, 1], view.K[0, 2], view.K[1, 2]
     h, w = view.depth.shape
     # Each test is a linear function of a world point: the camera z, and for a point in front (z > 0)
     # the four "past an edge" tests multiplied through by z (u < 0 is fx x + cx z < 0, and so on),
     # written so that past means negative. Over a box its largest and smallest values are at corners:
     # the value at the centre plus or minus |row| . half-size, with no corner projected.
-    rows = np.stack([rot[2], fx * rot[0] + cx * rot[2], -(fx * rot[0] + (cx - (w - 1)) * rot[2]),
-                     fy * rot[1] + cy * rot[2], -(fy * rot[1] + (cy - (h - 1)) * rot[2])])
-    offsets = np.array([shift[2], fx * shift[0] + cx * shift[2], -(fx * shift[0] + (cx - (w - 1)) * shift[2]),
-                        fy * shift[1] + cy * shift[2], -(fy * shift[1] + (cy - (h - 1)) * shift[2])])
+    tests = np.stack([m[2], fx * m[0] + cx * m[2], -(fx * m[0] + (cx - (w - 1)) * m[2]),
+                      fy * m[1] + cy * m[2], -(fy * m[1] + (cy - (h - 1)) * m[2])])
+    rows, offsets = np.ascontiguousarray(tests[:, :3]), tests[:, 3]
     mid = ((lo + hi) / 2) @ rows.T + offsets
     spread = ((hi - lo) / 2 + margin) @ np.abs(rows).T
     behind = mid[:, 0] + spread[:, 0] <= 0.05
@@ -74,15 +69,12 @@ def visibility_many(
     clouds: Sequence[np.ndarray], views: list[CameraView], cfg: LifecycleConfig, k_sigma: float = 3.0,
     boxes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """How the current depth images explain remembered objects' points (clouds of (N,3) m), one
-    projection per camera for all of them. Returns per object (K,) int64 counts: points that project
-    into some image with a depth return, those the cameras see *through* (the depth reads farther: the
-    object should be visible there and is not), and those hidden behind something nearer. A reading
-    differs from a point when it is off by more than ``depth_tol`` + ``depth_tol_rel`` of the range (what a
-    remembered cloud's own error allows), or ``k_sigma`` stds of the camera's depth noise there if more. A camera with fewer than
-    ``min_projected`` of an object's points in its image gives it no verdict. With ``boxes`` (lo, hi)
-    (K,3) holding each cloud, a camera projects only the clouds whose box may be in its image, and only
-    those are read from ``clouds`` (any sequence: it may fetch them on demand)."""
+    """How the current depth images explain remembered objects' points (clouds of (N,3) m), one projection
+    per camera for all of them. Returns per object (K,) int64 counts: points that project into some image
+    with a depth return, those the cameras see *through* (the depth reads farther), and those hidden behind
+    something nearer. A reading differs from a point by more than ``depth_tol`` + ``depth_tol_rel`` of the
+    range (a remembered cloud's own error), or ``k_sigma`` depth noise stds if more. With ``boxes`` (lo, hi)
+    (K,3), a camera reads from ``clouds`` (any sequence) only the clouds whose box may be in its image."""
     k = len(clouds)
     total, through, occluded = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
     if k == 0:
@@ -90,8 +82,6 @@ def visibility_many(
     everyone = np.arange(k)
     for view in views:
         which = everyone if boxes is None else np.nonzero(~outside_view(boxes[0], boxes[1], view))[0]
-        if not len(which):
-            continue
         owner = np.repeat(which, [len(clouds[i]) for i in which])
         if not len(owner):
             continue
@@ -114,10 +104,9 @@ def visibility_many(
 
 
 def near_pairs(lo: np.ndarray, hi: np.ndarray, reach: float, wide: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(i, j), i != j, sorted, of the boxes (K,3) that overlap on every axis once both are grown by
-    ``reach``. Boxes are hashed on their low xy corner into cells as big as the widest box plus twice
-    the reach, so a pair's cells are neighbours: the cost goes with the pairs, not K^2. Boxes wider
-    than ``wide`` (rooms, floors, walls) pair with every box."""
+    """(i, j), i != j, sorted, of the boxes (K,3) that overlap once both are grown by ``reach``: hashed into
+    cells as big as the widest box plus twice the reach, so the cost goes with the pairs, not K^2. Boxes
+    wider than ``wide`` (rooms, floors, walls) pair with every box."""
     k = len(lo)
     big = (hi[:, :2] - lo[:, :2]).max(axis=1) > wide
     small = np.flatnonzero(~big)
@@ -167,16 +156,12 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
               (set by ``SpatialMemory.update_rooms`` from the robot's free-space map)
     """
     # One pass over the nodes with a box: what the rules below read of each.
-    rows = [
-        (n, a["box_min"], a["box_max"], a["kind"], bool(a.get("held")), a.get("cls", ""),
-         bool(a.get("articulated")), a.get("inside", ""))
-        for n, a in nodes.items() if a["kind"] not in ("place", "agent") and "box_min" in a
-    ]
+    rows = [(n, a["box_min"], a["box_max"], a["kind"], bool(a.get("held")), a.get("cls", ""),
+             bool(a.get("articulated")), a.get("inside", "")) for n, a in nodes.items()
+            if a["kind"] not in ("place", "agent") and "box_min" in a]
     rooms = {row[0] for row in rows if row[3] == "room"}  # (a room node has its floor's box)
-    edges: set[tuple[str, str, str]] = {
-        (n, home, "in_room") for n, a in nodes.items()
-        if (home := a.get("room", "")) and (home in rooms or home in nodes and nodes[home]["kind"] == "room")
-    }
+    edges: set[tuple[str, str, str]] = {(n, home, "in_room") for n, a in nodes.items() if (home := a.get("room", ""))
+                                        and (home in rooms or home in nodes and nodes[home]["kind"] == "room")}
     if not rows:
         return edges
     ids, box_min, box_max, kind_of, held_of, cls_of, articulated_of, inside_of = zip(*rows)
@@ -195,15 +180,12 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
     ci, bottom_i, lo_j, hi_j = centre[i], lo[i, 2], lo[j], hi[j]
     within = (ci >= lo_j - m) & (ci <= hi_j + m)
     over = within[:, 0] & within[:, 1]
-    # inside: centre of i within box j (grown by the margin), i no lower than j's bottom
-    # (a block on the table beside an open drawer's handle is not in the drawer), i smaller.
-    # A drawer's tray stands 1.5 cm over the table, and a block seen set into it from above may keep
-    # a box reaching the table (as geometric perception's view of one did): a drawer's bottom gives 2 cm.
-    smaller = volume[i] < volume[j]
-    sink = np.where(np.array(articulated_of)[j], cfg.drawer_sink, cfg.sink)
+    # inside: i's centre in j's grown box, i smaller and no lower than j's bottom (less its sink: a drawer's
+    # tray floor stands over the table), so a block on the table beside an open drawer's handle is not in it.
+    smaller, articulated = volume[i] < volume[j], np.array(articulated_of)
+    sink = np.where(articulated[j], cfg.drawer_sink, cfg.sink)
     inside = over & within[:, 2] & (bottom_i >= lo_j[:, 2] - sink) & smaller
-    room = kinds == "room"
-    container = kinds == "container"
+    room, container = kinds == "room", kinds == "container"
     physical = ~room
     is_in = inside & container[j] & physical[i]
     gap = bottom_i - hi_j[:, 2]
@@ -212,9 +194,7 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
     is_in &= ~held[i]
     is_on = over & (np.abs(gap) <= cfg.on_tol) & physical[i] & physical[j] & ~is_in
     is_on &= volume[i] < volume[j] * 4  # a table does not rest on a block
-    # Furniture whose box top is not where things rest (a sofa's seat below its back, a bed below
-    # its headboard, a shelf's lower boards): an object with nothing under it by the box rule rests on
-    # the smallest such piece whose footprint holds its centre and whose height span holds its bottom.
+    # Furniture whose box top is not where things rest (a sofa's seat, a shelf's lower boards): see "on" above.
     structure = np.array([affords(c).structure for c in cls_of], dtype=bool)
     furnishing = (kinds == "surface") & ~structure
     movable = (kinds == "object") | container
@@ -225,27 +205,19 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
         row = np.arange(bounds[r], bounds[r + 1])[sunk[bounds[r] : bounds[r + 1]]]
         is_on[row[np.argmin(volume[j[row]])]] = True
     is_on &= ~held[i]
-    remembered = {}  # unseen objects keep the container they were last known in
-    for k, holder in enumerate(inside_of):
-        if holder and holder in nodes:
-            remembered[k] = holder
-    in_rows = set()
+    # Unseen objects keep the container they were last known in (not once in the gripper).
+    remembered = {k: holder for k, holder in enumerate(inside_of) if holder and holder in nodes and not held_of[k]}
+    in_rows = set(i[is_in])
     joined = [(i[is_in], j[is_in])]  # row pairs joined by in, part_of or on: not also near
-    for a, b in zip(i[is_in], j[is_in]):
-        edges.add((ids[a], ids[b], "in"))
-        in_rows.add(a)
+    edges.update(zip(names[i[is_in]], names[j[is_in]], repeat("in")))
     if remembered:
         row_of = {n: k for k, n in enumerate(ids)}
     for a, holder in remembered.items():
-        if held[a]:
-            continue
         edges.add((ids[a], holder, "in"))
         in_rows.add(a)
         if holder in row_of:
             joined.append((np.array([a]), np.array([row_of[holder]])))
-    # A moving part belongs to the furniture whose box, grown by 3 cm (a shut drawer's front sits
-    # just outside its housing), overlaps its footprint most.
-    articulated = np.array(articulated_of)
+    # A moving part belongs to the furniture whose box grown by part_margin overlaps its footprint most.
     furniture = (kinds == "surface") & ~room
     for r in np.flatnonzero(articulated):
         row = np.arange(bounds[r], bounds[r + 1])
@@ -259,9 +231,8 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
             edges.add((ids[r], ids[int(c[np.argmax(area)])], "part_of"))
             in_rows.add(r)
             joined.append((np.array([r]), np.array([c[np.argmax(area)]])))
-    # One support per object, the highest top under it (the first such pair on a tie); nothing in a
-    # container rests on something else, and a part hangs in its housing (part_of) rather than resting on
-    # what is below. Pairs come sorted by (i, j); the sort below is stable.
+    # One support per object, the highest top under it (the first pair on a tie: pairs come sorted, the sort
+    # is stable); nothing in a container or hanging in its housing (part_of) rests on anything.
     on_i, on_j = i[is_on], j[is_on]
     if in_rows:
         free = ~np.isin(on_i, list(in_rows))
@@ -269,8 +240,7 @@ def relations(nodes: dict[str, dict], cfg: RelationConfig) -> set[tuple[str, str
     if len(on_i):
         order = np.lexsort((-hi[on_j, 2], on_i))
         on_i, on_j = on_i[order], on_j[order]
-        first = np.ones(len(on_i), dtype=bool)
-        first[1:] = on_i[1:] != on_i[:-1]
+        first = np.concatenate(([True], on_i[1:] != on_i[:-1]))
         edges.update(zip(names[on_i[first]], names[on_j[first]], repeat("on")))
         joined.append((on_i[first], on_j[first]))
     objectish = movable | (kinds == "articulated")

@@ -1,14 +1,7 @@
-"""The spawn rule: whether a view that matched no node makes a new one.
-
-A view no node explains becomes a tentative node (``DetectorProfile.min_sightings`` keeps it out of plans
-until confirmed), unless something remembered explains it after all:
-
-  piece         a patch (a size class with no height) near a view of its colour that found a node
-  edge          cut by the image's edge, where the profile waits for a whole view (a learned detector's
-                border pieces); an emissive thing seen there still, frame after frame, is let in
-  in hand       of the held object's class and colour, within ``grasp_radius`` of it: a sliver between the
-                fingers
-  beside        of a pressable class, centred within ``beside`` of a remembered one's box: a sliver of its base
+"""The spawn rule: a view no node explains becomes a tentative node (``DetectorProfile.min_sightings`` keeps
+it out of plans until confirmed), unless it is a piece of one that found a node, a view cut by the image's
+edge where the profile waits for a whole view, or a sliver between the fingers or of a pressable's base
+(the rules patch_piece, steady_edge, in_hand and beside_pressable).
 """
 
 from __future__ import annotations
@@ -40,16 +33,15 @@ class Spawner:
 
     def _piece(self, det, matched: list) -> bool:
         cfg = self.config.association
-        if not (affords(det.label).shape_only and float(det.box_max[2] - det.box_min[2]) < cfg.patch):
-            return False
-        return any(np.maximum(v.box_min - det.box_max, det.box_min - v.box_max).max() < cfg.piece_gap
-                   and same_colour(det.colour, det.rgb, v.colour, v.rgb, cfg.colour_tolerance) for v in matched)
+        patch = affords(det.label).shape_only and float(det.box_max[2] - det.box_min[2]) < cfg.patch
+        return patch and any(np.maximum(v.box_min - det.box_max, det.box_min - v.box_max).max() < cfg.piece_gap
+                             and same_colour(det.colour, det.rgb, v.colour, v.rgb, cfg.colour_tolerance)
+                             for v in matched)
 
     def _steady_at_edge(self, det, t: int) -> bool:
-        """Whether the camera has seen this view at the image's edge, of its class, still (its centre moving
-        under ``steady_reach`` a frame) for the profile's ``steady_frames`` frames running, with no node of
-        its class within ``steady_alone``. A moving camera's edge pieces jump from frame to frame; a screen
-        at the scene camera's edge is seen there alike every frame."""
+        """Whether the camera has seen this view at the image's edge, still (its centre moving under
+        ``steady_reach`` a frame), ``steady_frames`` frames running, with no node of its class within
+        ``steady_alone``: a moving camera's edge pieces jump, a screen at a still camera's edge stays."""
         cfg = self.config.lifecycle
         runs = [r for r in self.edge_views.get((det.camera, det.label), []) if r[2] >= t - 1]
         centre = np.asarray(det.center, dtype=np.float64)
@@ -61,27 +53,19 @@ class Spawner:
             runs.append((centre, 1, t))
             k = len(runs) - 1
         self.edge_views[det.camera, det.label] = runs
-        if runs[k][1] < self.config.detector.steady_frames:
-            return False
-        return all(np.linalg.norm(self.store.tracks[n].center - centre) > cfg.steady_alone
-                   for n in self.store.nodes_of(cls=det.label))
+        tracks = (self.store.tracks[n] for n in self.store.nodes_of(cls=det.label))
+        return runs[k][1] >= self.config.detector.steady_frames and all(
+            np.linalg.norm(tr.center - centre) > cfg.steady_alone for tr in tracks)
 
     def _in_hand(self, det) -> bool:
         reach, tol = self.config.grasp.grasp_radius, self.config.association.colour_tolerance
-        for node in self.store.physical():
-            a = self.store._graph.nodes[node]
-            if a["held"] and a["cls"] == det.label and same_colour(a["colour"], np.asarray(a["rgb"]), det.colour,
-                                                                 det.rgb, tol):
-                track = self.store.tracks[node]
-                if np.maximum(track.box_min - det.box_max, det.box_min - track.box_max).max() < reach:
-                    return True
-        return False
+        g, tracks = self.store._graph.nodes, self.store.tracks
+        return any(g[n]["held"] and g[n]["cls"] == det.label
+                   and same_colour(g[n]["colour"], np.asarray(g[n]["rgb"]), det.colour, det.rgb, tol)
+                   and np.maximum(tracks[n].box_min - det.box_max, det.box_min - tracks[n].box_max).max() < reach
+                   for n in self.store.physical())
 
     def _beside_pressable(self, det) -> bool:
-        slack = self.config.association.beside
-        centre = (det.box_min + det.box_max)[:2] / 2
-        for node in self.store.nodes_of(cls=det.label):
-            tr = self.store.tracks[node]
-            if np.all(centre >= tr.box_min[:2] - slack) and np.all(centre <= tr.box_max[:2] + slack):
-                return True
-        return False
+        slack, centre = self.config.association.beside, (det.box_min + det.box_max)[:2] / 2
+        return any(np.all(centre >= tr.box_min[:2] - slack) and np.all(centre <= tr.box_max[:2] + slack)
+                   for tr in (self.store.tracks[n] for n in self.store.nodes_of(cls=det.label)))

@@ -18,7 +18,6 @@ from embodied.memory.spatial import voxel_keys
 from embodied.perception.geometry import stride_subsample
 
 
-
 def _floats(a) -> list[float]:
     return [float(x) for x in np.asarray(a, dtype=np.float64).ravel()]
 
@@ -36,7 +35,7 @@ class View:
     eye_z: float = np.inf  # m, height of the camera that took it
     rgb: np.ndarray | None = None  # (3,) this camera's colour reference for the object, [0, 1]; None: unknown
     noise: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, std of one point per axis
-    pending: float = 0.0  # log-odds that the colour this camera sees changed from ``rgb`` (update._colour)
+    pending: float = 0.0  # log-odds that the colour this camera sees changed from ``rgb`` (looks.judge_colour)
     range: float = 0.0  # m from the camera when taken
 
     def to_json(self) -> dict:
@@ -98,24 +97,19 @@ class Track:
         return (self.box_min + self.box_max) / 2
 
     def vote(self, label: str, current: str) -> str | None:
-        """Count one view of ``label``; the class that now has at least 3 votes and twice those of
-        ``current``, if one does (None: ``current`` stands)."""
+        """Count one view of ``label``; the class with at least 3 votes and twice ``current``'s, if any."""
         self.votes[label] = self.votes.get(label, 0) + 1
         best = max(self.votes, key=lambda c: (self.votes[c], c == current))
-        if best != current and self.votes[best] >= 3 and self.votes[best] >= 2 * self.votes.get(current, 0):
-            return best
-        return None
+        won = best != current and self.votes[best] >= 3 and self.votes[best] >= 2 * self.votes.get(current, 0)
+        return best if won else None
 
     def refresh(self, config, at_rest: bool = True) -> None:
-        """Fused points, keys, samples and box from the views (or the accumulated surface); ``at_rest``:
-        the views show the object still, so a rigid one may learn its height from them. ``config``: the
-        memory's (voxel, point cap, height slack, the sensor prior for fusing the views' faces)."""
+        """Points, keys, samples and box from the views (or the surface); ``at_rest``: they show it still."""
         if not self.surface:
             views = list(self.views.values())
             pts = views[0].points if len(views) == 1 else np.concatenate([v.points for v in views])
             self.box_min, self.box_max = fused_box(views, config.sensor)
-            cap = config.track.max_points
-            self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
+            self.points = stride_subsample(pts, config.track.max_points)
             if self.rigid:
                 self._complete_height(views, at_rest, config.track.height_slack)
         self.keys = voxel_keys(self.points, config.association.voxel)
@@ -126,9 +120,8 @@ class Track:
         self.height = max(self.height, float(view.box_max[2] - view.box_min[2]))
 
     def _complete_height(self, views: list[View], at_rest: bool, slack: float) -> None:
-        """Seen only from above (a camera looking down shows a block's top face), a rigid object keeps the
-        height it showed at rest: its bottom is below what the cameras see, never above. The height is
-        learnt at rest only: a view in flight joined with what it passed over is taller than the thing."""
+        """Seen only from above, a rigid object keeps the height it showed at rest (learnt at rest only: a view
+        in flight joined with what it passed over is taller than the thing)."""
         if at_rest:
             for v in views:
                 self.learn_height(v)
@@ -139,8 +132,7 @@ class Track:
 
     def grow_surface(self, det_points: np.ndarray, box_min: np.ndarray, box_max: np.ndarray, cap: int,
                      voxel: float, slack: float = 0.01) -> bool:
-        """Union a support's new piece into its accumulated extent and cloud; False if it adds nothing
-        beyond ``slack`` m."""
+        """Union a support's new piece into its extent and cloud; False if it adds nothing beyond ``slack`` m."""
         if len(self.points):
             if np.all(box_min >= self.box_min - slack) and np.all(box_max <= self.box_max + slack):
                 return False
@@ -151,8 +143,7 @@ class Track:
             self.box_min, self.box_max = box_min.copy(), box_max.copy()
             pts = det_points
         _, first = np.unique(voxel_keys(pts, 4 * voxel, unique=False), return_index=True)  # a spread, coarsely
-        pts = pts[np.sort(first)]
-        self.points = stride_subsample(pts, cap) if len(pts) > cap else pts
+        self.points = stride_subsample(pts[np.sort(first)], cap)
         return True
 
     def shift(self, delta: np.ndarray) -> None:
@@ -181,8 +172,7 @@ class Track:
         track.views = {cam: View.from_json(v) for cam, v in d["views"].items()}
         track.points = np.asarray(d["points"], dtype=np.float32).reshape(-1, 3)
         track.box_min, track.box_max = np.asarray(d["box_min"]), np.asarray(d["box_max"])
-        if d["prev_box"] is not None:
-            track.prev_box = (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
+        track.prev_box = None if d["prev_box"] is None else (np.asarray(d["prev_box"][0]), np.asarray(d["prev_box"][1]))
         track.velocity = np.asarray(d["velocity"], dtype=np.float64)
         track.t_obs, track.rigid, track.height = int(d["t_obs"]), bool(d["rigid"]), float(d["height"])
         votes = d["votes"]
@@ -203,13 +193,10 @@ class Track:
 
 
 def fused_box(views: list[View], prior) -> tuple[np.ndarray, np.ndarray]:
-    """The box of an object from its cameras' views: each face where the views reach farthest, save that
-    views whose face agrees with the farthest within ``prior.k`` stds of both (the view's noise over its face
-    points, and the cameras' calibration at its range) are averaged, the nearer camera weighing more. Views
-    that disagree, or are half as long along an axis as another (one face, an occluded part), show different
-    parts of the object (their union is the object); views that agree show one face, which no camera's
-    calibration error should push out. A noiseless camera's views agree only where they are equal, so the
-    box is their union."""
+    """The box (3,), (3,) m of an object from its cameras' views: each face where the views reach farthest,
+    save that views whose face agrees with the farthest within ``prior.k`` stds of both are averaged (one face
+    seen twice, which no camera's calibration error should push out), the nearer camera weighing more. Views
+    that disagree, or are half as long along an axis as another, show different parts: their union."""
     lo = np.array([v.box_min for v in views], dtype=np.float64)
     hi = np.array([v.box_max for v in views], dtype=np.float64)
     if len(views) == 1:
@@ -231,7 +218,6 @@ def fused_box(views: list[View], prior) -> tuple[np.ndarray, np.ndarray]:
 
 
 def visibility_samples(points: np.ndarray, bottom: float, top: float, cfg) -> np.ndarray:
-    """``cfg.samples`` points to test visibility with: not the bottom ``ground_band``, which depth cannot
-    tell from the support (``cfg``: a LifecycleConfig)."""
+    """``cfg.samples`` points to test visibility with, above the ``ground_band`` depth cannot tell from a support."""
     upper = points[points[:, 2] >= bottom + min(cfg.ground_band, 0.4 * (top - bottom))]
     return stride_subsample(upper if len(upper) >= 3 else points, cfg.samples)

@@ -2,9 +2,7 @@
 
 A matched view is one of: the same look as the camera's last (settled: only the counters move), a part
 of the object (cut by the image's edge, occluded, one face: its centre shifts with no motion), a move
-(its shift exceeds the tolerance the view's noise allows), or a refinement. Its colour is judged against
-the camera's own reference look (looks.py): a change strong enough is logged as the object lighting up
-(``brightened``), going dark (``dimmed``) or changing colour (``recoloured``).
+(its shift exceeds the tolerance the view's noise allows), or a refinement. Its colour is judged in looks.py.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from embodied.memory.noise import shift_tolerance
 from embodied.memory.tracks import Track, View
 from embodied.perception.geometry import shape_class
 from embodied.perception.types import ObjectObservation
-
 
 
 def vec(a) -> tuple[float, float, float]:
@@ -43,10 +40,6 @@ class Updater:
         self.optics = {v.name: (v.cam_to_world[:3, 3], float(v.K[0, 0])) for v in views}
         self.changed, self.renamed = set(), set()
 
-    def _eye_z(self, camera: str) -> float:
-        optics = self.optics.get(camera)
-        return np.inf if optics is None else float(optics[0][2])
-
     def _pixel_size(self, camera: str, point: np.ndarray) -> float:
         """Metres one pixel of ``camera`` spans at ``point`` (0 if the camera is unknown)."""
         optics = self.optics.get(camera)
@@ -54,18 +47,16 @@ class Updater:
 
     def _view(self, det: ObjectObservation, t: int) -> View:
         optics = self.optics.get(det.camera)
+        eye_z = np.inf if optics is None else float(optics[0][2])
         distance = 0.0 if optics is None else float(np.linalg.norm(det.center - optics[0]))
-        return View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, self._eye_z(det.camera),
+        return View(det.points, det.center, det.box_min, det.box_max, det.n_points, t, eye_z,
                     np.asarray(det.rgb, dtype=np.float64), np.asarray(det.noise, dtype=np.float64), 0.0, distance)
 
-    # --- a new node -------------------------------------------------------------------------
     def add(self, det: ObjectObservation, t: int) -> str:
         cfg = self.config
         aff = affords(det.label)
-        kind = aff.kind
-        surface = bool(kind == "surface" or max(det.extent[0], det.extent[1]) > cfg.track.furniture_width)
-        if surface and kind == "object":
-            kind = "surface"
+        surface = bool(aff.kind == "surface" or max(det.extent[0], det.extent[1]) > cfg.track.furniture_width)
+        kind = "surface" if surface and aff.kind == "object" else aff.kind
         track = Track(surface=surface, t_obs=t, rigid=not surface and not aff.jointed and cfg.on("height"),
                       votes={det.label: 1} if cfg.detector.class_votes else {})
         track.gone.reset(False, cfg.beliefs)
@@ -86,11 +77,9 @@ class Updater:
         self.hooks.geometry_changed(node, t)
         return node
 
-    # --- a matched view -----------------------------------------------------------------------
     def observe(self, node: str, det: ObjectObservation, t: int, overlap: float, settled: bool) -> None:
         cfg, store = self.config, self.store
-        a = store._graph.nodes[node]
-        track = store.tracks[node]
+        a, track = store._graph.nodes[node], store.tracks[node]
         aff = affords(a["cls"])
         if cfg.detector.class_votes:
             self._vote(node, a, track, det.label, t)
@@ -105,8 +94,7 @@ class Updater:
         if a["kind"] == "container" and track.t_obs < t:  # its box as the last frame left it (the first camera)
             track.prev_box = (track.box_min.copy(), track.box_max.copy())
         moved = changed = in_motion = nested = False
-        shift, creep = 0.0, cfg.track.creep
-        still = creep
+        shift, creep, still = 0.0, cfg.track.creep, cfg.track.creep
         reference = None if prev is None else prev.rgb
         if track.surface:
             track.views[cam] = view
@@ -117,8 +105,7 @@ class Updater:
             pixel = cfg.track.move_tol_pixels * self._pixel_size(cam, det.center)
             noise = shift_tolerance(det.noise, len(det.points), cfg.sensor, 0.0)
             tol = max(cfg.track.move_tol, pixel, noise)
-            # Below one pixel (far objects) or the view's noise a shift is no motion; up close, a few
-            # millimetres a step is a slow push.
+            # A shift under a pixel (far) or the view's noise is no motion; up close a few mm a step is a slow push.
             creep = pixel if pixel > cfg.track.move_tol else max(cfg.track.creep, noise)
             still = max(cfg.track.creep, noise)  # a step under this adds no velocity
             ref_centre, tol = (prev.center, tol) if prev is not None else (track.center, 2.5 * tol)
@@ -143,10 +130,9 @@ class Updater:
             elif prev is None or (not partial and (shift > creep or abs(det.n_points - prev.n_points)
                                                    > cfg.association.settle_size * prev.n_points)):
                 if prev is not None and shift > creep:
-                    # It shifted (a slow push, a slide) more than noise: the other cameras' older views that no
-                    # longer meet this one show it where it was.
-                    track.views = {c: v for c, v in track.views.items()
-                                   if v.t == t or not _apart(v, view, tol)}
+                    # Past noise (a slow push): other cameras' older views no longer meeting this one show where it was.
+                    track.views = {c: v for c, v in track.views.items() if v.t == t or not (
+                        np.any(v.box_max < view.box_min - tol) or np.any(v.box_min > view.box_max + tol))}
                 if prev is not None:  # the camera's colour reference and its evidence of a change stay
                     view.rgb, view.pending = prev.rgb, prev.pending
                 track.views[cam] = view
@@ -154,8 +140,7 @@ class Updater:
             else:
                 prev.t = t
             if changed:
-                at_rest = not moved and float(np.abs(track.velocity).max()) <= cfg.track.moving
-                track.refresh(cfg, at_rest=at_rest)
+                track.refresh(cfg, at_rest=not moved and float(np.abs(track.velocity).max()) <= cfg.track.moving)
             # A view nested in the camera's last (or holding it) with half or twice its points shows less
             # or more of the same still thing (a screen's rim, then its whole lit face): no move of it.
             nested = cfg.on("nested") and prev is not None and not aff.jointed and \
@@ -221,18 +206,16 @@ class Updater:
             self.hooks.geometry_changed(node, t)  # a part not judged yet is judged as soon as it can be
 
     def partial_view(self, node: str, det: ObjectObservation, prev: View | None, track: Track, a: dict, aff) -> bool:
-        """Whether a view shows only part of the object (its centre shifts with no motion): cut by the
-        image's edge, a fraction of the camera's last view's points, or one face of a solid object. Never
-        for a held object or a sliding part, whose views change for real; always for a pressable part's
-        view of another class (its lit cap). A view reaching well out of the last one shows the object
-        elsewhere; a shape-only node's last view of another size class was merged with a neighbour, so
-        no reference."""
+        """Whether a view shows only part of the object (its centre shifts with no motion): cut by the image's
+        edge, a fraction of the camera's last view's points, one face; never a held or sliding thing's view."""
         tc, on = self.config.track, self.config.on
+        thick = track.box_max - track.box_min >= tc.solid
         partial = (det.truncated or (prev is not None and det.n_points < tc.partial_points * prev.n_points)
-                   or (on("one_face") and _one_face(det, track, tc.face_thin, tc.solid))) \
+                   or (on("one_face") and np.any((det.extent < tc.face_thin) & thick))) \
             and not (a["held"] or aff.prismatic)
         if prev is not None:
-            partial = partial and not (on("reaches_out") and _reaches_out(det, prev, tc.reach_out))
+            out = np.any(det.box_min < prev.box_min - tc.reach_out) or np.any(det.box_max > prev.box_max + tc.reach_out)
+            partial = partial and not (on("reaches_out") and out)
             if aff.shape_only and on("shape_reference"):
                 partial = partial and shape_class(prev.box_max - prev.box_min) == a["cls"]
         partial = partial or (on("lit_face_partial") and aff.pressable and det.label != a["cls"])
@@ -241,9 +224,9 @@ class Updater:
         return bool(partial)
 
     def _vote(self, node: str, a: dict, track: Track, label: str, t: int) -> None:
-        """Count the view's class; the node is renamed when its votes say so, unless its affordances were
-        fixed at its making (a part on a joint, a support, an emissive thing whose lit face a detector
-        names otherwise) or a container holding something would stop being one."""
+        """Count the view's class and rename the node when its votes say so, unless its affordances were fixed at
+        its making (a jointed part, a support, an emissive thing) or a container holding something would stop
+        being one."""
         new = track.vote(label, a["cls"])
         old_aff, new_aff = affords(a["cls"]), affords(label if new is None else new)
         if new is None or old_aff.jointed or track.surface or new_aff.jointed or old_aff.emissive:
@@ -255,21 +238,6 @@ class Updater:
         else:
             return
         self.renamed.add(node)
-
-
-def _apart(a: View, b: View, slack: float) -> bool:
-    """Whether two views' boxes are more than ``slack`` m apart along some axis."""
-    return bool(np.any(a.box_max < b.box_min - slack) or np.any(a.box_min > b.box_max + slack))
-
-
-def _one_face(det: ObjectObservation, track: Track, thin: float, solid: float) -> bool:
-    """Whether a view is flat along an axis on which the remembered box is thick: one face of a solid."""
-    return bool(np.any((det.extent < thin) & (track.box_max - track.box_min >= solid)))
-
-
-def _reaches_out(det: ObjectObservation, prev: View, reach: float) -> bool:
-    """Whether ``det`` reaches ``reach`` m or more beyond the box of the same camera's last view."""
-    return bool(np.any(det.box_min < prev.box_min - reach) or np.any(det.box_max > prev.box_max + reach))
 
 
 def _nested(det: ObjectObservation, prev: View, slack: float) -> bool:
