@@ -37,6 +37,7 @@ ABLATIONS = {
     "shape_reference": "test_memory_imperfect_views.py::test_a_small_thing_seen_once_merged_with_its_neighbour_follows_its_own_views_after",
     "lit_face_partial": "test_memory_rules.py::test_lit_face_partial",
     "height": "test_memory_rules.py::test_height",
+    "like_for_like": "test_memory_rules.py::test_like_for_like",
     "hue_edge": "test_memory_colour.py::test_lighting_that_tips_orange_into_yellow_is_no_change_of_colour",
     "glimpse": "test_memory_rules.py::test_glimpse",
     "sink": "test_memory_rules.py::test_sink",
@@ -189,6 +190,42 @@ def test_height(rule):
         memory.update(frame(t, [top]))
     assert memory.graph.nodes[node]["box_max"][2] == pytest.approx(0.04, abs=0.002)
     assert (memory.graph.nodes[node]["box_min"][2] == pytest.approx(0.0, abs=0.002)) is rule
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_like_for_like(rule):
+    """A button seen whole, then for three frames only a sliver of its dark base (the hand over its cap),
+    then whole again: no light went off or on. The sliver shows a tenth of what the camera's reference look
+    showed and weighs that share of the evidence. Without the rule the sliver is the light going off."""
+    memory = _memory("like_for_like", rule)
+    whole = lambda: detection((0.45, -0.05, 0.017), "button", "grey", key="top#a", **WHOLE)  # noqa: E731
+    for t in range(4):
+        memory.update(frame(t, [whole()]))
+    (node,) = memory.find(cls="button")
+    base = detection((0.45, -0.05, 0.005), "button", "grey", size=(0.02, 0.02, 0.01), key="top#b")
+    base.rgb[:] = 0.1  # the base's dark plastic
+    for t in range(4, 7):
+        memory.update(frame(t, [base]))
+    for t in range(7, 10):
+        memory.update(frame(t, [whole()]))
+    assert memory.find(cls="button") == [node]
+    lights = [e.tag for e in memory.log.of_node(node) if e.tag in ("dimmed", "brightened")]
+    assert (lights == []) is rule
+
+
+@pytest.mark.parametrize("jointed", [True, False])
+def test_a_part_on_a_joint_is_never_missing(jointed):
+    """A drawer, then a block, seen at their places; then the depth shows through both boxes for ten frames.
+    The block has gone (missing); the drawer cannot leave its joint: it moved on it, and is only unseen."""
+    label, colour = ("drawer", "orange") if jointed else ("block", "red")
+    memory = _memory("sink", True)
+    thing = lambda: detection((0.45, 0.0, 0.03), label, colour, size=(0.06, 0.06, 0.06))  # noqa: E731
+    for t in range(3):
+        memory.update(frame(t, [thing()]))
+    (node,) = memory.find(cls=label)
+    for t in range(3, 13):
+        memory.update(frame(t, []))
+    assert (memory.graph.nodes[node]["status"] == "missing") is not jointed
 
 
 # --- lifecycle --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from embodied.memory.affordances import affords
 from embodied.memory.spatial import visibility_many
 from embodied.memory.update import confidence, vec
 
@@ -72,8 +73,10 @@ class Lifecycle:
                 if total[k]:
                     track.gone.add(float(np.clip(point * float(through[k] - other), -cfg.frame_evidence,
                                                  cfg.frame_evidence)), self.config.beliefs)
-                # Out of view, its absence is still believed: seen again, it is missing again.
-                status = ("out_of_view" if total[k] == 0 else "missing" if track.gone.state
+                # Out of view, its absence is still believed: seen again, it is missing again. A part on a joint
+                # cannot leave: its absence shows it moved on its joint (a drawer pushed shut), never gone.
+                gone = track.gone.state and not affords(attrs[i]["cls"]).jointed
+                status = ("out_of_view" if total[k] == 0 else "missing" if gone
                           else "occluded" if occluded[k] >= cfg.occluded_fraction * total[k] else "unseen")
                 verdict[i] = (status, holders[k])
         for i, a in enumerate(attrs):

@@ -22,7 +22,7 @@ def brightness(rgb: np.ndarray) -> float:
 
 
 def judge_colour(det: ObjectObservation, reference: np.ndarray | None, view: View | None, a: dict, changes: dict,
-                 config) -> int:
+                 config, extent: int = 0) -> int:
     """Judge ``det``'s colour against the camera's ``reference`` look (``view`` keeps it and the evidence);
     write a change into ``changes`` (``a``: the node's attributes); +1 brightened, -1 dimmed, else 0."""
     if reference is None or view is None:
@@ -38,6 +38,8 @@ def judge_colour(det: ObjectObservation, reference: np.ndarray | None, view: Vie
     strength = max(step, far if renamed else 0.0)
     b, blend = config.beliefs, config.track.reference_blend
     evidence = b.enter * min(1.0, 0.5 + (strength - 1.0) / 2)
+    if extent and config.on("like_for_like"):  # a view of part of what the reference showed weighs its share
+        evidence *= min(1.0, det.n_points / extent)
     view.pending = total = min(b.limit, max(0.0, view.pending) + evidence) if strength > 1 else 0.0
     if total < b.enter and not (b.single_frame and strength > 1):
         if strength <= 1:

@@ -34,6 +34,7 @@ RULES = {
     "shape_reference": "a size-class node's last view of another size class is no reference",
     "lit_face_partial": "a pressable part's view of another class is its lit face: part of it",
     "height": "a rigid object seen from above keeps the height it showed at rest",
+    "like_for_like": "a view of part of what the reference look showed weighs its share as colour evidence",
     "hue_edge": "a hue at its name's edge, or nudged by a brighter look, is no change of colour",
     # lifecycle and identity
     "glimpse": "an object seen a moment after leaving a container, then lost, is still in it",

@@ -96,6 +96,7 @@ class Updater:
         moved = changed = in_motion = nested = False
         shift, creep, still = 0.0, cfg.track.creep, cfg.track.creep
         reference = None if prev is None else prev.rgb
+        extent = 0 if prev is None else prev.n_points  # how much of the object the reference look showed
         if track.surface:
             track.views[cam] = view
             if track.grow_surface(det.points, det.box_min, det.box_max, cfg.track.max_points, cfg.association.voxel):
@@ -164,7 +165,8 @@ class Updater:
         if np.linalg.norm(centre - np.asarray(a["position"])) > cfg.track.log_tol or face > (
                 cfg.track.log_tol if track.surface else cfg.track.face_tol):
             changes.update(position=vec(centre), box_min=vec(track.box_min), box_max=vec(track.box_max))
-        light = 0 if track.surface or in_motion else judge_colour(det, reference, track.views.get(cam), a, changes, cfg)
+        light = 0 if track.surface or in_motion else judge_colour(det, reference, track.views.get(cam), a, changes,
+                                                                  cfg, extent)
         a["n_obs"] += 1
         a["last_seen"] = t
         if changes:
