@@ -2,50 +2,35 @@
 
 Memory code asks what a node can do (``affords(cls).pressable``), never what it is called; a test checks
 that no other memory module holds a class name. The detector's vocabulary is open: a label the table
-does not know is a plain graspable object.
-
-=============  ==========================================================================================
-affordance     what memory makes of it
-=============  ==========================================================================================
-emissive       it lights up: a change of its colour is news (a flash, a colour shown), and a detector that
-               names what it sees may name it otherwise while lit
-pressable      a cap pressed in place: it never moves; it is judged pressed or released
-prismatic      it slides out of a housing on a joint: judged open or shut along its slide
-jointed        it moves only on its joint: never carried off, never found elsewhere
-mounted        fixed in place (a screen on its stand): a view that seems to move it shows part of it
-container      it holds things: what vanishes within it is hidden there
-carries        a rigid container whose contents travel with it (a cup over a ball) and stay behind when it
-               is lifted clear
-support        things rest on it; furniture is seen in pieces and grows from them
-housing        prismatic parts slide out of it (a cabinet's drawers)
-graspable      the hand may take it
-structure      floor and walls: in no room
-shape_only     a size class a geometric detector names by its box: the label says nothing of identity
-=============  ==========================================================================================
+does not know is a plain graspable object. Each affordance says what memory makes of such a thing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-KINDS = ("object", "container", "articulated", "surface", "place", "room", "agent")
+PHYSICAL = ("object", "container", "articulated", "surface")  # the node kinds of things (with a track)
+KINDS = (*PHYSICAL, "place", "room", "agent")
 
 
 @dataclass(frozen=True)
 class Affordances:
     kind: str = "object"  # the node kind in the scene graph (see KINDS)
+    # it lights up: a change of its colour is news (a flash, a colour shown), and a detector that names what it
+    # sees may name it otherwise while lit
     emissive: bool = False
-    pressable: bool = False
-    prismatic: bool = False
-    jointed: bool = False
-    mounted: bool = False
-    container: bool = False
+    pressable: bool = False  # a cap pressed in place: it never moves; it is judged pressed or released
+    prismatic: bool = False  # it slides out of a housing on a joint: judged open or shut along its slide
+    jointed: bool = False  # it moves only on its joint: never carried off, never found elsewhere
+    mounted: bool = False  # fixed in place (a screen on its stand): a view that seems to move it shows part of it
+    container: bool = False  # it holds things: what vanishes within it is hidden there
+    # a rigid container whose contents travel with it (a cup over a ball) and stay behind when it is lifted clear
     carries: bool = False
-    support: bool = False
-    housing: bool = False
-    graspable: bool = True
-    structure: bool = False
-    shape_only: bool = False
+    support: bool = False  # things rest on it; furniture is seen in pieces and grows from them
+    housing: bool = False  # prismatic parts slide out of it (a cabinet's drawers)
+    graspable: bool = True  # the hand may take it
+    structure: bool = False  # floor and walls: in no room
+    shape_only: bool = False  # a size class a geometric detector names by its box: the label says nothing of identity
 
     @property
     def fixed(self) -> bool:
@@ -89,7 +74,6 @@ def affords(cls: str) -> Affordances:
 
 
 def kind_of(cls: str) -> str:
-    """Node kind of a class label."""
     return affords(cls).kind
 
 

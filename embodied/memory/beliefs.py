@@ -4,13 +4,10 @@
     pressed.add(side_llr(travel, click, sigma, cfg.cap), cfg)   # one frame's evidence (cfg: BeliefConfig)
     if pressed.changed: ...                     # the decision changed: log it
 
-A measurement x with noise std sigma speaks for hypothesis "yes" (mean mu_yes) over "no" (mean mu_no) by
-the log-likelihood ratio ((x - mu_no)^2 - (x - mu_yes)^2) / (2 sigma^2). A frame's evidence is capped
-(``CAP``): one outlying frame moves a belief at most as far as a clear frame does, and the belief itself
-is clamped (``limit``) so that it can turn when the world changes. A belief holds "yes" from ``enter``
-and lets it go under ``-enter``: a clear frame (a measurement three noise stds past the threshold, whose
-evidence reaches ``cap``) turns it at once, weaker frames add up (two frames two stds past). The three
-numbers are ``config.BeliefConfig``'s.
+A frame's evidence is capped (``cap``): one outlying frame moves a belief no further than a clear one
+(three noise stds past the threshold) does. The belief is clamped (``limit``) so it can turn when the world
+changes, and holds "yes" from ``enter`` until under ``-enter``: a clear frame turns it at once, weaker
+frames add up. The numbers are ``config.BeliefConfig``'s.
 """
 
 from __future__ import annotations
@@ -47,13 +44,12 @@ class Belief:
         before = self.state
         if cfg.single_frame:  # the ablation: this frame's evidence alone decides
             self.log_odds, self.state = llr, llr > 0
-            self.changed = self.state != before
-            return self.state
-        self.log_odds = max(-cfg.limit, min(cfg.limit, self.log_odds + max(-cfg.cap, min(cfg.cap, llr))))
-        if self.log_odds >= cfg.enter:
-            self.state = True
-        elif self.log_odds <= -cfg.enter:
-            self.state = False
+        else:
+            self.log_odds = max(-cfg.limit, min(cfg.limit, self.log_odds + max(-cfg.cap, min(cfg.cap, llr))))
+            if self.log_odds >= cfg.enter:
+                self.state = True
+            elif self.log_odds <= -cfg.enter:
+                self.state = False
         self.changed = self.state != before
         return self.state
 
@@ -62,10 +58,6 @@ class Belief:
         self.state = bool(state)
         self.log_odds = cfg.limit if state else -cfg.limit
         self.changed = False
-
-    @property
-    def probability(self) -> float:
-        return 1.0 / (1.0 + math.exp(-self.log_odds))
 
     def to_json(self) -> list:
         return [round(self.log_odds, 6), bool(self.state)]
@@ -97,13 +89,3 @@ class RunningMean:
     def std_of_mean(self) -> float:
         """Std of the mean (m), 0 before two samples."""
         return math.sqrt(self.m2 / max(self.n - 1.0, 1.0) / max(self.n, 1.0)) if self.n > 1 else 0.0
-
-    def to_json(self) -> list:
-        return [self.n, self.mean, self.m2]
-
-    @classmethod
-    def from_json(cls, value) -> RunningMean:
-        if not (isinstance(value, list) and len(value) == 3
-                and all(isinstance(v, (int, float)) and math.isfinite(v) for v in value)):
-            raise ValueError(f"running mean: expected [n, mean, m2], got {value!r}")
-        return cls(float(value[0]), float(value[1]), float(value[2]))

@@ -1,8 +1,5 @@
 """Geometry of the view filters (embodied.memory.filters): a view cut clear of remembered boxes, and how
-many of a row's parts a view spans.
-
-    view = cut_out(view, [(lo, hi), ...], slack)   # None when nothing of it is left
-"""
+many of a row's parts a view spans."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""The shape of a saved memory document, checked before a memory is built from it.
+"""The shape of a saved memory document (``persistence.to_json``), checked before a memory is built from it.
 
-:func:`check_document` walks the JSON of :func:`embodied.memory.persistence.to_json` and raises
-``ValueError("<field path>: <what is wrong>")`` at the first field of the wrong type, a number that is not
-finite or out of range, or a missing field; :func:`check_built` then checks what only the built memory
-shows (the graph and the event log describe the same nodes). ``persistence.load`` adds the file's name.
-The event log's values are checked a column at a time (one attribute of one schema's events), in numpy
-where the column allows, value by value only to name the first bad one. Unknown fields and attributes are
-accepted (newer writers may add some) if their values are plain: strings, booleans, null, finite numbers,
-or lists of those.
+:func:`check_document` raises ``ValueError("<field path>: <what is wrong>")`` at the first field that is
+missing, of the wrong type, not finite or out of range (the log's values a column at a time, in numpy where
+it can); :func:`check_built` checks that the built graph and log describe the same nodes. Unknown fields
+and attributes (a newer writer's) pass if plain: strings, booleans, null, finite numbers or lists of those.
 """
 
 from __future__ import annotations
@@ -17,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from embodied.memory.affordances import KINDS
+from embodied.memory.affordances import KINDS, PHYSICAL
+from embodied.memory.columns import schema_events
 from embodied.memory.config import MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE
 
@@ -26,7 +23,6 @@ if TYPE_CHECKING:
 
 MAX_TIME = 2**62  # control steps; the event log keeps times as signed 64-bit integers
 MAX_COORD = 1e6  # m: a coordinate beyond 1000 km is no place in any scene
-PHYSICAL = ("object", "container", "articulated", "surface")
 NODE_FIELDS = {"kind": "str", "cls": "str", "position": "vec3", "first_seen": "time", "last_seen": "time",
                "visible": "bool", "status": "str"}
 PHYSICAL_FIELDS = {"colour": "str", "rgb": "vec3", "box_min": "vec3", "box_max": "vec3", "unseen_since": "time",
@@ -41,6 +37,7 @@ TRACK_FIELDS = {"surface": "bool", "views": "dict", "points": "points", "box_min
                 "opened": "belief"}
 VIEW_FIELDS = {"points": "points", "center": "vec3", "box_min": "vec3", "box_max": "vec3", "n_points": "count",
                "t": "time", "noise": "vec3", "pending": "number"}
+ADD_FIELDS = {"kind": "str", "cls": "str", "position": "vec3"}  # what an ADD event's data must hold
 LOG_COLUMNS = {"op": (0, 2), "node": "nodes", "tag": "tags", "keys": "schemas"}  # index columns and their range
 
 
@@ -93,20 +90,19 @@ def check_value(value: Any, kind: str | None, where: str) -> None:
             raise ValueError(f"{where}: expected {kind}, got {show(value)}")
 
 
-def check_fields(d: Any, table: dict[str, str], where: str, required: bool = True) -> None:
+def check_fields(d: Any, table: dict[str, str], where: str) -> None:
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected an object, got {show(d)}")
     for key, kind in table.items():
         if key in d:
             check_value(d[key], kind, f"{where}.{key}")
-        elif required:
+        else:
             raise ValueError(f"{where}: missing {key!r}")
 
 
 def check_attrs(attrs: Any, where: str, required: dict[str, str] | None = None) -> None:
     """Node attributes (a node of the graph, or an event's data): known ones typed, any other plain."""
-    if not isinstance(attrs, dict):
-        raise ValueError(f"{where}: expected an object, got {show(attrs)}")
+    check_fields(attrs, {}, where)
     for key, value in attrs.items():
         check_value(value, ATTR_TYPES.get(key), f"{where}.{key}")
     for key in required or ():
@@ -213,12 +209,11 @@ def _log(log: Any, t: int) -> list[tuple[int, str, dict]]:
     schemas, values, keys = log["schemas"], log["values"], log["keys"]
     if len(values) != len(schemas):
         raise ValueError(f"log.values: {len(values)} entries for {len(schemas)} schemas (one list of columns each)")
-    events: list[list[int]] = [[] for _ in schemas]
-    for k, s in enumerate(keys):
-        events[s].append(k)
+    events = schema_events(keys, len(schemas))
     for s, (schema, columns) in enumerate(zip(schemas, values)):
         if not (isinstance(columns, list) and len(columns) == len(schema)):
-            raise ValueError(f"log.values[{s}]: expected {len(schema)} columns ({', '.join(schema)}), got {show(columns)}")
+            raise ValueError(f"log.values[{s}]: expected {len(schema)} columns ({', '.join(schema)}), "
+                             f"got {show(columns)}")
         for m, (key, column) in enumerate(zip(schema, columns)):
             where = f"log.values[{s}][{m}]"
             if not (isinstance(column, list) and len(column) == len(events[s])):
@@ -233,7 +228,7 @@ def _log(log: Any, t: int) -> list[tuple[int, str, dict]]:
         for j, k in enumerate(rows):
             if log["op"][k] == 0:
                 data = {key: column[j] for key, column in zip(schemas[s], values[s])}
-                check_attrs(data, f"log.values[{s}] (event {k})", {"kind": "str", "cls": "str", "position": "vec3"})
+                check_attrs(data, f"log.values[{s}] (event {k})", ADD_FIELDS)
                 adds.append((k, f"log.values[{s}] (event {k})", data))
     return sorted(adds)
 
@@ -245,15 +240,16 @@ def check_event(t: Any, op: Any, node: Any, tag: Any, data: Any, where: str = "e
         raise ValueError(f"{where}.op: {op!r} is not ADD, UPDATE or DELETE")
     check_value(node, "str", f"{where}.node")
     check_value(tag, "str", f"{where}.tag")
-    check_attrs(data, f"{where}.data", {"kind": "str", "cls": "str", "position": "vec3"} if op == ADD else None)
+    check_attrs(data, f"{where}.data", ADD_FIELDS if op == ADD else None)
 
 
 def _tracks(tracks: Any, nodes: dict) -> None:
     check_fields(tracks, {}, "tracks")
     physical = {n for n, a in nodes.items() if a["kind"] in PHYSICAL}
     if set(tracks) != physical:
-        odd = sorted(set(tracks) ^ physical)[0]
-        raise ValueError(f"tracks: {odd!r} " + ("has no track" if odd in physical else "is a track of no physical node"))
+        odd = min(set(tracks) ^ physical)
+        raise ValueError(f"tracks: {odd!r} " + ("has no track" if odd in physical
+                                                else "is a track of no physical node"))
     for node, track in tracks.items():
         where = f"tracks.{node}"
         check_fields(track, TRACK_FIELDS, where)
@@ -279,6 +275,6 @@ def check_built(memory: SpatialMemory) -> None:
     """What the built memory must agree on: the log's nodes now are the graph's."""
     logged, graph = set(memory.log.state), set(memory.graph.nodes)
     if logged != graph:
-        odd = sorted(logged ^ graph)[0]
+        odd = min(logged ^ graph)
         raise ValueError(f"log: node {odd!r} " + ("is in the graph but was never added by the log" if odd in graph
                                                   else "was added by the log but is not in nodes"))

@@ -5,18 +5,12 @@ Every change to the scene graph is one event (Mem0-style operations):
     UPDATE  some attributes change            data: only the changed ones
     DELETE  a node is removed (merged away)   data: {} or {"into": other}
     NOOP    nothing changed                   counted, not stored
-``tag`` says why (seen, moved, unseen, occluded, missing, contained, opened,
-closed, pressed, grasp, release, ...). Times are control steps and never
-decrease.
+``tag`` says why (seen, moved, unseen, opened, pressed, grasp, ...). Times are control steps, never decreasing.
 
-The state as it stood at time t is rebuilt from the latest keyframe at or
-before t plus the events after it. Node attribute dicts are replaced, never
-mutated, when they change (copy-on-write), so a keyframe is just a shallow
-dict of references: a slot per node. Keyframes come every ``keyframe_every``
-events, or every twice as many events as there are nodes when that is more,
-so over a long run they hold about half a slot per event whatever the node
-count (a snapshot then replays at most that many events).
-No point clouds are kept here: only attributes (positions, boxes, states).
+The state at time t is the latest keyframe at or before t plus the events after it. Attribute dicts are
+replaced, never mutated (copy-on-write), so a keyframe is a shallow dict: a slot per node. A keyframe comes
+every ``keyframe_gap`` events, at least twice the node count, so keyframes hold about half a slot per event.
+Only attributes (positions, boxes, states) are kept here, no point clouds.
 """
 
 from __future__ import annotations
@@ -26,10 +20,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from math import isnan
-from typing import Any
 
-
-from embodied.memory.columns import row_builder
+from embodied.memory.columns import jsonable, row_builder
 from embodied.memory.fold import Fold, derive_box
 
 ADD, UPDATE, DELETE, NOOP = "ADD", "UPDATE", "DELETE", "NOOP"
@@ -46,11 +38,7 @@ class Event:
     data: dict  # changed attributes; values are immutable (tuples, str, numbers)
 
     def to_list(self) -> list:
-        return [self.t, self.op, self.node, self.tag, {k: _jsonable(v) for k, v in self.data.items()}]
-
-
-def _jsonable(value: Any) -> Any:
-    return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
+        return [self.t, self.op, self.node, self.tag, {k: jsonable(v) for k, v in self.data.items()}]
 
 
 class EventView(Sequence):
@@ -76,12 +64,8 @@ class EventView(Sequence):
 
 
 class EventLog:
-    """Append-only log with per-node, per-tag and trajectory indexes and keyframes.
-
-    Events are stored as columns (time, op, node, tag, attribute names, attribute values), not as one
-    object each: a lifelong log holds hundreds of thousands of them. ``events`` reads them back as
-    :class:`Event` objects.
-    """
+    """Append-only log with per-node, per-tag and trajectory indexes and keyframes. Events are kept as
+    columns, not an object each (a lifelong log holds hundreds of thousands); ``events`` reads them back."""
 
     def __init__(self, keyframe_every: int = 256):
         self.keyframe_every = int(keyframe_every)
@@ -103,8 +87,7 @@ class EventLog:
         self.by_node: dict[str, array] = {}
         self.by_tag: dict[str, array] = {}
         self.tag_times: dict[str, list[int]] = {}  # the times of each tag's events, oldest first
-        # Trajectories: times and flattened xyz of every logged position, per node.
-        self.traj_t: dict[str, array] = {}
+        self.traj_t: dict[str, array] = {}  # per node: the times and flattened xyz of its logged positions
         self.traj_xyz: dict[str, array] = {}
         self.state: dict[str, dict] = {}  # logged attributes now (copy-on-write dicts)
         self.kf_index = array("q", [0])  # keyframe k holds the state after events[:kf_index[k]]
@@ -121,13 +104,9 @@ class EventLog:
 
     def event(self, index: int) -> Event:
         """Event number ``index`` (0: the oldest)."""
-        return Event(
-            self.times[index],
-            OPS[self._ops[index]],
-            self._node_names[self._nodes[index]],
-            self._tag_names[self._tags[index]],
-            dict(zip(self._schemas[self._keys[index]], self._values[index])),
-        )
+        names = self._schemas[self._keys[index]]
+        return Event(self.times[index], OPS[self._ops[index]], self._node_names[self._nodes[index]],
+                     self._tag_names[self._tags[index]], dict(zip(names, self._values[index])))
 
     @property
     def last_t(self) -> int:
@@ -140,22 +119,17 @@ class EventLog:
             return
         t, keys, values = self._record(t, op, node, tag, data or {})
         self._apply(self.state, op, node, t, keys, values)
-        if self._keyframe_due():
+        if len(self.times) - self.kf_index[-1] >= self.keyframe_gap(len(self.state)):
             self.kf_index.append(len(self.times))
             self.kf_state.append(dict(self.state))
 
-    def _keyframe_due(self) -> bool:
-        return len(self.times) - self.kf_index[-1] >= self.keyframe_gap(len(self.state))
-
     def keyframe_gap(self, nodes: int) -> int:
-        """Events between two keyframes of a state of ``nodes`` nodes. A keyframe holds a slot per node: at
-        least twice as many events as there are nodes keeps all of them at about half a slot per event,
-        however many nodes there are (the unchanged nodes' state is shared between keyframes)."""
+        """Events between two keyframes of ``nodes`` nodes: at least twice as many, so that keyframes (a slot
+        per node) hold about half a slot per event however many nodes there are."""
         return max(self.keyframe_every, 2 * nodes)
 
     def _record(self, t: int, op: str, node: str, tag: str, data: dict) -> tuple[int, tuple, tuple]:
-        """Check one event against the log, store it in the columns and indexes; (t, names, values).
-        The state is the caller's to bring up to date."""
+        """Check one event, store it in the columns and indexes (not the state); (t, names, values)."""
         code = _OP_CODE.get(op)
         if code is None:
             raise ValueError(f"unknown event op {op!r}; valid: {OPS}")
@@ -172,9 +146,7 @@ class EventLog:
             raise ValueError(f"{op} of unknown node {node!r}")
         keys = tuple(data)
         floats = self._floats
-        values = tuple(
-            floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in data.values()
-        )
+        values = tuple(floats.setdefault(v, v) if type(v) is float and v and not isnan(v) else v for v in data.values())
         index = len(times)
         times.append(t)
         self._last_t = t
@@ -201,14 +173,12 @@ class EventLog:
 
     @staticmethod
     def _apply(state: dict[str, dict], op: str, node: str, t: int, keys: tuple, values: tuple) -> None:
-        # last_update is the event's own time, and a box is its position +- half its size:
-        # both derived here rather than stored in every event.
+        # last_update (the event's time) and the box (position +- half the size) are derived, not logged
         if op == DELETE:
             state.pop(node, None)
             return
-        new = dict(zip(keys, values)) if op == ADD else dict(state[node])
-        if op == UPDATE:
-            new.update(zip(keys, values))
+        new = {} if op == ADD else dict(state[node])
+        new.update(zip(keys, values))
         new["last_update"] = t
         if "size" in new and ("position" in keys or "size" in keys):
             derive_box(new)
@@ -230,9 +200,7 @@ class EventLog:
 
     def position_at(self, node: str, t: int) -> tuple[float, float, float] | None:
         """Last logged position of ``node`` at or before t (None if none yet)."""
-        times = self.traj_t.get(node)
-        if not times:
-            return None
+        times = self.traj_t.get(node, ())
         k = bisect.bisect_right(times, t) - 1
         if k < 0:
             return None
@@ -250,8 +218,7 @@ class EventLog:
     def history(self, node: str) -> list[dict]:
         """Every event of ``node``, oldest first, as {t, op, tag, data} dicts, straight from the columns."""
         times, ops, tags, keys, values = self.times, self._ops, self._tags, self._keys, self._values
-        tag_names = self._tag_names
-        rows = self._rows
+        tag_names, rows = self._tag_names, self._rows
         while len(rows) < len(self._schemas):  # schemas only grow: one builder each, made on first use
             rows.append(row_builder(self._schemas[len(rows)]))
         return [rows[keys[i]](times[i], OPS[ops[i]], tag_names[tags[i]], values[i]) for i in self.by_node.get(node, ())]
@@ -266,9 +233,9 @@ class EventLog:
 
     # --- persistence (the JSON document: events_json.log_to_json / log_from_json) -----------
     def columns(self) -> dict:
-        """The events as columns (read-only views; do not modify): names ``nodes``, ``tags``, ``schemas``
-        (attribute-name tuples), and per event ``t``, ``op`` (0 ADD, 1 UPDATE, 2 DELETE), ``node``,
-        ``tag`` and ``keys`` (indexes into those names) and ``values`` (tuples, in the order of its schema)."""
+        """The events as columns (read-only views): names ``nodes``, ``tags``, ``schemas`` (attribute-name
+        tuples), and per event ``t``, ``op`` (0 ADD, 1 UPDATE, 2 DELETE), ``node``, ``tag``, ``keys`` (indexes
+        into those names) and ``values`` (tuples, in the order of its schema)."""
         return {"nodes": self._node_names, "tags": self._tag_names, "schemas": self._schemas, "t": self.times,
                 "op": self._ops, "node": self._nodes, "tag": self._tags, "keys": self._keys, "values": self._values}
 

@@ -1,9 +1,5 @@
-"""Folding logged events into a state (node -> attribute dict): what ``EventLog`` builds its
-keyframes with and rebuilds a past state from (``EventLog.state_at``, ``events_json.log_from_columns``).
-
-A state's dicts may be shared between keyframes, which never change: a fold copies a node's dict at
-its first event (copy-on-write) and derives its box once, at the end.
-"""
+"""Folding logged events into a state (node -> attribute dict): how ``EventLog`` rebuilds a past state
+(``state_at``) and a loaded log its keyframes (``events_json.log_from_json``)."""
 
 from __future__ import annotations
 
@@ -14,10 +10,8 @@ if TYPE_CHECKING:
 
 
 class Fold:
-    """Events applied to a state (node -> attribute dict) node by node: a node's dict is copied once, at
-    its first event (dicts not yet copied may be shared with keyframes, which never change), and its box
-    derived once, in ``finish``, from its final position and size. The state is then what applying the
-    events one by one (``EventLog._apply``) gives."""
+    """Events applied to a state as ``EventLog._apply`` would, but a node's dict copied once, at its first event
+    (until then it may be a keyframe's, which never change), and its box derived once, in ``finish``."""
 
     __slots__ = ("mine", "moved", "state")
 
@@ -27,9 +21,8 @@ class Fold:
         self.moved: set[str] = set()  # nodes whose position or size an event set
 
     def events(self, log: EventLog, start: int, end: int, keyframes: bool = False) -> None:
-        """Fold in the log's events ``start`` to ``end`` (exclusive); with ``keyframes``, add the log's
-        keyframes as it goes (a log being built). Raises ValueError at an ADD of a node that exists,
-        or an UPDATE or DELETE of one that does not."""
+        """Fold in events ``start`` to ``end`` (exclusive), with ``keyframes`` adding the log's keyframes on the
+        way (a log being built). Raises ValueError at an ADD of a node that exists or a change of one that does not."""
         state, mine, moved = self.state, self.mine, self.moved
         cols = log.columns()
         names, schemas, rows, times = cols["nodes"], cols["schemas"], cols["values"], cols["t"]
@@ -38,34 +31,31 @@ class Fold:
         gap = log.keyframe_gap(len(state))
         for i in range(start, end):
             code, name, k = ops[i], names[node_col[i]], key_col[i]
-            if code == 1:  # UPDATE
-                attrs = mine.get(name)
-                if attrs is None:
-                    if name not in state:
-                        raise ValueError(f"event {i}: UPDATE of unknown node {name!r}")
-                    attrs = mine[name] = state[name] = dict(state[name])
-            elif code == 0:  # ADD
-                if name in state:
-                    raise ValueError(f"event {i}: ADD of existing node {name!r}")
-                attrs = mine[name] = state[name] = {}
-                gap = log.keyframe_gap(len(state))
-            elif code == 2:  # DELETE
+            if code == 2:  # DELETE
                 if name not in state:
                     raise ValueError(f"event {i}: DELETE of unknown node {name!r}")
                 del state[name]
                 mine.pop(name, None)
                 moved.discard(name)
                 gap = log.keyframe_gap(len(state))
-                if keyframes and i + 1 - log.kf_index[-1] >= gap:
-                    log.kf_index.append(i + 1)
-                    log.kf_state.append(dict(self.finish()))
-                continue
             else:
-                raise ValueError(f"event {i}: op {code} is not 0 (ADD), 1 (UPDATE) or 2 (DELETE)")
-            attrs.update(zip(schemas[k], rows[i]))
-            attrs["last_update"] = times[i]
-            if geometric[k]:
-                moved.add(name)
+                if code == 1:  # UPDATE
+                    attrs = mine.get(name)
+                    if attrs is None:
+                        if name not in state:
+                            raise ValueError(f"event {i}: UPDATE of unknown node {name!r}")
+                        attrs = mine[name] = state[name] = dict(state[name])
+                elif code == 0:  # ADD
+                    if name in state:
+                        raise ValueError(f"event {i}: ADD of existing node {name!r}")
+                    attrs = mine[name] = state[name] = {}
+                    gap = log.keyframe_gap(len(state))
+                else:
+                    raise ValueError(f"event {i}: op {code} is not 0 (ADD), 1 (UPDATE) or 2 (DELETE)")
+                attrs.update(zip(schemas[k], rows[i]))
+                attrs["last_update"] = times[i]
+                if geometric[k]:
+                    moved.add(name)
             if keyframes and i + 1 - log.kf_index[-1] >= gap:
                 log.kf_index.append(i + 1)
                 log.kf_state.append(dict(self.finish()))

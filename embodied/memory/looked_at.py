@@ -1,10 +1,6 @@
-"""The ground the cameras have looked at.
-
-A set of ground cells (``look_cell`` m, xy) is kept in ``cells``: re-identification at any distance
-(``association``) only takes a view for a known object that moved unseen when it stands on ground a camera
-had looked at before; on new ground it is a discovery. ``cells`` is saved with the memory (the "looked"
-field); ``None`` means every place counts as looked at. ``poses`` holds each camera's pose when its view
-was last read.
+"""The ground the cameras have looked at: ``cells`` (``look_cell`` m, xy; saved as the "looked" field, None:
+every place counts). A view on ground looked at before may be a known object moved unseen (``association``);
+on new ground it is a discovery.
 """
 
 from __future__ import annotations
@@ -16,11 +12,11 @@ import numpy as np
 
 from embodied.perception.types import CameraView
 
+
 @functools.lru_cache(maxsize=16)
 def _sparse_rays(shape: tuple[int, int], steps: tuple[int, int], K_bytes: bytes) -> np.ndarray:
-    """(N,3) float64 camera-frame rays (x/z, y/z, 1) of every ``steps``-th pixel (rows, columns) of an
-    image of ``shape``, row-major, for the intrinsics ``K`` (3x3 float64, as bytes so the cache can key
-    on it). Depth times a ray is the pixel's point in the camera frame."""
+    """(N,3) float64 camera-frame rays (x/z, y/z, 1) of every ``steps``-th pixel (rows, columns) of an image
+    of ``shape``, row-major, for intrinsics ``K`` (3x3 float64, as bytes for the cache): depth times ray."""
     K = np.frombuffer(K_bytes, dtype=np.float64).reshape(3, 3)
     vs, us = np.mgrid[0 : shape[0] : steps[0], 0 : shape[1] : steps[1]]
     rays = np.stack([(us - K[0, 2]) / K[0, 0], (vs - K[1, 2]) / K[1, 1], np.ones(us.shape)], axis=-1)
@@ -31,22 +27,19 @@ def _barely_moved(before: np.ndarray, now: np.ndarray, move: float, turn: float)
     """Whether a camera pose (4x4 camera-to-world) moved under ``move`` m and turned under ``turn`` degrees."""
     if np.abs(now[:3, 3] - before[:3, 3]).max() >= move:
         return False
-    # cos of the rotation angle between the two orientations: (trace(R1^T R2) - 1) / 2
+    # cos of the rotation angle between the two: (trace(R1^T R2) - 1) / 2
     return (np.einsum("ij,ij->", before[:3, :3], now[:3, :3]) - 1.0) / 2.0 > np.cos(np.radians(turn))
 
 
 class LookedAt:
-    """The record of looked-at ground cells."""
-
     def __init__(self, cfg) -> None:
         self.cfg = cfg  # a LifecycleConfig: look_cell, look_move, look_turn
         self.cells: set[int] | None = set()
         self.poses: dict[str, np.ndarray] = {}  # camera -> its 4x4 pose when last read for cells
 
     def look(self, views: Iterable[CameraView]) -> None:
-        """Note the ground cells (``look_cell`` m, xy) this frame's cameras see: a sparse grid of depth
-        pixels back-projected. A camera that moved less than ``look_move`` m and ``look_turn`` since the
-        last time it was read adds nothing new (its view shifted by a fraction of a cell)."""
+        """Note the ground cells this frame's cameras see (a sparse grid of depth pixels); a camera that moved
+        less than ``look_move`` m and ``look_turn`` degrees since it was last read adds nothing new."""
         if self.cells is None:
             return
         for view in views:
@@ -68,8 +61,7 @@ class LookedAt:
             self.cells.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
 
     def looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
-        """Whether a camera looked at the ground within a cell of ``point`` before this frame (always
-        true for a memory that keeps no such record)."""
+        """Whether a camera looked at the ground within a cell of ``point`` before this frame (True: no record)."""
         if self.cells is None:
             return True
         ix, iy = (int(np.floor(float(c) / self.cfg.look_cell)) + (1 << 20) for c in point[:2])

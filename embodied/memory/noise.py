@@ -1,10 +1,8 @@
-"""How precisely a view places an object: the tolerances the tracker derives from the sensor's noise.
+"""How precisely a view places an object, from its per-axis point noise (``ObjectObservation.noise``).
 
-Perception measures each camera's depth noise and gives every view the std of one of its points along
-each world axis (``ObjectObservation.noise``). A view's centre averages the points near its faces (about a
-quarter of them each), so its std is the point std over the square root of a quarter of the points. Two
-views of one camera share its calibration, so a shift between them is noise alone; two cameras'
-calibrations disagree by ``SensorPrior.calibration_shift`` and ``calibration_tilt`` at the range.
+A view's centre averages the points near its faces (about a quarter of them each). Two views of one camera
+share its calibration, so a shift between them is noise alone; two cameras' calibrations disagree by
+``SensorPrior.calibration_shift`` and ``calibration_tilt`` at the range.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import math
 import numpy as np
 
 from embodied.memory.config import SensorPrior
+
 
 def centre_std(noise: np.ndarray, n_points: int, prior: SensorPrior) -> float:
     """Std (m) of a view's box centre from its per-axis point noise (3,) m and its point count."""
@@ -28,10 +27,6 @@ def shift_tolerance(noise: np.ndarray, n_points: int, prior: SensorPrior, floor:
 
 def face_std(noise: np.ndarray, n_points: int, distance: float, prior: SensorPrior) -> np.ndarray:
     """(3,) m: std of a view's box faces along each axis: its point noise over the points near a face, and
-    the calibration of its camera at ``distance`` m."""
-    return np.hypot(noise / math.sqrt(max(1.0, n_points / prior.face_share)), calibration_std(distance, prior))
-
-
-def calibration_std(distance: float, prior: SensorPrior) -> float:
-    """Std (m) of the disagreement between two cameras' views of a point ``distance`` m away."""
-    return math.hypot(prior.calibration_shift, distance * math.radians(prior.calibration_tilt))
+    the calibration of its camera at ``distance`` m (two cameras' disagreement on a point that far)."""
+    calibration = math.hypot(prior.calibration_shift, distance * math.radians(prior.calibration_tilt))
+    return np.hypot(noise / math.sqrt(max(1.0, n_points / prior.face_share)), calibration)

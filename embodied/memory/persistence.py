@@ -1,11 +1,7 @@
 """Saving and loading the memory: JSON that round-trips exactly, and GraphML export.
 
-Files are written atomically (a temporary file in the same folder, fsync,
-``os.replace``), so a crash never leaves a half-written file under the final
-name. A corrupt or truncated file raises ``ValueError`` naming the file.
-
-This module does not import :mod:`embodied.memory.memory` (which calls it):
-loading takes the class to build, ``SpatialMemory.load`` passes itself.
+Files are written atomically (``embodied.atomic``); a corrupt or truncated file raises ValueError naming it.
+Loading takes the class to build (``SpatialMemory.load`` passes itself): memory.py imports this module.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from embodied.atomic import atomic_write
-from embodied.memory.columns import frozen
+from embodied.memory.columns import frozen, jsonable
 from embodied.memory.config import MemoryConfig
 from embodied.memory.document import check_built, check_document
 from embodied.memory.events_json import log_from_json, log_to_json
@@ -33,61 +29,42 @@ FORMAT = "embodied.memory"
 VERSION = 2  # 2: the rebuilt memory (configuration by component, beliefs in the tracks); 1 is not read
 
 
-def _jsonable(value):
-    if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def to_json(memory: SpatialMemory, refresh: bool = True) -> dict:
     """The whole memory as a JSON-ready dict: graph, event log, tracker state. ``refresh=False`` leaves the
     geometric edges as they stand (the memory unchanged by saving it) and notes whether they are due."""
     graph = memory.graph if refresh else memory._graph
-    edge_views = memory.tracker.spawner.edge_views
     return {
-        "format": FORMAT,
-        "version": VERSION,
-        "config": memory.config.to_json(),
-        "t": memory.t,
-        "frames": memory.frames,
-        "counters": dict(memory.counters),
-        "grip": {k: _jsonable(v) for k, v in memory.grip.items()},
-        "current_place": memory.current_place,
-        "together": sorted([list(p) for p in memory.together]),
-        "nodes": {n: {k: _jsonable(v) for k, v in a.items()} for n, a in graph.nodes(data=True)},
+        "format": FORMAT, "version": VERSION, "config": memory.config.to_json(), "t": memory.t, "frames": memory.frames,
+        "counters": dict(memory.counters), "grip": {k: jsonable(v) for k, v in memory.grip.items()},
+        "current_place": memory.current_place, "together": sorted([list(p) for p in memory.together]),
+        "nodes": {n: {k: jsonable(v) for k, v in a.items()} for n, a in graph.nodes(data=True)},
         "edges": [[u, v, k] for u, v, k in graph.edges(keys=True)],
-        "edges_dirty": bool(memory._edges_dirty) and not refresh,
-        "log": log_to_json(memory.log),
+        "edges_dirty": bool(memory._edges_dirty) and not refresh, "log": log_to_json(memory.log),
         "tracks": {n: tr.to_json() for n, tr in memory.tracks.items()},
         "looked": None if memory.looked.cells is None else sorted(memory.looked.cells),
         "edge_views": [[cam, cls, [[[float(x) for x in c], int(n), int(last)] for c, n, last in runs]]
-                       for (cam, cls), runs in edge_views.items()],
+                       for (cam, cls), runs in memory.tracker.spawner.edge_views.items()],
     }
 
 
 def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> SpatialMemory:
     """The memory ``doc`` describes, built as ``make(config)`` (the SpatialMemory class) and then filled."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(
-            f"not an {FORMAT} document (format field: {doc.get('format') if isinstance(doc, dict) else None!r})"
-        )
+        raise ValueError(f"not an {FORMAT} document (format field: "
+                         f"{doc.get('format') if isinstance(doc, dict) else None!r})")
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}; this code reads version {VERSION}")
     check_document(doc)  # every field typed, finite and in range before anything is built from it
     config = MemoryConfig.from_json(doc["config"])
     memory = make(config)
-    memory.t = int(doc["t"])
-    memory.frames = int(doc["frames"])
+    memory.t, memory.frames = int(doc["t"]), int(doc["frames"])
     memory.counters = {k: int(v) for k, v in doc["counters"].items()}
     memory.body.grip = {k: frozen(v) for k, v in doc["grip"].items()}
     memory.body.current_place = str(doc["current_place"])
     memory.together.update((str(u), str(v)) for u, v in doc["together"])
-    for node, attrs in doc["nodes"].items():
-        memory._graph.add_node(node, **{k: frozen(v) for k, v in attrs.items()})
-    for u, v, k in doc["edges"]:
-        memory._graph.add_edge(u, v, key=k, rel=k)
+    memory._graph.add_nodes_from((node, {k: frozen(v) for k, v in attrs.items()})
+                                 for node, attrs in doc["nodes"].items())
+    memory._graph.add_edges_from((u, v, k, {"rel": k}) for u, v, k in doc["edges"])
     memory.log = log_from_json(doc["log"])
     memory.tracks.update({n: Track.from_json(d, config) for n, d in doc["tracks"].items()})
     looked = doc.get("looked")  # None: every place counts as looked at
@@ -103,13 +80,11 @@ def from_json(doc: dict, make: Callable[[MemoryConfig], SpatialMemory]) -> Spati
 
 
 def state(memory: SpatialMemory) -> tuple[dict, dict[str, np.ndarray]]:
-    """The memory exactly as it stands, without changing it: the :func:`to_json` document (edges as they
-    are) and the arrays it does not hold: per track (in the document's order) ``tracks.K.keys`` (N,) int64
-    voxel keys and ``tracks.K.samples`` (M,3) float32 m visibility samples (a carried track keeps the ones
-    it had), and ``look_pose.K`` (4,4) float64, the pose each camera of ``doc["look_cameras"]`` last had
-    when its ground cells were read."""
-    doc = to_json(memory, refresh=False)
-    doc["look_cameras"] = list(memory.looked.poses)
+    """The memory as it stands, unchanged: the :func:`to_json` document (edges as they are) and the arrays it
+    does not hold: per track (in the document's order) ``tracks.K.keys`` (N,) int64 voxel keys and
+    ``tracks.K.samples`` (M,3) float32 m visibility samples, and ``look_pose.K`` (4,4) float64, the pose each
+    camera of ``doc["look_cameras"]`` had when its ground cells were last read."""
+    doc = {**to_json(memory, refresh=False), "look_cameras": list(memory.looked.poses)}
     arrays = {}
     for k, track in enumerate(memory.tracks.values()):
         arrays[f"tracks.{k}.keys"] = np.ascontiguousarray(track.keys, dtype=np.int64)
@@ -135,21 +110,18 @@ def from_state(doc: dict, arrays: dict[str, np.ndarray],
 
 def _edge_views(doc) -> dict:
     """The spawn rule's runs of views at the image's edge (``Spawner.edge_views``) from their saved form."""
-    out = {}
     if not isinstance(doc, list):
         raise ValueError("edge_views: expected a list")
+    out = {}
     for k, entry in enumerate(doc):
         if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str) and isinstance(entry[1], str)
                 and isinstance(entry[2], list)):
             raise ValueError(f"edge_views[{k}]: expected [camera, class, runs]")
-        runs = []
-        for run in entry[2]:
-            if not (isinstance(run, list) and len(run) == 3 and isinstance(run[0], list) and len(run[0]) == 3
-                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in run[0])
-                    and all(isinstance(x, int) and not isinstance(x, bool) for x in run[1:])):
-                raise ValueError(f"edge_views[{k}]: expected runs of [[x, y, z], frames, step]")
-            runs.append((np.asarray(run[0], dtype=np.float64), run[1], run[2]))
-        out[entry[0], entry[1]] = runs
+        if not all(isinstance(run, list) and len(run) == 3 and isinstance(run[0], list) and len(run[0]) == 3
+                   and all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in run[0])
+                   and all(isinstance(x, int) and not isinstance(x, bool) for x in run[1:]) for run in entry[2]):
+            raise ValueError(f"edge_views[{k}]: expected runs of [[x, y, z], frames, step]")
+        out[entry[0], entry[1]] = [(np.asarray(run[0], dtype=np.float64), run[1], run[2]) for run in entry[2]]
     return out
 
 
@@ -167,9 +139,7 @@ def _array(arrays: dict, key: str, dtype, shape: tuple) -> np.ndarray:
 
 def save(memory: SpatialMemory, path: str | os.PathLike) -> Path:
     """Write the memory to ``path`` as JSON, atomically. Returns the path."""
-    path = Path(path)
-    atomic_write(path, json.dumps(to_json(memory), separators=(",", ":")))
-    return path
+    return atomic_write(path, json.dumps(to_json(memory), separators=(",", ":")))
 
 
 def load(path: str | os.PathLike, make: Callable[[MemoryConfig], SpatialMemory]) -> SpatialMemory:
@@ -177,17 +147,14 @@ def load(path: str | os.PathLike, make: Callable[[MemoryConfig], SpatialMemory])
     truncated file raises ValueError naming it."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"memory file not found: {path}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"memory file {path} is corrupt (not UTF-8 text): {e}") from None
-    try:
-        doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(
-            f"memory file {path} is corrupt or truncated: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+        where = f"{e.msg} at line {e.lineno} column {e.colno}"
+        raise ValueError(f"memory file {path} is corrupt or truncated: {where}") from None
     try:
         return from_json(doc, make)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
@@ -195,18 +162,11 @@ def load(path: str | os.PathLike, make: Callable[[MemoryConfig], SpatialMemory])
 
 
 def export_graphml(memory: SpatialMemory, path: str | os.PathLike, t: int | None = None) -> Path:
-    """Write the scene graph (now, or as it stood at time ``t``) as GraphML, atomically.
-
-    Vector attributes become space-separated strings ("x y z"); GraphML has no tuples.
-    """
+    """Write the scene graph (now, or as it stood at time ``t``) as GraphML, atomically; vectors (GraphML has
+    no tuples) as strings "x y z"."""
     graph = memory.graph if t is None else memory.snapshot(t)
     flat = nx.MultiDiGraph()
-    for node, attrs in graph.nodes(data=True):
-        flat.add_node(
-            node, **{k: (" ".join(repr(float(x)) for x in v) if isinstance(v, tuple) else v) for k, v in attrs.items()}
-        )
-    for u, v, k in graph.edges(keys=True):
-        flat.add_edge(u, v, key=k, rel=k)
-    path = Path(path)
-    atomic_write(path, "\n".join(nx.generate_graphml(flat)) + "\n")
-    return path
+    flat.add_nodes_from((node, {k: " ".join(repr(float(x)) for x in v) if isinstance(v, tuple) else v
+                                for k, v in attrs.items()}) for node, attrs in graph.nodes(data=True))
+    flat.add_edges_from((u, v, k, {"rel": k}) for u, v, k in graph.edges(keys=True))
+    return atomic_write(path, "\n".join(nx.generate_graphml(flat)) + "\n")

@@ -6,6 +6,8 @@ Objects are named by node id ("block_0") or by a description "<colour> <class>" 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import networkx as nx
 import numpy as np
 
@@ -13,8 +15,6 @@ from embodied.memory.store import SceneStore
 
 
 class SceneQueries(SceneStore):
-    """Read-only questions about the scene graph and its history."""
-
     def resolve(self, ref: str) -> str:
         """Node id of ``ref`` (an id, or "<colour> <class>" / "<class>" naming exactly one node)."""
         if ref in self._graph or ref in self.log.by_node:
@@ -34,14 +34,11 @@ class SceneQueries(SceneStore):
              status: str | None = None) -> list[str]:
         """Node ids with the given class / colour name / kind / status (None: any), sorted; tentative nodes
         (seen fewer than the detector profile's ``min_sightings`` times) are left out."""
-        least = self.config.detector.min_sightings
-        return sorted(n for n, a in self._graph.nodes(data=True) if a.get("n_obs", least) >= least
-                      and (cls is None or a.get("cls") == cls) and (colour is None or a.get("colour") == colour)
-                      and (kind is None or a.get("kind") == kind) and (status is None or a.get("status") == status))
+        return self.nodes_of(cls, kind, self.config.detector.min_sightings, colour, status)
 
     def once_named(self, cls: str) -> list[str]:
         """Node ids (sorted, tentative ones left out) whose views the detector named ``cls`` at least once,
-        whatever class their votes made them since (a pink pyramid whose views were named box more often)."""
+        whatever class their votes made them since."""
         return [n for n in self.find() if n in self.tracks and self.tracks[n].votes.get(cls, 0) > 0]
 
     def tentative(self, node: str) -> bool:
@@ -60,18 +57,10 @@ class SceneQueries(SceneStore):
         if node not in self.graph:
             raise KeyError(f"{node!r} was deleted from memory at t={self.log.of_node(node)[-1].t}")
         a = self.graph.nodes[node]
-        return {
-            "node": node,
-            "position": a["position"],
-            "status": a.get("status", ""),
-            "visible": a.get("visible", False),
-            "in": self.related(node, "in"),
-            "on": self.related(node, "on"),
-            "room": self.room_of(node),
-            "last_seen": a.get("last_seen", -1),
-            "state": a.get("state", ""),
-            "held": bool(a.get("held", False)),
-        }
+        return {"node": node, "position": a["position"], "status": a.get("status", ""),
+                "visible": a.get("visible", False), "in": self.related(node, "in"), "on": self.related(node, "on"),
+                "room": self.room_of(node), "last_seen": a.get("last_seen", -1), "state": a.get("state", ""),
+                "held": bool(a.get("held", False))}
 
     def where_was(self, obj: str, t: int) -> tuple[float, float, float] | None:
         """Position (3,) m of the object at time ``t`` (None: not yet seen by then)."""
@@ -104,21 +93,18 @@ class SceneQueries(SceneStore):
         return out
 
     def notes(self, tag: str) -> list[tuple[int, str]]:
-        """(t, text) of the agent's own notes tagged ``tag`` (the instructions it was given: "instruction",
-        its plans: "plan", ...), oldest first."""
+        """(t, text) of the agent's own notes tagged ``tag`` ("instruction", "plan", ...), oldest first."""
         return [(e.t, str(e.data.get("note", ""))) for e in self.log.of_tag(tag) if e.node == "agent"]
 
     def when(self, tag: str, obj: str | None = None) -> list[int]:
         """Times of events tagged ``tag`` (grasp, release, opened, closed, pressed, moved, missing, ...)."""
         if obj is None:
-            # A copy of the list the log keeps per tag: a tag such as "seen" may have 100k events.
-            return list(self.log.tag_times.get(tag, ()))
+            return list(self.log.tag_times.get(tag, ()))  # a copy of the log's own list
         node = self.resolve(obj)
         of_node, of_tag = self.log.by_node.get(node), self.log.by_tag.get(tag)
         if not of_node or not of_tag:
             return []
-        # Both indexes are ascending event numbers: each of the node's events looked up in the tag's by
-        # bisection (a tag such as "seen" may index 100k events, a node a few hundred).
+        # Both indexes ascend: bisect the tag's (100k events for "seen") for each of the node's (a few hundred).
         mine, tagged = np.frombuffer(of_node, dtype=np.int64), np.frombuffer(of_tag, dtype=np.int64)
         at = np.minimum(np.searchsorted(tagged, mine), len(tagged) - 1)
         return np.frombuffer(self.log.times, dtype=np.int64)[mine[tagged[at] == mine]].tolist()
@@ -155,8 +141,8 @@ class SceneQueries(SceneStore):
             raise KeyError(f"no known path between {ends[0]!r} and {ends[1]!r}") from None
 
     def _place_graph(self) -> nx.Graph:
-        """The places joined by the robot's travels, edges weighted by length (m); kept until a node comes
-        or goes or a link is made (places never move). Do not modify: ``path`` copies it."""
+        """The places joined by the robot's travels, edges weighted by length (m); kept until a node comes or
+        goes or a link is made (places never move). Do not modify: ``path`` copies it."""
         places = self.place_nodes()
         links = len(self.log.tag_times.get("connected", ()))
         cached = self._place_paths
@@ -165,8 +151,7 @@ class SceneQueries(SceneStore):
         g = nx.Graph()
         graph = self.graph
         kinds = graph.nodes(data="kind")
-        # The places' own edges, in the order graph.edges() would give them (graph order, then each
-        # node's edges): the same graph and the same path on ties, without walking every edge.
+        # The places' edges in the order of graph.edges() (the same path on ties), without walking every edge.
         for u, v, k in graph.out_edges([n for n, kind in kinds if kind == "place"], keys=True):
             if k == "connects" and kinds[v] == "place":
                 pu, pv = (np.asarray(graph.nodes[n]["position"]) for n in (u, v))
@@ -176,10 +161,6 @@ class SceneQueries(SceneStore):
 
     def summary(self) -> dict:
         """Counts for reports: nodes by kind, edges by relation, events."""
-        kinds: dict[str, int] = {}
-        for _, a in self.graph.nodes(data=True):
-            kinds[a["kind"]] = kinds.get(a["kind"], 0) + 1
-        rels: dict[str, int] = {}
-        for _, _, k in self.graph.edges(keys=True):
-            rels[k] = rels.get(k, 0) + 1
+        kinds = dict(Counter(a["kind"] for _, a in self.graph.nodes(data=True)))
+        rels = dict(Counter(k for _, _, k in self.graph.edges(keys=True)))
         return {"t": self.t, "nodes": kinds, "edges": rels, "events": len(self.log), "noops": self.log.noops}

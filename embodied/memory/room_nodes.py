@@ -4,34 +4,28 @@
     memory.rooms()                           # {"room_0": "kitchen", "room_1": "", ...}
     memory.room_of("red mug")                # "room_0"
 
-``update_rooms`` segments the map (:func:`embodied.mapping.rooms.segment_rooms`)
-and writes the result into the graph, logging every change as an event:
+``update_rooms`` segments the map (``mapping.rooms.segment_rooms``) and logs every change it makes:
 
-* one ``room`` node per region: ``position`` (3,) m its centre on the floor
-  (z = 0, a point the robot can drive to), ``box_min``/``box_max`` (3,) m
-  its floor's extent (z = 0), ``area`` m^2, ``name`` and ``links`` (the
-  rooms it shares a doorway with: ``connects`` edges both ways). A region
-  keeps the id of the room node whose centre it covers, so ids stay put as
-  the map grows; a room no region covers any more is deleted.
-* a ``room`` attribute on every object, piece of furniture and place: the
-  room it stands in (``in_room`` edges, see ``spatial.relations``). A place
-  is in the room under it; a thing on furniture in the room whose floor a
-  line of sight to it (from where the robot saw it first and last) meets
-  first. Structure (floor, walls) is in no room.
-* ``name``: the room type whose cue furniture (``RoomConfig.names``) the
-  room holds most of; "" when none is there or two types tie.
+* a ``room`` node per region: ``position`` (3,) m its floor centre (z = 0, a point to drive to),
+  ``box_min``/``box_max`` (3,) m its floor (z = 0), ``area`` m^2, ``name``, and ``links`` (rooms through a
+  doorway: ``connects`` edges both ways). A region keeps the id of the room whose centre it covers, so ids
+  stay put as the map grows; a room no region covers is deleted.
+* a ``room`` attribute on every object, piece of furniture and place (``in_room`` edges): a place is in the
+  room under it, a thing on furniture in the room whose floor a line of sight to it (from where the robot
+  saw it first and last) meets first. Structure (floor, walls) is in no room.
+* ``name``: the room type (``RoomConfig.names``) whose cue furniture it holds most of ("" on none or a tie).
 
-Nothing here reads the simulator: the map and the agent's own logged path.
+Nothing here reads the simulator: only the map and the agent's own logged path.
 """
 
 from __future__ import annotations
 
 from embodied.mapping.freespace import FreeSpaceMap
 from embodied.mapping.rooms import RoomConfig, RoomSegmentation, segment_rooms
-from embodied.memory.affordances import STRUCTURE_CLASSES, affords  # noqa: F401  (STRUCTURE_CLASSES: eval reads it)
+from embodied.memory.affordances import PHYSICAL, STRUCTURE_CLASSES, affords  # noqa: F401 (eval: STRUCTURE_CLASSES)
 from embodied.memory.store import AGENT
 
-ROOMED_KINDS = ("object", "container", "articulated", "surface", "place")
+ROOMED_KINDS = (*PHYSICAL, "place")
 
 
 class RoomNodes:
@@ -41,8 +35,7 @@ class RoomNodes:
         self.store = store
 
     def update_rooms(self, freespace: FreeSpaceMap, config: RoomConfig | None = None) -> RoomSegmentation:
-        """Segment ``freespace`` into rooms and bring the room nodes and ``in_room`` /
-        ``connects`` edges up to date (see the module docstring). Returns the segmentation."""
+        """Segment ``freespace`` into rooms and bring the room nodes and their edges up to date."""
         cfg = config or RoomConfig()
         seg = segment_rooms(freespace, cfg)
         t = max(self.store.t, 0)
@@ -69,7 +62,6 @@ class RoomNodes:
         """Room node id -> name ("" when unnamed), sorted by id."""
         return {n: self.store._graph.nodes[n].get("name", "") for n in self.store.find(kind="room")}
 
-    # --- helpers -------------------------------------------------------------------------
     def _match_rooms(self, seg: RoomSegmentation, t: int) -> dict[int, str]:
         """Region label -> room node id: the existing room whose centre the region covers, else a new id."""
         ids: dict[int, str] = {}
@@ -88,12 +80,8 @@ class RoomNodes:
         for node, a in list(self.store._graph.nodes(data=True)):
             if a["kind"] not in ROOMED_KINDS or affords(a.get("cls", "")).structure:
                 continue
-            eyes = []
-            if a["kind"] != "place":
-                for when in ("first_seen", "last_seen"):
-                    eye = self.store.log.position_at(AGENT, int(a.get(when, -1)))
-                    if eye is not None:
-                        eyes.append(eye[:2])
+            seen = () if a["kind"] == "place" else (int(a.get(when, -1)) for when in ("first_seen", "last_seen"))
+            eyes = [eye[:2] for eye in (self.store.log.position_at(AGENT, step) for step in seen) if eye is not None]
             k = seg.room_at(a["position"], eyes)
             room = ids.get(k, "")
             if a.get("room", "") != room:
@@ -107,12 +95,8 @@ class RoomNodes:
             links[b].add(a)
         for node, want in links.items():
             have = set(self.store._graph.nodes[node].get("links", ()))
-            for other in have - want:
-                if self.store._graph.has_edge(node, other, key="connects"):
-                    self.store._graph.remove_edge(node, other, key="connects")
-            for other in want:
-                if not self.store._graph.has_edge(node, other, key="connects"):
-                    self.store._graph.add_edge(node, other, key="connects", rel="connects")
+            self.store._graph.remove_edges_from((node, other, "connects") for other in have - want)  # missing: skipped
+            self.store._graph.add_edges_from((node, other, "connects", {"rel": "connects"}) for other in want)
             if have != want:
                 self.store.set(node, t, "connected", {"links": tuple(sorted(want))})
 

@@ -1,19 +1,17 @@
 """The scene-graph store: the graph, the episodic log and each node's track, with no perception logic.
 
-Every change goes through ``add_node`` / ``set`` / ``delete``, which write the graph and log one event,
-so the graph at any past time can be rebuilt from the log (``snapshot``). Geometric edges are brought up
-to date when the graph is read after something moved, not every frame.
+Every change goes through ``add_node`` / ``set`` / ``delete``, which write the graph and log one event, so
+the graph at any past time can be rebuilt from the log (``snapshot``). Geometric edges are brought up to
+date when the graph is read after something moved.
 
 Nodes (``graph``, a MultiDiGraph keyed by relation) carry:
     kind        object | container | articulated | surface | place | room | agent
-    cls, colour, rgb (3,) [0,1]
-    position    (3,) m, box centre;  box_min, box_max (3,) m
+    cls, colour, rgb (3,) [0,1];  position (3,) m, box centre;  box_min, box_max (3,) m
     first_seen, last_seen (steps), last_update (step of the last logged change)
-    visible     seen in the latest frame;  status: visible | occluded | missing
-                | out_of_view | unseen | hidden | held;  unseen_since (step or -1)
+    visible     seen in the latest frame;  status: visible | occluded | missing | out_of_view | unseen | hidden
+                | held;  unseen_since (step or -1)
     state       articulation: open | closed | pressed | released | ""
-    inside      remembered container of an unseen object ("" if none)
-    held, n_obs, confidence, articulated
+    inside      remembered container of an unseen object ("" if none);  held, n_obs, confidence, articulated
     room        the room node it stands in ("" or absent: none known)
 Edges (rel): on, in, near, part_of, in_room, connects.
 """
@@ -22,6 +20,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from embodied.memory.affordances import PHYSICAL
 from embodied.memory.config import MemoryConfig
 from embodied.memory.events import ADD, DELETE, UPDATE, EventLog
 from embodied.memory.node_rows import NodeRows
@@ -29,12 +28,9 @@ from embodied.memory.spatial import relations
 from embodied.memory.tracks import Track
 
 AGENT = "agent"
-PHYSICAL = ("object", "container", "articulated", "surface")
 
 
 class SceneStore:
-    """Graph + event log + tracks, and the bookkeeping that keeps them in step."""
-
     def __init__(self, config: MemoryConfig):
         self.config = config
         self._graph = nx.MultiDiGraph()
@@ -91,11 +87,10 @@ class SceneStore:
         """Forget a node (a merged duplicate, a room no longer there); the log keeps its history."""
         if node not in self._graph:
             raise KeyError(f"no node {node!r} in memory")
-        t = self.t if t is None else t
         self._graph.remove_node(node)
         self._kinds = None
         self.tracks.pop(node, None)
-        self.log.append(t, DELETE, node, tag)
+        self.log.append(self.t if t is None else t, DELETE, node, tag)
         self._edges_dirty = True
 
     def physical(self) -> list[str]:
@@ -110,41 +105,35 @@ class SceneStore:
         return self._rows.sync(self.physical(), self._graph, self.tracks)
 
     def _kind_index(self) -> tuple[int, list[str], list[str]]:
-        """(node count, physical nodes, place nodes) in graph order: one pass over the graph, redone when
-        a node comes, goes or changes kind."""
-        index = self._kinds
-        if index is None or index[0] != len(self._graph):
-            physical, places = [], []
-            for n, a in self._graph.nodes(data=True):
-                if a["kind"] in PHYSICAL:
-                    physical.append(n)
-                elif a["kind"] == "place":
-                    places.append(n)
-            index = self._kinds = (len(self._graph), physical, places)
-        return index
+        """(node count, physical nodes, place nodes) in graph order, redone when a node comes, goes or changes kind."""
+        if self._kinds is None or self._kinds[0] != len(self._graph):
+            kinds = self._graph.nodes(data="kind")
+            physical, places = [n for n, k in kinds if k in PHYSICAL], [n for n, k in kinds if k == "place"]
+            self._kinds = (len(self._graph), physical, places)
+        return self._kinds
 
-    def nodes_of(self, cls: str | None = None, kind: str | None = None, least: int = 1) -> list[str]:
-        """Node ids of a class and kind (None: any) seen at least ``least`` times, sorted."""
+    def nodes_of(self, cls: str | None = None, kind: str | None = None, least: int = 1, colour: str | None = None,
+                 status: str | None = None) -> list[str]:
+        """Node ids of a class, kind, colour name and status (None: any) seen at least ``least`` times, sorted."""
         return sorted(n for n, a in self._graph.nodes(data=True) if a.get("n_obs", least) >= least
-                      and (cls is None or a.get("cls") == cls) and (kind is None or a.get("kind") == kind))
+                      and (cls is None or a.get("cls") == cls) and (kind is None or a.get("kind") == kind)
+                      and (colour is None or a.get("colour") == colour)
+                      and (status is None or a.get("status") == status))
 
     def _refresh_edges(self) -> None:
         """Bring the geometric edges up to date (diffing keeps networkx work small)."""
         want = relations(dict(self._graph.nodes(data=True)), self.config.relations)
         have = {(u, v, k) for u, v, k in self._graph.edges(keys=True) if k != "connects"}
-        for u, v, k in have - want:
-            self._graph.remove_edge(u, v, key=k)
-        for u, v, k in want - have:
-            self._graph.add_edge(u, v, key=k, rel=k)
+        self._graph.remove_edges_from(have - want)
+        self._graph.add_edges_from((u, v, k, {"rel": k}) for u, v, k in want - have)
         self._edges_dirty = False
 
     # --- the agent's own notes -------------------------------------------------------------
     def note(self, t: int, tag: str, text: str) -> None:
-        """Log what the agent did or decided (plan, skill_failed, replan, ...) as an event of the agent
-        node at step ``t`` (clamped so the log stays in time order)."""
-        if AGENT not in self._graph:
-            return
-        self.log.append(max(int(t), self.log.last_t, self.t), UPDATE, AGENT, tag, {"note": str(text)})
+        """Log what the agent did or decided (plan, skill_failed, replan, ...) as an event of the agent node at
+        step ``t`` (clamped so the log stays in time order)."""
+        if AGENT in self._graph:
+            self.log.append(max(int(t), self.log.last_t, self.t), UPDATE, AGENT, tag, {"note": str(text)})
 
     def hear(self, t: int, text: str) -> None:
         """Log the instruction (the goal text) heard at step ``t`` when it differs from the last one."""
@@ -167,9 +156,8 @@ class SceneStore:
 
 
 def graph_of(nodes: dict[str, dict], edges: list[tuple[str, str, str]]) -> nx.MultiDiGraph:
-    """A MultiDiGraph of ``nodes`` (id -> attribute dict, taken as the graph's own) and keyed edges
-    (u, v, key) with ``rel=key``: what ``add_nodes_from`` and ``add_edges_from`` build, written straight
-    into networkx's documented dict-of-dicts layout, three times faster for a house's ~1,500 edges."""
+    """A MultiDiGraph of ``nodes`` (id -> attribute dict, taken as the graph's own) and edges (u, v, key),
+    ``rel=key``, written straight into networkx's dict-of-dicts: three times faster than ``add_edges_from``."""
     g = nx.MultiDiGraph()
     g._node.update(nodes)
     succ, pred = g._succ, g._pred
@@ -186,13 +174,12 @@ def graph_of(nodes: dict[str, dict], edges: list[tuple[str, str, str]]) -> nx.Mu
 
 
 def _compact(changes: dict, before: dict) -> dict:
-    """What the log stores of a change: boxes as their size, only when the size changed (the box centre is
-    the position; ``EventLog`` rebuilds box_min/box_max from position and size)."""
+    """What the log stores of a change: a box as its size, only when that changed (the centre is the position;
+    ``EventLog`` derives box_min/box_max)."""
     if "box_min" not in changes and "box_max" not in changes:
         return changes
     out = {k: v for k, v in changes.items() if k not in ("box_min", "box_max")}
-    lo = changes.get("box_min", before.get("box_min"))
-    hi = changes.get("box_max", before.get("box_max"))
+    lo, hi = (changes.get(k, before.get(k)) for k in ("box_min", "box_max"))
     size = (hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
     old = before.get("box_min"), before.get("box_max")
     if old[0] is None or any(abs((h - l) - s) > 1e-4 for l, h, s in zip(old[0], old[1], size)):
