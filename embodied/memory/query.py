@@ -1,7 +1,7 @@
 """The memory's read API: the scene-graph store plus the questions planners and viewers ask of it.
 
-Objects are named by node id ("block_0") or by a description "<colour> <class>" ("red block", or just
-"block" when there is only one). Times are control steps.
+Objects are named by node id (``block_0``) or by a description ``<colour> <class>`` (``red block``, or the
+class alone when there is only one). Times are control steps.
 """
 
 from __future__ import annotations
