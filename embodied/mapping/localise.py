@@ -264,7 +264,7 @@ class DepthLocaliser:
             return
         init = self.correction @ T_odom
         pts, normals = voxel_thin(cam_pts @ init[:3, :3].T + init[:3, 3], cam_n @ init[:3, :3].T, cfg.voxel)
-        rec = self._icp(pts, normals, T_odom, t) if len(self.map) else Registration(t, False, False)
+        rec = self._icp(pts, normals, T_odom, t, sigma) if len(self.map) else Registration(t, False, False)
         if rec.accepted:
             pts, normals = pts @ self._last_delta[:3, :3].T + self._last_delta[:3, 3], normals @ self._last_delta[:3, :3].T
         placed = rec.accepted and rec.rmse <= cfg.map_rmse
@@ -274,7 +274,8 @@ class DepthLocaliser:
         rec.ms, rec.cpu_ms = (time.perf_counter() - start) * 1e3, (time.thread_time() - cpu) * 1e3
         self.log.append(rec)
 
-    def _icp(self, pts: np.ndarray, normals: np.ndarray, T_odom: np.ndarray, t: int) -> Registration:
+    def _icp(self, pts: np.ndarray, normals: np.ndarray, T_odom: np.ndarray, t: int,
+             sigma: float = 0.0) -> Registration:
         cfg = self.config
         wide = self._wide > 0
         self._wide = max(0, self._wide - 1)
@@ -308,7 +309,8 @@ class DepthLocaliser:
             rec.why = "jump"
         else:
             rec.accepted = True
-            delta = fit.delta if fit.significance >= cfg.min_significance else np.eye(4)
+            # Only a noisy image's small changes are noise; a noiseless camera's fit is applied as it comes.
+            delta = fit.delta if sigma == 0 or fit.significance >= cfg.min_significance else np.eye(4)
             self.correction = delta @ self.correction
             self._last_delta = delta
             self._accepted = T_odom

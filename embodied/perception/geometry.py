@@ -83,6 +83,7 @@ def make_view(cam: str, arrays: dict[str, np.ndarray]) -> CameraView:
 
 MAD_TO_STD = 1.4826  # the std of a Gaussian is this times its median absolute deviation
 SMOOTH_MAX = 0.05  # 1/m: second differences of inverse depth larger than this are edges, not noise
+NOISELESS = 1e-5  # m at 1 m: an estimate this small is the float rounding of a noiseless render (7e-8 here)
 
 
 def depth_noise(depth: np.ndarray) -> float:
@@ -101,7 +102,8 @@ def depth_noise(depth: np.ndarray) -> float:
     d2 = d2[np.isfinite(d2) & (d2 < SMOOTH_MAX)]
     if len(d2) < 64:
         return 0.0
-    return float(MAD_TO_STD * np.median(d2) / np.sqrt(6.0))
+    sigma = float(MAD_TO_STD * np.median(d2) / np.sqrt(6.0))
+    return sigma if sigma > NOISELESS else 0.0
 
 
 def corrupt(arrays: dict[str, np.ndarray], cfg: PerceptionConfig, rng: np.random.Generator) -> None:
