@@ -44,7 +44,6 @@ def wrap(angle: float) -> float:
 
 
 # Smoothing of noisy depth before the grid cloud (``grid_cloud``'s ``sigma``):
-NOISELESS = 1e-5  # m at 1 m: a depth noise this small is the float rounding of a noiseless render, not noise
 SMOOTH_RADIUS = 2  # px: each grid pixel's depth is fitted over the (2r+1)^2 pixels around it
 SMOOTH_FILL = 0.6  # share of a block's pixels that must have a return for the fit to count
 # A block whose residual RMS is more than this many of its own standard errors above the noise straddles an edge
@@ -55,9 +54,8 @@ SMOOTH_FLOOR = 1e-4  # 1/m: the residual always allowed (float precision of a no
 
 def image_noise(depth: np.ndarray) -> float:
     """The depth noise of one image as its std at 1 m (m), read from the image itself
-    (``perception.geometry.depth_noise``); 0 for a noiseless camera (below ``NOISELESS``)."""
-    sigma = depth_noise(depth)
-    return sigma if sigma > NOISELESS else 0.0
+    (``perception.geometry.depth_noise``); 0 for a noiseless camera."""
+    return depth_noise(depth)
 
 
 def smooth_grid_depth(depth: np.ndarray, v: np.ndarray, u: np.ndarray, lo: float, hi: float, sigma: float,
