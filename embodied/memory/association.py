@@ -24,19 +24,67 @@ from scipy.optimize import linear_sum_assignment
 from embodied.memory.affordances import affords
 from embodied.memory.gating import (
     as_last_seen,
-    brightness_ratio,
+    brightness_ratio_matrix,
     centred_over,
     colour_distance_matrix,
     footprint_overlap,
     looks_as_before,
 )
-from embodied.memory.noise import shift_tolerance
-from embodied.memory.spatial import overlap
-from embodied.perception import is_line
+from embodied.memory.noise import shift_tolerances
+from embodied.memory.spatial import neighbour_keys, overlap_keys
 from embodied.perception.types import ObjectObservation
 
 BLOCKED = 1e6  # cost of a pair the gates refuse
 REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # known gone before merely out of view
+
+
+def _camera_views(views: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One camera's last views of N nodes (None: none) as arrays: centres (N,3) m (inf where none), point
+    counts (N,) and colour references (N,3) (NaN where none)."""
+    last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
+    size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
+    seen = np.array([v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views],
+                    dtype=np.float64).reshape(-1, 3)
+    return last, size, seen
+
+
+@dataclass
+class _Nodes:
+    """The physical nodes as arrays (N rows), built once per camera's match."""
+    cls: np.ndarray  # (N,) object
+    colour: np.ndarray  # (N,) object: colour names
+    rgb: np.ndarray  # (N,3) float64
+    surface: np.ndarray  # (N,) bool: furniture, seen in pieces
+    hidden: np.ndarray  # (N,) bool
+    centres: np.ndarray  # (N,3) m: where each should be now (its velocity over the steps since, up to lookahead)
+
+    @classmethod
+    def of(cls, rows, t: int, lookahead: int) -> _Nodes:
+        attrs = rows.attrs
+        ahead = np.array([min(t - tr.t_obs, lookahead) for tr in rows.tracks], dtype=np.float64)
+        return cls(np.array([a["cls"] for a in attrs], dtype=object), np.array([a["colour"] for a in attrs], dtype=object),
+                   np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3),
+                   np.array([tr.surface for tr in rows.tracks], dtype=bool),
+                   np.array([a["status"] == "hidden" for a in attrs], dtype=bool),
+                   (rows.lo + rows.hi) / 2 + rows.velocity * ahead[:, None])
+
+
+@dataclass
+class _Views:
+    """One camera's D views as arrays: boxes and centres (D,3) m, rgb (D,3), labels and colour names (D,)."""
+    lo: np.ndarray
+    hi: np.ndarray
+    c: np.ndarray
+    rgb: np.ndarray
+    labels: np.ndarray
+    colours: np.ndarray
+
+    @classmethod
+    def of(cls, dets: list[ObjectObservation]) -> _Views:
+        lo = np.array([d.box_min for d in dets], dtype=np.float64).reshape(-1, 3)
+        hi = np.array([d.box_max for d in dets], dtype=np.float64).reshape(-1, 3)
+        return cls(lo, hi, (lo + hi) / 2, np.array([d.rgb for d in dets], dtype=np.float64).reshape(-1, 3),
+                   np.array([d.label for d in dets], dtype=object), np.array([d.colour for d in dets], dtype=object))
 
 
 @dataclass
@@ -61,9 +109,10 @@ class Associator:
         costs = np.full((len(dets), len(nodes)), BLOCKED)
         overlaps, settled = np.zeros(costs.shape), np.zeros(costs.shape, dtype=bool)
         if nodes:
-            self._local(dets, rows, frame, t, costs, overlaps, settled)
+            table, views = _Nodes.of(rows, t, cfg.lookahead), _Views.of(dets)
+            self._local(dets, views, rows, table, frame, costs, overlaps, settled)
             if cfg.reid_any_distance:
-                self._found_again(dets, rows, t, costs)
+                self._found_again(dets, views, rows, table, t, costs)
         used = np.flatnonzero((costs < BLOCKED).any(axis=0))
         spawn = np.full((len(dets), len(dets)), BLOCKED)
         np.fill_diagonal(spawn, cfg.spawn_cost)
@@ -77,32 +126,22 @@ class Associator:
         return out
 
     # --- pairs near where a node is -------------------------------------------------------------
-    def _local(self, dets, rows, frame, t, costs, overlaps, settled) -> None:
+    def _local(self, dets, views, rows, table, frame, costs, overlaps, settled) -> None:
         cfg, profile = self.config.association, self.config.detector
-        camera = dets[0].camera
-        attrs, tracks = rows.attrs, rows.tracks
-        aff = [affords(a["cls"]) for a in attrs]
-        cls = np.array([a["cls"] for a in attrs], dtype=object)
-        colour = np.array([a["colour"] for a in attrs], dtype=object)
-        rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
-        surface = np.array([tr.surface for tr in tracks], dtype=bool)
+        camera, attrs, tracks = dets[0].camera, rows.attrs, rows.tracks
+        cls, colour, rgb, surface, centres, hidden = (table.cls, table.colour, table.rgb, table.surface,
+                                                      table.centres, table.hidden)
+        aff = [affords(c) for c in cls]
         fixed, emissive, anchored, shape_only = (np.array([getattr(f, k) for f in aff], dtype=bool)
                                                  for k in ("fixed", "emissive", "anchored", "shape_only"))
-        fixed |= surface
-        views = [tr.views.get(camera) for tr in tracks]
-        last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
-        size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
-        seen_rgb = np.array([v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views],
-                            dtype=np.float64).reshape(-1, 3)
-        ahead = np.array([min(t - tr.t_obs, cfg.lookahead) for tr in tracks], dtype=np.float64)
-        centres = (rows.lo + rows.hi) / 2 + rows.velocity * ahead[:, None]
+        fixed = fixed | surface
+        last, size, seen_rgb = _camera_views([tr.views.get(camera) for tr in tracks])
         gate = cfg.move_gate + 1.5 * np.sqrt((rows.velocity ** 2).sum(axis=1))
-        d_lo, d_hi = np.array([d.box_min for d in dets]), np.array([d.box_max for d in dets])
-        d_c = (d_lo + d_hi) / 2
+        d_lo, d_hi, d_c, d_rgb = views.lo, views.hi, views.c, views.rgb
         big = np.max(d_hi[:, :2] - d_lo[:, :2], axis=1) > 0.3
         gap = np.maximum(rows.lo[None] - d_hi[:, None], d_lo[:, None] - rows.hi[None]).max(axis=2)
         dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
-        same_cls = np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
+        same_cls = views.labels[:, None] == cls[None]
         d_aff = [affords(d.label) for d in dets]
         thing = np.array([f.kind in ("object", "container") for f in d_aff], dtype=bool)
         loose = np.array([f.shape_only for f in d_aff], dtype=bool)
@@ -118,15 +157,13 @@ class Associator:
         # An anchored thing (not furniture, which is seen in pieces) never moves: a view of it is centred over it.
         if self.config.on("anchored_footprint"):
             ok &= over | ~(anchored & ~surface)[None]
-        d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
         as_before = looks_as_before(d_rgb, seen_rgb, cfg.colour_tolerance, cfg.brightness_ratio)
-        col_ok = (np.array([d.colour for d in dets], dtype=object)[:, None] == colour[None]) | (
+        col_ok = (views.colours[:, None] == colour[None]) | (
             colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance) | as_before
         touching = gap < cfg.touch
         patch = np.array([self._patch(d) for d in dets], dtype=bool)
-        hidden = np.array([a["status"] == "hidden" for a in attrs], dtype=bool)
         still = self._standing_still(attrs, tracks)
-        shift = np.array([shift_tolerance(d.noise, len(d.points), self.config.sensor, cfg.settle_shift) for d in dets])
+        shift = shift_tolerances(dets, self.config.sensor, cfg.settle_shift)
         same = ok & as_last_seen(dets, d_c, last, size, colour, seen_rgb, as_before, shift, cfg.settle_size)
         settled[:] = same
         costs[same] = cfg.settled_cost
@@ -135,6 +172,20 @@ class Associator:
             costs[caps] = np.minimum(costs[caps], cfg.lit_cap_cost)
             overlaps[caps] = 1.0
         near = np.minimum(dist / cfg.move_gate, 1.0)
+        keys: dict[int, np.ndarray] = {}  # view -> its neighbour keys, made once
+
+        def around(i: int) -> np.ndarray:
+            if i not in keys:
+                keys[i] = neighbour_keys(dets[i].points, cfg.voxel)
+            return keys[i]
+
+        elsewhere: list[np.ndarray] = []  # _unmoved_elsewhere's answer, asked at most once a call
+
+        def unmoved(j: int) -> bool:
+            if not elsewhere:
+                elsewhere.append(self._unmoved_elsewhere(rows, camera, frame, cls, colour))
+            return bool(elsewhere[0][j])
+
         for i, j in zip(*np.nonzero(ok & (touching | (dist < gate[None])) & ~same.any(axis=1)[:, None])):
             det, node = dets[i], rows.nodes[j]
             if self.config.on("slide_gate") and self.hooks.off_slide(node, det, centres[j]):
@@ -142,7 +193,7 @@ class Associator:
             ov = 0.0
             if touching[i, j]:
                 ov = footprint_overlap(det, rows.lo[j], rows.hi[j]) if surface[j] or big[i] else \
-                    overlap(det.points, tracks[j].keys, cfg.voxel)
+                    overlap_keys(around(i), tracks[j].keys)
             cost = BLOCKED
             if not same_cls[i, j] and profile.class_votes:
                 if ov >= 0.5 and (col_ok[i, j] or emissive[j]):
@@ -155,7 +206,7 @@ class Associator:
                   and (same_cls[i, j] or shape_only[j] or profile.class_votes)
                   and not (self.config.on("patch_not_hidden") and (patch[i] or (loose[i] and not same_cls[i, j]))
                            and hidden[j])
-                  and not (self.config.on("unmoved_elsewhere") and self._unmoved_elsewhere(rows, j, camera, frame))):
+                  and not (self.config.on("unmoved_elsewhere") and unmoved(j))):
                 cost = cfg.motion_cost + dist[i, j] / gate[j] + (cfg.still_cost / 2 if still[j] else 0.0)
             if cost < costs[i, j]:
                 costs[i, j], overlaps[i, j] = cost, ov
@@ -173,73 +224,65 @@ class Associator:
         return np.array([a["status"] == "unseen" and affords(a["cls"]).carries
                          and float(np.abs(tr.velocity).max()) <= moving for a, tr in zip(attrs, tracks)], dtype=bool)
 
-    def _unmoved_elsewhere(self, rows, j: int, camera: str, frame: dict) -> bool:
-        """Whether another camera of this frame has a view of node j's class just as it last saw the node:
+    def _unmoved_elsewhere(self, rows, camera: str, frame: dict, cls: np.ndarray, colour: np.ndarray) -> np.ndarray:
+        """(N,) bool: another camera of this frame has a view of node j's class just as it last saw the node:
         then the node has not moved, and no view of ``camera`` takes it by nearness alone."""
         cfg = self.config.association
-        track, a = rows.tracks[j], rows.attrs[j]
+        out = np.zeros(len(rows.nodes), dtype=bool)
         for other, dets in frame.items():
-            view = track.views.get(other)
-            dets = [d for d in dets if d.label == a["cls"]] if other != camera and view is not None else []
-            if not dets:
+            if other == camera or not dets:
                 continue
-            seen = np.array([view.rgb if view.rgb is not None else (np.nan,) * 3], dtype=np.float64)
-            d_rgb = np.array([d.rgb for d in dets], dtype=np.float64)
+            views = [tr.views.get(other) for tr in rows.tracks]
+            last, size, seen = _camera_views(views)
+            d_rgb = np.array([d.rgb for d in dets], dtype=np.float64).reshape(-1, 3)
             before = looks_as_before(d_rgb, seen, cfg.colour_tolerance, cfg.brightness_ratio)
             centres = np.array([(d.box_min + d.box_max) / 2 for d in dets])
-            shift = np.array([shift_tolerance(d.noise, len(d.points), self.config.sensor, cfg.settle_shift)
-                              for d in dets])
-            if as_last_seen(dets, centres, view.center[None], np.array([float(view.n_points)]),
-                            np.array([a["colour"]], dtype=object), seen, before, shift, cfg.settle_size).any():
-                return True
-        return False
+            shift = shift_tolerances(dets, self.config.sensor, cfg.settle_shift)
+            same = as_last_seen(dets, centres, last, size, colour, seen, before, shift, cfg.settle_size)
+            same &= np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
+            out |= same.any(axis=0)
+        return out
 
     # --- nodes found again, anywhere -----------------------------------------------------------
-    def _found_again(self, dets, rows, t: int, costs) -> None:
+    def _found_again(self, dets, views, rows, table, t: int, costs) -> None:
         """Pairs of views with unseen nodes of their class and colour, at any distance; not for a view on
         ground no camera looked at before (a discovery), nor a line, nor while a look-alike lost a moment ago
         is close by (the hand-off merges them), nor a part on a joint; a node merely out of view, lost at
-        rest, only within the profile's reach."""
+        rest, only within the profile's reach. All views at once, as (T, N) arrays."""
         cfg, profile, on = self.config.association, self.config.detector, self.config.on
-        todo = [i for i, d in enumerate(dets) if (not on("looked_at_ground") or self.hooks.looked_at(d.center))
-                and not (on("no_lines") and is_line(d, cfg.line))]
-        if not todo:
-            return
-        attrs, tracks = rows.attrs, rows.tracks
-        status = [a["status"] for a in attrs]
-        rank = np.array([REID_RANK.get(s, -1) for s in status])
-        surface = np.array([tr.surface for tr in tracks], dtype=bool)
+        attrs, cls, colour, rgb, surface, centres = rows.attrs, table.cls, table.colour, table.rgb, table.surface, \
+            table.centres
+        rank = np.array([REID_RANK.get(a["status"], -1) for a in attrs])
         jointed = np.array([bool(a.get("articulated")) for a in attrs], dtype=bool)
         free = (rank >= 0) & ~surface & ~jointed
         last = np.array([a["last_seen"] for a in attrs])
         recent = (last < t) & (last >= t - cfg.handoff_steps) & ~surface
         if not (free | recent).any():
             return
-        cls = np.array([a["cls"] for a in attrs], dtype=object)
-        colour = np.array([a["colour"] for a in attrs], dtype=object)
-        rgb = np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3)
-        sized = np.array([affords(c).shape_only for c in cls], dtype=bool)
-        hidden = np.array(status, dtype=object) == "hidden"
-        ahead = np.array([min(t - tr.t_obs, cfg.lookahead) for tr in tracks], dtype=np.float64)
-        centres = (rows.lo + rows.hi) / 2 + rows.velocity * ahead[:, None]
+        wanted = np.ones(len(dets), dtype=bool)
+        if on("looked_at_ground"):
+            wanted &= self.hooks.looked_at_many(views.c)
+        if on("no_lines"):  # perception's is_line: thinner than the line width along two axes
+            wanted &= (views.hi - views.lo < cfg.line).sum(axis=1) < 2
+        todo = np.flatnonzero(wanted)
+        if not len(todo):
+            return
+        sized, hidden = np.array([affords(c).shape_only for c in cls], dtype=bool), table.hidden
         in_motion = np.abs(rows.velocity).max(axis=1) > self.config.track.moving
-        for i in todo:
-            det = dets[i]
-            ok = (cls == det.label) | (sized & ~hidden & (not profile.strict_class and affords(det.label).shape_only))
-            if on("patch_not_hidden") and self._patch(det):
-                ok &= ~hidden
-            d_rgb = np.asarray(det.rgb, dtype=np.float64)
-            near_colour = colour_distance_matrix(d_rgb[None], rgb)[0] < cfg.colour_tolerance
-            near_colour &= brightness_ratio(d_rgb, rgb) < cfg.reid_brightness_ratio
-            ok &= (colour == det.colour) | near_colour
-            handoff = np.flatnonzero(recent & ok)
-            if on("handoff") and len(handoff) and \
-                    np.linalg.norm(centres[handoff] - det.center, axis=1).min() < cfg.handoff_gate:
-                continue
-            cand = np.flatnonzero(free & ok)
-            d = np.linalg.norm(centres[cand] - det.center, axis=1)
-            if profile.reid_out_of_view_reach is not None:
-                keep = (rank[cand] == 0) | (d <= profile.reid_out_of_view_reach) | in_motion[cand]
-                cand, d = cand[keep], d[keep]
-            cost = cfg.reid_cost + cfg.reid_rank_cost * rank[cand] + d / (d + 1.0)
-            costs[i, cand] = np.minimum(costs[i, cand], cost)
+        labels, d_rgb, d_c = views.labels[todo], views.rgb[todo], views.c[todo]
+        loose = np.array([not profile.strict_class and affords(c).shape_only for c in labels], dtype=bool)
+        ok = (labels[:, None] == cls[None]) | (loose[:, None] & (sized & ~hidden)[None])
+        if on("patch_not_hidden"):
+            ok &= ~(np.array([self._patch(dets[i]) for i in todo], dtype=bool)[:, None] & hidden[None])
+        near_colour = (colour_distance_matrix(d_rgb, rgb) < cfg.colour_tolerance) & (
+            brightness_ratio_matrix(d_rgb, rgb) < cfg.reid_brightness_ratio)
+        ok &= (views.colours[todo][:, None] == colour[None]) | near_colour
+        dist = np.sqrt(((centres[None] - d_c[:, None]) ** 2).sum(axis=2))
+        if on("handoff"):
+            handed = (recent[None] & ok & (dist < cfg.handoff_gate)).any(axis=1)
+            ok &= ~handed[:, None]
+        ok &= free[None]
+        if profile.reid_out_of_view_reach is not None:
+            ok &= (rank == 0)[None] | (dist <= profile.reid_out_of_view_reach) | in_motion[None]
+        cost = np.where(ok, cfg.reid_cost + cfg.reid_rank_cost * rank[None] + dist / (dist + 1.0), BLOCKED)
+        costs[todo] = np.minimum(costs[todo], cost)

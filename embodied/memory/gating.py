@@ -7,11 +7,11 @@ import numpy as np
 from embodied.perception.types import ObjectObservation
 
 
-def brightness_ratio(rgb: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(N,) how many times brighter or dimmer (>= 1) each of ``others`` (N,3) is than ``rgb`` (3,) (top channel)."""
-    a = max(float(np.max(rgb)), 1e-3)
-    b = np.maximum(np.asarray(others, dtype=np.float64).reshape(-1, 3).max(axis=1), 1e-3)
-    return np.maximum(a / b, b / a)
+def brightness_ratio_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(D,N) how many times brighter or dimmer (>= 1) each row of b (N,3) is than each of a (D,3) (top channel)."""
+    na = np.maximum(a.max(axis=1), 1e-3)[:, None]
+    nb = np.maximum(b.max(axis=1), 1e-3)[None]
+    return np.maximum(na / nb, nb / na)
 
 
 def colour_distance_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -26,7 +26,7 @@ def looks_as_before(rgb: np.ndarray, seen: np.ndarray, tolerance: float, ratio: 
     """(D,N) bool: view colours (D,3) match each node's reference look from this camera (N,3; NaN rows:
     none, never a match), in hue within ``tolerance`` and in brightness within ``ratio``."""
     known = ~np.isnan(seen[:, 0])
-    seen = np.nan_to_num(seen)
+    seen = np.where(known[:, None], seen, 0.0)
     value = np.log(np.maximum(rgb.max(axis=1), 1e-3))[:, None] - np.log(np.maximum(seen.max(axis=1), 1e-3))[None]
     return known[None] & (colour_distance_matrix(rgb, seen) < tolerance) & (np.abs(value) < np.log(ratio))
 

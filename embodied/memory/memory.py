@@ -28,7 +28,7 @@ from embodied.memory.buttons import Buttons
 from embodied.memory.config import MemoryConfig
 from embodied.memory.drawers import Drawers
 from embodied.memory.lifecycle import Lifecycle
-from embodied.memory.looked_at import LookedAt
+from embodied.mapping.looked_at import LookedAt
 from embodied.memory.query import SceneQueries
 from embodied.memory.room_nodes import RoomNodes
 from embodied.memory.tracker import Tracker
@@ -57,8 +57,8 @@ class SpatialMemory(SceneQueries):
             geometry_changed=self._geometry_changed, container_moved=self.lifecycle.container_moved,
             carry_contents=self.lifecycle.carry_contents, holds_anything=self.lifecycle.holds_anything,
             narrower_across=self.drawers.narrower_across, slide_of=self.drawers.slide_direction,
-            off_slide=self.drawers.off_slide, across_slide=self.drawers.across_slide, looked_at=self.looked.looked_at,
-            hand_over=self.body.hand_over, reaching_in=self.body.reaching_in)
+            off_slide=self.drawers.off_slide, across_slide=self.drawers.across_slide,
+            looked_at_many=self.looked.looked_at_many, hand_over=self.body.hand_over, reaching_in=self.body.reaching_in)
 
     def _geometry_changed(self, node: str, t: int) -> None:
         self.drawers.on_update(node, t)

@@ -31,16 +31,26 @@ def voxel_keys(points: np.ndarray, voxel: float, unique: bool = True) -> np.ndar
     return np.unique(keys) if unique else keys
 
 
-def overlap(points: np.ndarray, obj_keys: np.ndarray, voxel: float) -> float:
-    """Fraction of a detection's points (N,3) m with an object point within one voxel (keys: ``voxel_keys``)."""
-    if len(obj_keys) == 0 or len(points) == 0:
-        return 0.0
+def neighbour_keys(points: np.ndarray, voxel: float) -> np.ndarray:
+    """(M,27) int64: the keys of the voxels around a regular subset (M <= 64) of points (N,3) m, which
+    estimates a view's overlap fraction as well as all of them; computed once per view, read per node."""
     if len(points) > 64:
-        points = points[:: -(-len(points) // 64)]  # a regular subset estimates the fraction as well
-    around = voxel_keys(points, voxel, unique=False)[:, None] + NEIGHBOURS[None, :]
+        points = points[:: -(-len(points) // 64)]
+    return voxel_keys(points, voxel, unique=False)[:, None] + NEIGHBOURS[None, :]
+
+
+def overlap_keys(around: np.ndarray, obj_keys: np.ndarray) -> float:
+    """Fraction of a view's points (``neighbour_keys``) with an object point (``voxel_keys``) within one voxel."""
+    if len(obj_keys) == 0 or len(around) == 0:
+        return 0.0
     pos = np.searchsorted(obj_keys, around)
     pos[pos == len(obj_keys)] = 0
     return float((obj_keys[pos] == around).any(axis=1).mean())
+
+
+def overlap(points: np.ndarray, obj_keys: np.ndarray, voxel: float) -> float:
+    """Fraction of a detection's points (N,3) m with an object point within one voxel (keys: ``voxel_keys``)."""
+    return overlap_keys(neighbour_keys(points, voxel), obj_keys)
 
 
 def outside_view(lo: np.ndarray, hi: np.ndarray, view: CameraView, margin: float = 1e-4) -> np.ndarray:

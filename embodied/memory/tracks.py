@@ -201,7 +201,8 @@ def fused_box(views: list[View], prior) -> tuple[np.ndarray, np.ndarray]:
     hi = np.array([v.box_max for v in views], dtype=np.float64)
     if len(views) == 1:
         return lo[0], hi[0]
-    std = np.array([face_std(v.noise, len(v.points), v.range, prior) for v in views])  # (V,3) m
+    std = face_std(np.array([v.noise for v in views]), [len(v.points) for v in views], [v.range for v in views],
+                   prior)  # (V,3) m
     measured = np.array([v.noise.any() for v in views])
     extent = hi - lo
     whole = extent >= 0.5 * extent.max(axis=0)  # (V,3) a view half as long as another shows part of it only

@@ -195,9 +195,12 @@ class Updater:
         a["n_obs"] += 1
         a["last_seen"] = t
         track.gone.reset(False, self.config.beliefs)
+        at_rest = True
         if track.velocity.any():
-            track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
-        if track.rigid and float(np.abs(track.velocity).max()) <= self.config.track.moving:
+            speed = np.abs(track.velocity).max()
+            track.velocity = 0.5 * track.velocity if speed > 1e-4 else track.velocity * 0
+            at_rest = float(speed) * (0.5 if speed > 1e-4 else 0.0) <= self.config.track.moving
+        if track.rigid and at_rest:
             track.learn_height(prev)  # a view first taken in motion, now seen at rest
         track.t_obs = t
         if prev.rgb is not None:  # a settled look is the reference's colour: the reference follows it

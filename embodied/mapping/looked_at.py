@@ -6,7 +6,7 @@ on new ground it is a discovery.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -60,9 +60,15 @@ class LookedAt:
             cells = np.floor(world[:, :2] / self.cfg.look_cell).astype(np.int64) + (1 << 20)
             self.cells.update(((cells[:, 0] << 21) | cells[:, 1]).tolist())
 
-    def looked_at(self, point: np.ndarray | Sequence[float]) -> bool:
-        """Whether a camera looked at the ground within a cell of ``point`` before this frame (True: no record)."""
+    def looked_at_many(self, points: np.ndarray) -> np.ndarray:
+        """(D,) bool: whether a camera looked at the ground within a cell of each of points (D, 2+) m before
+        this frame (True: no record)."""
+        points = np.asarray(points, dtype=np.float64).reshape(len(points), -1)
         if self.cells is None:
-            return True
-        ix, iy = (int(np.floor(float(c) / self.cfg.look_cell)) + (1 << 20) for c in point[:2])
-        return any(((ix + dx) << 21) | (iy + dy) in self.cells for dx in (-1, 0, 1) for dy in (-1, 0, 1))
+            return np.ones(len(points), dtype=bool)
+        cells = self.cells
+        ij = np.floor(points[:, :2] / self.cfg.look_cell).astype(np.int64) + (1 << 20)
+        d = np.array([-1, 0, 1], dtype=np.int64)
+        keys = (((ij[:, 0, None, None] + d[None, :, None]) << 21) | (ij[:, 1, None, None] + d[None, None, :]))
+        return np.fromiter((k in cells for k in keys.reshape(-1).tolist()), dtype=bool,
+                           count=keys.size).reshape(len(points), 9).any(axis=1)
