@@ -189,6 +189,25 @@ def test_grasp_and_release_from_proprioception_carry_the_block():
     assert memory.where_was(node, 0)[1] == pytest.approx(0.0, abs=0.005)
 
 
+def test_fingers_that_pause_while_closing_then_open_and_close_on_the_block_hold_it():
+    """The fingers pause at 6 cm on their way down (a rest: judged a grasp), open 6 mm past it (a release),
+    then close on the block at 4 cm and lift it. The second rest is a new closing and a grasp: the block is
+    held when lifted. A pause while the fingers open again is no grasp."""
+    memory = SpatialMemory()
+    blk = detection((0.4, 0.0, 0.02))
+    widths = [0.08, 0.07, 0.06, 0.06, 0.0605, 0.066, 0.066, 0.05, 0.0402, 0.0402, 0.0402]
+    for t, w in enumerate(widths):
+        memory.update(frame(t, [blk], proprio=proprio((0.4, 0.0, 0.025), w)))
+    (node,) = memory.find(cls="block")
+    assert len(memory.when("grasp", node)) == 2 and len(memory.when("release", node)) == 1
+    assert memory.graph.nodes[node]["held"]
+    t = len(widths)
+    for w in (0.05, 0.06, 0.06, 0.06):  # let go, the fingers pausing as they open
+        memory.update(frame(t, [blk], proprio=proprio((0.4, 0.0, 0.025), w)))
+        t += 1
+    assert not memory.graph.nodes[node]["held"] and len(memory.when("grasp", node)) == 2
+
+
 def test_drawer_state_from_how_far_it_sticks_out_of_its_cabinet():
     memory = SpatialMemory()
     cab = lambda y: detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09))

@@ -375,3 +375,20 @@ def test_without_the_rule_the_cup_standing_still_takes_the_passing_view():
     memory, nodes = _swap_with_merged_views(off=("standing_still",))
     assert np.linalg.norm(memory.tracks[nodes["middle"]].center[:2] - (0.45, 0.0)) > 0.05
     assert np.linalg.norm(memory.tracks[nodes["ball"]].center[:2] - (0.45, 0.0)) > 0.05
+
+
+@pytest.mark.parametrize("occluded", [True, False])
+def test_a_strip_of_a_block_seen_past_the_arm_does_not_move_it(occluded):
+    """The scene camera looks past the arm lowering onto a block and sees a 1 cm strip of it, 1.5 cm off
+    the block's centre. Perception marks the view occluded (a nearer surface borders its mask): the block
+    did not move and its node stays. The same strip with nothing in front of it is the block moved."""
+    memory = SpatialMemory()
+    for t in range(3):
+        memory.update(frame(t, [detection((0.35, 0.10, 0.02), "block", "red", camera="scene")]))
+    (node,) = memory.find(cls="block")
+    strip = detection((0.365, 0.10, 0.02), "block", "red", size=(0.01, 0.04, 0.04), camera="scene")
+    strip.occluded = occluded
+    strip.n_points = memory.tracks[node].views["scene"].n_points  # far off, as many pixels as before
+    for t in range(3, 6):
+        memory.update(frame(t, [strip]))
+    assert memory.graph.nodes[node]["position"][0] == pytest.approx(0.35 if occluded else 0.365, abs=0.003)

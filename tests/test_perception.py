@@ -243,3 +243,22 @@ def test_a_box_face_is_not_taken_away_by_one_outlying_point(monkeypatch):
             found.append((hi[0, 2] - 0.04) / sigma)
     assert abs(np.mean(errors[new, True])) < 0.5 and abs(np.mean(errors[new, False])) < 0.5
     assert np.mean(errors[(0, 0), True]) > 2.0  # the ablation: anchored at the outlier, the face follows it
+
+
+def test_a_mask_bordered_by_a_nearer_surface_is_marked_occluded():
+    """A block at 0.9 m whose mask an arm at 0.7 m cuts into is occluded; the arm in front is not, nor is a
+    block resting on the table (its edge steps a few millimetres, never 2 cm), nor one beside pixels with
+    no depth return (no reading is no evidence of a surface in front)."""
+    from embodied.perception.masks import occluded_ids
+
+    seg = np.zeros((20, 30), dtype=np.int32)
+    depth = np.full(seg.shape, 0.92, dtype=np.float32)  # the table
+    seg[5:12, 3:10], depth[5:12, 3:10] = 1, 0.9  # block 1, cut by the arm on its right
+    seg[5:12, 10:14], depth[5:12, 10:14] = 2, 0.7  # the arm
+    seg[5:12, 18:25], depth[5:12, 18:25] = 3, 0.9  # block 3, on the table, in the open
+    seg[2:5, 3:10], depth[2:5, 3:10] = 4, 0.9  # block 4 ...
+    depth[1, 3:10] = 0.0  # ... beside a row of pixels with no return
+    assert occluded_ids(seg, depth, 0.02) == {1}
+    depth[5:12, 10:14] = 0.89  # the arm 1 cm nearer only: a step of one surface, not an occluder
+    assert occluded_ids(seg, depth, 0.02) == set()
+

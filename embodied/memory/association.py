@@ -39,8 +39,7 @@ REID_RANK = {"missing": 0, "hidden": 0, "out_of_view": 1}  # known gone before m
 
 
 def _camera_views(views: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One camera's last views of N nodes (None: none) as arrays: centres (N,3) m (inf where none), point
-    counts (N,) and colour references (N,3) (NaN where none)."""
+    """One camera's last views of N nodes (None: none): centres (N,3) m (inf: none), counts (N,), rgb (N,3) (NaN)."""
     last = np.array([v.center if v is not None else (np.inf,) * 3 for v in views], dtype=np.float64).reshape(-1, 3)
     size = np.array([v.n_points if v is not None else 0 for v in views], dtype=np.float64)
     seen = np.array([v.rgb if v is not None and v.rgb is not None else (np.nan,) * 3 for v in views],
@@ -62,7 +61,7 @@ class _Nodes:
     def of(cls, rows, t: int, lookahead: int) -> _Nodes:
         attrs = rows.attrs
         ahead = np.array([min(t - tr.t_obs, lookahead) for tr in rows.tracks], dtype=np.float64)
-        return cls(np.array([a["cls"] for a in attrs], dtype=object), np.array([a["colour"] for a in attrs], dtype=object),
+        return cls(*(np.array([a[k] for a in attrs], dtype=object) for k in ("cls", "colour")),
                    np.array([a["rgb"] for a in attrs], dtype=np.float64).reshape(-1, 3),
                    np.array([tr.surface for tr in rows.tracks], dtype=bool),
                    np.array([a["status"] == "hidden" for a in attrs], dtype=bool),

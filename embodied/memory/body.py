@@ -16,7 +16,8 @@ from embodied.perception.perceiver import WORKCELL_PROPRIO_DIM
 
 
 def fresh_grip() -> dict:
-    return {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0, 0.0, 0.0), "tcp": None}
+    return {"width": None, "closed": False, "holding": "", "grasp_width": 0.0, "offset": (0.0,) * 3, "tcp": None,
+            "peak": 0.0}
 
 
 class Body:
@@ -69,11 +70,12 @@ class Body:
         return self.hand_over(track) and float(g["tcp"][2]) <= track.box_max[2] + self.config.articulation.reach_above
 
     def _gripper(self, tcp: np.ndarray, width: float, t: int, seen: set) -> None:
-        """Grasp: the fingers come to rest part-closed next to an object; release: they open. A two-state
-        machine (open / closed) on the width, so the bounce of the fingers on contact is no opening."""
+        """Grasp: the fingers come to rest part-closed next to an object; release: they open. Two states (open /
+        closed) on the width, so the bounce of the fingers on contact is no opening; a rest after they opened
+        ``release_open`` past it (``peak``: their widest since the last rest) is a new closing, judged again."""
         cfg, g, store = self.config.grasp, self.grip, self.store
         last = width if g["width"] is None else g["width"]
-        g["width"] = width
+        g["width"], g["peak"] = width, max(float(g.get("peak", width)), width)
         stable = abs(width - last) < cfg.width_still
         holding = g["holding"]
         if holding and holding not in store._graph:
@@ -92,9 +94,9 @@ class Body:
         if width >= cfg.grasp_max_width:
             g["closed"] = False
             return
-        if holding or g["closed"] or not stable:
+        if holding or not stable or (g["closed"] and g["peak"] <= width + cfg.release_open):
             return
-        g["closed"] = True  # came to rest part-closed: on an object, or on nothing
+        g["closed"], g["peak"] = True, width  # came to rest part-closed: on an object, or on nothing
         if width <= cfg.grasp_min_width:
             return
         best, best_key = "", None

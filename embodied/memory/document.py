@@ -30,7 +30,7 @@ PHYSICAL_FIELDS = {"colour": "str", "rgb": "vec3", "box_min": "vec3", "box_max":
                    "confidence": "number"}
 ATTR_TYPES = {**NODE_FIELDS, **PHYSICAL_FIELDS, "size": "vec3", "last_update": "time", "room": "str", "name": "str",
               "area": "number", "links": "strs", "pressed_by": "str", "note": "str"}
-GRIP_FIELDS = {"closed": "bool", "holding": "str", "grasp_width": "number", "offset": "vec3"}
+GRIP_FIELDS = {"closed": "bool", "holding": "str", "grasp_width": "number", "offset": "vec3", "peak": "number"}
 TRACK_FIELDS = {"surface": "bool", "views": "dict", "points": "points", "box_min": "vec3", "box_max": "vec3",
                 "parts": "dict", "velocity": "vec3", "t_obs": "time", "rigid": "bool", "height": "number",
                 "votes": "dict", "left": "str", "left_t": "time", "gone": "belief", "press": "belief",

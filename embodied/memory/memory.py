@@ -22,13 +22,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from embodied.mapping.looked_at import LookedAt
 from embodied.memory import persistence
 from embodied.memory.body import Body, fresh_grip
 from embodied.memory.buttons import Buttons
 from embodied.memory.config import MemoryConfig
 from embodied.memory.drawers import Drawers
 from embodied.memory.lifecycle import Lifecycle
-from embodied.mapping.looked_at import LookedAt
 from embodied.memory.query import SceneQueries
 from embodied.memory.room_nodes import RoomNodes
 from embodied.memory.tracker import Tracker

@@ -32,8 +32,7 @@ def voxel_keys(points: np.ndarray, voxel: float, unique: bool = True) -> np.ndar
 
 
 def neighbour_keys(points: np.ndarray, voxel: float) -> np.ndarray:
-    """(M,27) int64: the keys of the voxels around a regular subset (M <= 64) of points (N,3) m, which
-    estimates a view's overlap fraction as well as all of them; computed once per view, read per node."""
+    """(M,27) int64 keys of the voxels around a regular subset (M <= 64: as good an estimate) of points (N,3) m."""
     if len(points) > 64:
         points = points[:: -(-len(points) // 64)]
     return voxel_keys(points, voxel, unique=False)[:, None] + NEIGHBOURS[None, :]

@@ -212,12 +212,12 @@ class Updater:
 
     def partial_view(self, node: str, det: ObjectObservation, prev: View | None, track: Track, a: dict, aff) -> bool:
         """Whether a view shows only part of the object (its centre shifts with no motion): cut by the image's
-        edge, a fraction of the camera's last view's points, one face; never a held or sliding thing's view."""
+        edge or a nearer surface, few of the camera's last view's points, one face; not a held or sliding thing's."""
         tc, on = self.config.track, self.config.on
         thick = track.box_max - track.box_min >= tc.solid
-        partial = (det.truncated or (prev is not None and det.n_points < tc.partial_points * prev.n_points)
-                   or (on("one_face") and np.any((det.extent < tc.face_thin) & thick))) \
-            and not (a["held"] or aff.prismatic)
+        few = prev is not None and det.n_points < tc.partial_points * prev.n_points
+        face = on("one_face") and np.any((det.extent < tc.face_thin) & thick)
+        partial = (det.truncated or det.occluded or few or face) and not (a["held"] or aff.prismatic)
         if prev is not None:
             out = np.any(det.box_min < prev.box_min - tc.reach_out) or np.any(det.box_max > prev.box_max + tc.reach_out)
             partial = partial and not (on("reaches_out") and out)

@@ -40,6 +40,7 @@ class Group:
     stop: int
     n_pixels: int
     truncated: bool = False
+    occluded: bool = False
 
 
 _B = 21
@@ -231,6 +232,7 @@ def describe_batch(
                 camera=camera,
                 t=int(t),
                 truncated=g.truncated,
+                occluded=g.occluded,
                 shape=shape_class(hi_k - lo_k),
                 noise=noise[k].copy(),
             )

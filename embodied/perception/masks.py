@@ -43,6 +43,7 @@ def detect_masks(
     stops = np.concatenate([cuts, [len(order)]])
     # A mask on the image border may be cut off: the memory then trusts its extent less.
     border = set(np.unique(np.concatenate([seg[0], seg[-1], seg[:, 0], seg[:, -1]])).tolist())
+    behind = occluded_ids(seg, depth, max(cfg.occluder_jump, cfg.occluder_noise_stds * depth_sigma))
     chosen: list[tuple[int, str, np.ndarray, int]] = []
     for start, stop in zip(starts.tolist(), stops.tolist()):
         inst = int(sorted_ids[start])
@@ -63,6 +64,22 @@ def detect_masks(
     colours = pixel_colours(arrays["rgb"], all_idx)
     groups, start = [], 0
     for inst, label, idx, n_pixels in chosen:
-        groups.append(Group(label, f"{camera}#{inst}", start, start + len(idx), n_pixels, inst in border))
+        groups.append(Group(label, f"{camera}#{inst}", start, start + len(idx), n_pixels, inst in border,
+                            inst in behind))
         start += len(idx)
     return describe_batch(points, colours, groups, camera, t, cfg, arrays["extrinsics"][:3, 3], depth_sigma)
+
+
+def occluded_ids(seg: np.ndarray, depth: np.ndarray, jump: float) -> set[int]:
+    """Instance ids (of ``seg`` (H,W) int) with an edge pixel beside a pixel of another instance (or of
+    none) whose depth (H,W) m reads nearer by more than ``jump`` m (at 1 m; the step grows with the range
+    squared, as depth noise does, and is at least ``jump`` m). A pixel with no depth return says nothing."""
+    out: set[int] = set()
+    for a, b, za, zb in ((seg[:, :-1], seg[:, 1:], depth[:, :-1], depth[:, 1:]),
+                         (seg[:-1], seg[1:], depth[:-1], depth[1:])):
+        edge = (a != b) & (za > 0) & (zb > 0)
+        step = np.maximum(jump, jump * np.minimum(za, zb) ** 2)
+        out.update(np.unique(a[edge & (za - zb > step)]).tolist())
+        out.update(np.unique(b[edge & (zb - za > step)]).tolist())
+    out.discard(0)
+    return out

@@ -108,4 +108,5 @@ def _joined(whole: ObjectObservation, parts: list[ObjectObservation]) -> ObjectO
         points=points,
         n_points=int(weights.sum()),
         truncated=any(o.truncated for o in every),
+        occluded=any(o.occluded for o in every),
     )

@@ -58,6 +58,11 @@ class PerceptionConfig:
     outlier_impl: str = "grid"  # "grid" (density statistic, fast; see clouds.py) or "open3d"
     ignore_labels: tuple[str, ...] = ("robot",)  # the agent's own body is known from proprioception
     min_depth: float = 0.03  # m; closer returns are the robot's own fingers or lens noise
+    # m: a neighbouring pixel this much nearer than a mask's edge pixel (or occluder_noise_stds of the image's
+    # depth noise there, if more) is a surface in front of the object: an arm, a drawer's front, another thing.
+    # Half a small block: a step of the object's own surface (a face seen edge-on) stays under it.
+    occluder_jump: float = 0.02
+    occluder_noise_stds: float = 5.0
     max_depth: float = 6.0  # m
     # Robustness test corruptions (applied before anything else; seeded).
     shuffle_ids: bool = False  # permute instance ids every frame: ids then carry no identity
@@ -120,6 +125,7 @@ class ObjectObservation:
     camera: str
     t: int
     truncated: bool = False  # the mask touches the image border: the object may extend beyond
+    occluded: bool = False  # a nearer surface borders the mask: part of the object may be hidden behind it
     shape: str = ""  # coarse shape class: flat / small / medium / large / tall
     # (3,) m: std of one point along each world axis from the camera's depth noise at this range (0: none
     # measured); memory derives its tolerances from it
