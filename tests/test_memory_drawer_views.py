@@ -9,7 +9,7 @@ import pytest
 
 from embodied.memory import SpatialMemory
 from embodied.memory.config import ArticulationConfig, DetectorProfile, MemoryConfig
-from tests.memory_helpers import box_points, detection, frame, profile
+from tests.memory_helpers import Frame, box_points, detection, down_camera, frame, profile, view
 
 
 def test_a_drawer_seen_half_hidden_does_not_move_sideways():
@@ -150,7 +150,6 @@ def test_a_drawer_seen_as_one_with_the_block_before_it_keeps_its_front(carve, wr
     there."""
     import dataclasses
 
-    from tests.memory_helpers import Frame, down_camera, view
 
     memory = SpatialMemory(profile(drawer_pieces=True))
     if not carve:
@@ -208,3 +207,31 @@ def test_a_sliver_at_the_image_edge_beside_a_drawer_s_lane_does_not_move_it():
     for t in range(4, 7):
         memory.update(frame(t, [cabs[0], drawers[0], cabs[2], drawers[2], sliver], [arm]))
         assert memory.graph.nodes[middle]["position"][1] == pytest.approx(0.0, abs=0.01), t
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_drawer_pushed_shut_is_where_the_strip_of_its_front_shows_it(rule):
+    """A drawer 12 cm out is pushed shut. The wrist camera sees its whole front come in; the top camera now
+    sees only a 2 cm strip of it, off its slide in height (part of it). Nothing cuts or hides the strip, so
+    its front is where the drawer is (``front_face``). Without the rule the top camera keeps its view of the
+    open drawer: the drawer stays open in memory, and the open skill missed its handle (StashAndFetch)."""
+    def two(t, top, wrist):
+        for d in wrist:
+            d.camera = "wrist"
+        for d in [*top, *wrist]:
+            d.t = t
+        pts = [d.points.astype(float) for d in [*top, *wrist]]
+        return Frame(t, [*top, *wrist], [view(down_camera(), pts, name="top"), view(down_camera(), pts, name="wrist")])
+
+    row = lambda: [detection((0.70, y, 0.045), "cabinet", "grey", (0.24, 0.18, 0.09)) for y in (0.0, 0.2)]
+    drawer = lambda out, y=0.0: detection((0.55 - out / 2, y, 0.04), "drawer", "orange", (0.06 + out, 0.17, 0.07))
+    memory = SpatialMemory(MemoryConfig(off=() if rule else ("front_face",)))
+    for t in range(4):
+        memory.update(two(t, [*row(), drawer(0.12), drawer(0.0, 0.2)], [drawer(0.12)]))
+    node = min(memory.find(cls="drawer"), key=lambda n: abs(memory.graph.nodes[n]["position"][1]))
+    assert memory.graph.nodes[node]["state"] == "open"
+    strip = lambda: detection((0.55, 0.0, 0.065), "drawer", "orange", (0.06, 0.17, 0.02))
+    for t in range(4, 10):
+        memory.update(two(t, [*row(), strip(), drawer(0.0, 0.2)], [drawer(0.0)]))
+    assert memory.graph.nodes[node]["state"] == ("closed" if rule else "open")
+    assert memory.graph.nodes[node]["box_min"][0] == pytest.approx(0.52 if rule else 0.40, abs=0.006)

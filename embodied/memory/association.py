@@ -258,9 +258,7 @@ class Associator:
         recent = (last < t) & (last >= t - cfg.handoff_steps) & ~surface
         if not (free | recent).any():
             return
-        wanted = np.ones(len(dets), dtype=bool)
-        if on("looked_at_ground"):
-            wanted &= self.hooks.looked_at_many(views.c)
+        wanted = self.hooks.looked_at_many(views.c) if on("looked_at_ground") else np.ones(len(dets), dtype=bool)
         if on("no_lines"):  # perception's is_line: thinner than the line width along two axes
             wanted &= (views.hi - views.lo < cfg.line).sum(axis=1) < 2
         todo = np.flatnonzero(wanted)

@@ -4,15 +4,9 @@ A node not matched this frame stays in memory; its remembered points are project
 (``spatial.visibility_many``). A point seen through (the depth reads farther) speaks for absence, any other
 return for presence, each worth log(19) = 2.9 of log-odds (``misread``: one in twenty misread), a frame at
 most ``frame_evidence``. The ``gone`` belief adds up the frames and decides ``missing``; else the state says
-why it was not seen:
-
-    visible       matched this frame
-    occluded      most of its points are behind something nearer
-    out_of_view   no camera's image holds enough of it
-    unseen        the depth agrees it is there, but no view was matched
-    missing       the belief says it has gone from its remembered place
-    hidden        it vanished within a container's box: inside it (carried with it, slid with a drawer)
-    held          in the hand
+why it was not seen. States: visible (matched this frame), occluded (mostly behind something nearer),
+out_of_view (no image holds enough of it), unseen (the depth agrees it is there; no view matched), missing
+(the belief says it has gone), hidden (vanished within a container's box: inside it), held (in the hand).
 
 An object lost within a container's box (now or a frame ago) is inside it: it moves with the container,
 sinks to its floor, and is left behind by a cup lifted clear of it.

@@ -44,6 +44,7 @@ RULES = {
     # parts and the hand
     "reaching_in": "a drawer the fingers reach into is not judged (the arm hides its front)",
     "off_slide_is_partial": "a drawer view shifted off its slide shows part of it (it slides along it only)",
+    "front_face": "a part's view nothing cuts or hides shows its front where the part is on its slide",
     "hand_hides_cap": "a cap under the hand is judged from proprioception alone",
     "grasp_takes_out": "an object grasped is in no container any more",
 }

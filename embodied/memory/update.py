@@ -122,6 +122,11 @@ class Updater:
                 shift = abs(along)
                 partial = partial or (cfg.on("off_slide_is_partial") and off > max(cfg.articulation.across_shift,
                                                                                    noise))
+                if partial and cfg.on("front_face") and not (det.truncated or det.occluded):
+                    # Nothing cuts or hides the view: its front (the face it slides out by) is where the part is.
+                    hi, lo = det.box_max[:2] - prev.box_max[:2], det.box_min[:2] - prev.box_min[:2]
+                    front = abs(float(np.dot(np.where(slide > 0, hi, lo), slide)))
+                    shift, partial = (front, False) if front > tol else (shift, partial)
             moved = shift > tol and (not partial or (shift > 3 * tol and overlap < 0.5)) and not aff.anchored
             if moved:
                 # The other cameras' older views saw it where it no longer is.
@@ -250,3 +255,4 @@ def _nested(det: ObjectObservation, prev: View, slack: float) -> bool:
     small, big = (det, prev) if det.n_points < prev.n_points else (prev, det)
     return bool(big.n_points >= 2 * max(small.n_points, 1) and np.all(small.box_min >= big.box_min - slack)
                 and np.all(small.box_max <= big.box_max + slack))
+
