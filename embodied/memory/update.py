@@ -200,12 +200,10 @@ class Updater:
         a["n_obs"] += 1
         a["last_seen"] = t
         track.gone.reset(False, self.config.beliefs)
-        at_rest = True
-        if track.velocity.any():
-            speed = np.abs(track.velocity).max()
-            track.velocity = 0.5 * track.velocity if speed > 1e-4 else track.velocity * 0
-            at_rest = float(speed) * (0.5 if speed > 1e-4 else 0.0) <= self.config.track.moving
-        if track.rigid and at_rest:
+        stirring = track.velocity.any()  # most settled things stand still: skip the reductions
+        if stirring:
+            track.velocity = 0.5 * track.velocity if np.abs(track.velocity).max() > 1e-4 else track.velocity * 0
+        if track.rigid and (not stirring or float(np.abs(track.velocity).max()) <= self.config.track.moving):
             track.learn_height(prev)  # a view first taken in motion, now seen at rest
         track.t_obs = t
         if prev.rgb is not None:  # a settled look is the reference's colour: the reference follows it
@@ -255,4 +253,3 @@ def _nested(det: ObjectObservation, prev: View, slack: float) -> bool:
     small, big = (det, prev) if det.n_points < prev.n_points else (prev, det)
     return bool(big.n_points >= 2 * max(small.n_points, 1) and np.all(small.box_min >= big.box_min - slack)
                 and np.all(small.box_max <= big.box_max + slack))
-
