@@ -32,6 +32,7 @@ from embodied.memory.gating import (
 )
 from embodied.memory.noise import shift_tolerances
 from embodied.memory.spatial import neighbour_keys, overlap_keys
+from embodied.perception import lines
 from embodied.perception.types import ObjectObservation
 
 BLOCKED = 1e6  # cost of a pair the gates refuse
@@ -231,14 +232,12 @@ class Associator:
         for other, dets in frame.items():
             if other == camera or not dets:
                 continue
-            views = [tr.views.get(other) for tr in rows.tracks]
-            last, size, seen = _camera_views(views)
-            d_rgb = np.array([d.rgb for d in dets], dtype=np.float64).reshape(-1, 3)
-            before = looks_as_before(d_rgb, seen, cfg.colour_tolerance, cfg.brightness_ratio)
-            centres = np.array([(d.box_min + d.box_max) / 2 for d in dets])
+            last, size, seen = _camera_views([tr.views.get(other) for tr in rows.tracks])
+            views = _Views.of(dets)
+            before = looks_as_before(views.rgb, seen, cfg.colour_tolerance, cfg.brightness_ratio)
             shift = shift_tolerances(dets, self.config.sensor, cfg.settle_shift)
-            same = as_last_seen(dets, centres, last, size, colour, seen, before, shift, cfg.settle_size)
-            same &= np.array([d.label for d in dets], dtype=object)[:, None] == cls[None]
+            same = as_last_seen(dets, views.c, last, size, colour, seen, before, shift, cfg.settle_size)
+            same &= views.labels[:, None] == cls[None]
             out |= same.any(axis=0)
         return out
 
@@ -259,8 +258,8 @@ class Associator:
         if not (free | recent).any():
             return
         wanted = self.hooks.looked_at_many(views.c) if on("looked_at_ground") else np.ones(len(dets), dtype=bool)
-        if on("no_lines"):  # perception's is_line: thinner than the line width along two axes
-            wanted &= (views.hi - views.lo < cfg.line).sum(axis=1) < 2
+        if on("no_lines"):
+            wanted &= ~lines(views.lo, views.hi, cfg.line)
         todo = np.flatnonzero(wanted)
         if not len(todo):
             return

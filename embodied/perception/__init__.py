@@ -6,7 +6,7 @@ frame = perceive(obs, t)          # Frame(t, objects=[ObjectObservation, ...], v
 
 from embodied.perception.colour import COLOUR_NAMES, colour_name
 from embodied.perception.perceiver import Perceiver, tcp_of
-from embodied.perception.pieces import is_line, join_views
+from embodied.perception.pieces import is_line, join_views, lines
 from embodied.perception.types import CameraView, Frame, ObjectObservation, PerceptionConfig
 
 __all__ = [
@@ -19,5 +19,6 @@ __all__ = [
     "colour_name",
     "is_line",
     "join_views",
+    "lines",
     "tcp_of",
 ]

@@ -72,7 +72,12 @@ def is_line(view: ObjectObservation, width: float, noise_stds: float = 0.0) -> b
     ``noise_stds`` the width along each axis grows by that many stds of one of its points (``view.noise``):
     depth noise thickens a one-pixel line along the viewing ray (realistic sensor: 2 mm at the table)."""
     width = width + noise_stds * np.asarray(view.noise, dtype=np.float64)
-    return int(np.count_nonzero(view.box_max - view.box_min < width)) >= 2
+    return bool(lines(view.box_min[None], view.box_max[None], width)[0])
+
+
+def lines(lo: np.ndarray, hi: np.ndarray, width) -> np.ndarray:
+    """(D,) bool: boxes (D,3) m thinner than ``width`` m (scalar or (3,)) along two axes (``is_line``)."""
+    return (np.asarray(hi) - np.asarray(lo) < width).sum(axis=1) >= 2
 
 
 def _apart(a: ObjectObservation, b: ObjectObservation) -> float:
